@@ -1,0 +1,16 @@
+#!/usr/bin/env bash
+# Installs the Debian 12 packages halfgrad builds with, only those that are missing.
+# Sourced by scripts/main.sh and scripts/test.sh; uses sudo when not run as root.
+set -euo pipefail
+HALFGRAD_PACKAGES=(g++ cmake make libhwy-dev catch2 libcli11-dev nlohmann-json3-dev libopenblas-dev)
+missing=()
+for p in "${HALFGRAD_PACKAGES[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if ((${#missing[@]})); then
+  echo "halfgrad: installing missing packages: ${missing[*]}" >&2
+  sudo=""
+  [ "$(id -u)" -eq 0 ] || sudo="sudo"
+  $sudo apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq "${missing[@]}"
+fi
