@@ -1,0 +1,69 @@
+// Autocast state (thread-local, nestable) and the weight-cast cache.
+#include "autograd/autocast.h"
+
+#include "autograd/ops/shape_ops.h"
+#include "autograd/tape.h"
+
+namespace hg {
+
+struct Autocast::State {
+  DType dtype;
+  bool enabled;
+  // Weight casts of this region, keyed by (tensor, target dtype); the cached cast stays on the
+  // tape, so every use of it sends its gradient back through one cast node. An entry from an
+  // earlier tape generation (a backward ran, and an optimizer may have changed the weight
+  // since) is stale and is cast again.
+  struct Entry {
+    Tensor source;  // pinned, so its address cannot be reused by another tensor
+    Tensor cast;
+    uint64_t generation;
+  };
+  std::map<std::pair<const TensorImpl*, DType>, Entry> cache;
+};
+
+namespace {
+thread_local Autocast::State* t_state = nullptr;
+}
+
+Autocast::Autocast(DType dtype, bool enabled)
+    : state_(std::make_unique<State>(State{dtype, enabled, {}})), previous_(t_state) {
+  t_state = state_.get();
+}
+
+Autocast::~Autocast() { t_state = previous_; }
+
+std::optional<DType> active_autocast() {
+  if (t_state == nullptr || !t_state->enabled) return std::nullopt;
+  return t_state->dtype;
+}
+
+DType promote(DType a, DType b) { return a == b ? a : DType::f32; }
+
+DType autocast_dtype(CastPolicy policy, std::initializer_list<Tensor> inputs) {
+  const std::optional<DType> autocast = active_autocast();
+  if (autocast && policy == CastPolicy::kLowerPrecision) return *autocast;
+  if (autocast && policy == CastPolicy::kFloat32) return DType::f32;
+  bool first = true;
+  DType widest = DType::f32;
+  for (const Tensor& t : inputs) {
+    if (!t.defined()) continue;
+    widest = first ? t.dtype() : promote(widest, t.dtype());
+    first = false;
+  }
+  return widest;
+}
+
+Tensor autocast_input(const Tensor& input, DType target) {
+  if (input.dtype() == target) return input;
+  const bool cacheable = t_state != nullptr && input.is_leaf() && input.requires_grad();
+  if (!cacheable) return cast(input, target);
+  auto key = std::make_pair(&input.impl(), target);
+  const uint64_t generation = active_tape().generation();
+  auto it = t_state->cache.find(key);
+  if (it == t_state->cache.end() || it->second.generation != generation) {
+    it = t_state->cache.insert_or_assign(key, Autocast::State::Entry{input, cast(input, target), generation}).first;
+  }
+  return it->second.cast;
+}
+
+}  // namespace hg

@@ -1,0 +1,51 @@
+// Autocast: a per-op precision policy, following torch.autocast's op lists (CUDA lists in
+// PyTorch's docs, "Autocast Op Reference"). While an Autocast guard lives, each op casts its
+// inputs by its category before computing:
+//   kLowerPrecision (matmul, bmm, linear, attention products): inputs cast to the autocast
+//     dtype (f16 or bf16); matrix products still accumulate in f32 and round once.
+//   kFloat32 (softmax, log_softmax, layer_norm, cross_entropy and other losses, sum, mean,
+//     exp, log, pow, norms): inputs cast to f32, output f32.
+//   kPromote (add, mul, cat, ... everything else): inputs cast to the widest input dtype.
+// Casts of leaf tensors that require grad (the weights) are cached for the life of the guard,
+// so a weight used by several ops is rounded once per region (torch does the same). Outside a
+// guard ops run in their inputs' dtypes.
+#pragma once
+
+#include <initializer_list>
+#include <map>
+#include <memory>
+#include <optional>
+#include <vector>
+
+#include "autograd/tensor.h"
+
+namespace hg {
+
+enum class CastPolicy { kLowerPrecision, kFloat32, kPromote };
+
+class Autocast {
+ public:
+  explicit Autocast(DType dtype = DType::f16, bool enabled = true);
+  ~Autocast();
+  Autocast(const Autocast&) = delete;
+  Autocast& operator=(const Autocast&) = delete;
+
+  struct State;  // defined in autocast.cpp
+
+ private:
+  std::unique_ptr<State> state_;
+  State* previous_;
+};
+
+// The dtype ops of `policy` compute in for these inputs: under autocast the policy decides,
+// otherwise (and for kPromote) the widest input dtype (f16 with bf16 promotes to f32).
+DType autocast_dtype(CastPolicy policy, std::initializer_list<Tensor> inputs);
+// The autocast dtype in force, if any.
+std::optional<DType> active_autocast();
+// Casts `input` for an op of `policy`: a no-op when the dtype already matches; cached for
+// weights inside an autocast region.
+Tensor autocast_input(const Tensor& input, DType target);
+// The widest of two dtypes (torch.promote_types restricted to f32/f16/bf16).
+DType promote(DType a, DType b);
+
+}  // namespace hg

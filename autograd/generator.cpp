@@ -1,0 +1,62 @@
+// Philox4x32-10 and the distributions drawn from it. Parallel over elements: every element
+// computes its own counter, so the result is identical for any thread count.
+#include "autograd/generator.h"
+
+#include <cmath>
+#include <numbers>
+
+namespace hg {
+
+std::array<uint32_t, 4> philox4x32(std::array<uint32_t, 4> c, uint64_t key) {
+  // Constants from the Random123 reference implementation.
+  constexpr uint32_t kMul0 = 0xD2511F53, kMul1 = 0xCD9E8D57;
+  constexpr uint32_t kWeyl0 = 0x9E3779B9, kWeyl1 = 0xBB67AE85;
+  uint32_t k0 = uint32_t(key), k1 = uint32_t(key >> 32);
+  for (int round = 0; round < 10; ++round) {
+    const uint64_t p0 = uint64_t(kMul0) * c[0];
+    const uint64_t p1 = uint64_t(kMul1) * c[2];
+    c = {uint32_t(p1 >> 32) ^ c[1] ^ k0, uint32_t(p1), uint32_t(p0 >> 32) ^ c[3] ^ k1, uint32_t(p0)};
+    k0 += kWeyl0;
+    k1 += kWeyl1;
+  }
+  return c;
+}
+
+namespace {
+
+std::array<uint32_t, 4> block(uint64_t seed, uint64_t counter) {
+  return philox4x32({uint32_t(counter), uint32_t(counter >> 32), 0, 0}, seed);
+}
+
+// 24 random bits to a float in [0, 1): exact, every value equally likely.
+float unit_float(uint32_t bits) { return float(bits >> 8) * 0x1.0p-24f; }
+
+}  // namespace
+
+void Generator::uniform(std::span<float> out, float low, float high) {
+  const uint64_t base = offset_;
+  const float width = high - low;
+#pragma omp parallel for schedule(static) if (out.size() > 65536)
+  for (size_t i = 0; i < out.size(); ++i) {
+    out[i] = low + width * unit_float(block(seed_, base + i)[0]);
+  }
+  offset_ += out.size();
+}
+
+void Generator::normal(std::span<float> out, float mean, float stddev) {
+  const uint64_t base = offset_;
+#pragma omp parallel for schedule(static) if (out.size() > 65536)
+  for (size_t i = 0; i < out.size(); ++i) {
+    // Box-Muller on two words of the element's own block; u1 in (0, 1] keeps log finite.
+    const auto words = block(seed_, base + i);
+    const double u1 = (double(words[0] >> 8) + 1.0) * 0x1.0p-24;
+    const double u2 = double(words[1] >> 8) * 0x1.0p-24;
+    const double z = std::sqrt(-2.0 * std::log(u1)) * std::cos(2.0 * std::numbers::pi * u2);
+    out[i] = float(mean + stddev * z);
+  }
+  offset_ += out.size();
+}
+
+uint32_t Generator::next_u32() { return block(seed_, offset_++)[0]; }
+
+}  // namespace hg

@@ -1,0 +1,32 @@
+// widen/narrow: the dtype boundary of every op, on top of the precision conversion kernels.
+#include "autograd/kernels/cast.h"
+
+#include <cstring>
+#include <span>
+
+#include "precision/convert.h"
+
+namespace hg::kernels {
+
+void widen(float* dst, const void* src, DType dtype, int64_t offset, int64_t n) {
+  if (dtype == DType::f32) {
+    std::memcpy(dst, static_cast<const float*>(src) + offset, size_t(n) * sizeof(float));
+    return;
+  }
+  precision::decode(storage_format(dtype),
+                    std::span<const uint16_t>(static_cast<const uint16_t*>(src) + offset, size_t(n)),
+                    std::span<float>(dst, size_t(n)));
+}
+
+void narrow(void* dst, DType dtype, int64_t offset, const float* src, int64_t n,
+            const precision::RoundingOptions& rounding, uint64_t seed, uint64_t stochastic_index) {
+  if (dtype == DType::f32) {
+    std::memcpy(static_cast<float*>(dst) + offset, src, size_t(n) * sizeof(float));
+    return;
+  }
+  precision::encode(storage_format(dtype), std::span<const float>(src, size_t(n)),
+                    std::span<uint16_t>(static_cast<uint16_t*>(dst) + offset, size_t(n)),
+                    {.rounding = rounding, .seed = seed, .offset = stochastic_index});
+}
+
+}  // namespace hg::kernels

@@ -1,0 +1,23 @@
+// Moving elements between a tensor's storage dtype and f32 working buffers. Ops compute in
+// f32 on chunks: widen the inputs (exact), run an f32 kernel, narrow the result once with the
+// active rounding options (rounding_scope.h). This is the only place kernels meet dtypes, so
+// every f32 kernel serves every dtype and the rounding is applied in exactly one way.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "autograd/dtype.h"
+#include "precision/rounding.h"
+
+namespace hg::kernels {
+
+// dst[i] = element (offset + i) of `src` (stored as `dtype`) widened to f32, for i < n.
+void widen(float* dst, const void* src, DType dtype, int64_t offset, int64_t n);
+
+// Element (offset + i) of `dst` (stored as `dtype`) = src[i] rounded once, for i < n.
+// `stochastic_index` numbers the rounding events for stochastic rounding (ignored otherwise).
+void narrow(void* dst, DType dtype, int64_t offset, const float* src, int64_t n,
+            const precision::RoundingOptions& rounding, uint64_t seed, uint64_t stochastic_index);
+
+}  // namespace hg::kernels

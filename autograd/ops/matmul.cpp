@@ -1,0 +1,123 @@
+// matmul and linear on the packed GEMM (kernels/gemm.h). Inputs are read in their stored dtype
+// and widened while packing; the f32 result is rounded once into the output dtype. Backward
+// passes transposed operands to the GEMM instead of materialising transposes.
+#include "autograd/ops/matmul.h"
+
+#include <vector>
+
+#include "autograd/autocast.h"
+#include "autograd/error.h"
+#include "autograd/kernels/cast.h"
+#include "autograd/kernels/gemm.h"
+#include "autograd/rounding_scope.h"
+#include "autograd/tape.h"
+
+namespace hg {
+namespace {
+
+using kernels::GemmOperand;
+
+GemmOperand operand(const Tensor& t, int64_t ld, bool transposed, int64_t batch_stride = 0) {
+  return {t.bytes(), t.dtype(), ld, transposed, batch_stride};
+}
+
+// An f32 scratch result of `shape`, rounded once into a tensor of `dtype` by finish().
+struct Result {
+  Tensor f32;
+  Result(const Shape& shape) : f32(Tensor::empty(shape, DType::f32)) {}
+  float* data() { return f32.data<float>(); }
+  Tensor finish(DType dtype) const {
+    if (dtype == DType::f32) return f32;
+    Tensor out = Tensor::empty(f32.shape(), dtype);
+    kernels::narrow(out.bytes(), dtype, 0, f32.data<float>(), out.numel(), current_rounding(),
+                    current_rounding_seed(), reserve_rounding_events(uint64_t(out.numel())));
+    return out;
+  }
+};
+
+// Leading (batch) dims of a (..., R, C) shape and their product.
+int64_t batch_of(const Shape& s) { return s.numel() / std::max<int64_t>(1, s[-1] * s[-2]); }
+
+}  // namespace
+
+Tensor matmul(const Tensor& a0, const Tensor& b0) {
+  check(a0.ndim() >= 2 && b0.ndim() >= 2, "matmul: needs 2-D or batched operands, got ",
+        a0.shape().str(), " and ", b0.shape().str());
+  const int64_t m = a0.shape()[-2], k = a0.shape()[-1], n = b0.shape()[-1];
+  check(b0.shape()[-2] == k, "matmul: inner dims differ: ", a0.shape().str(), " @ ", b0.shape().str());
+  const bool shared_b = b0.ndim() == 2;  // one B for every batch of A: one tall GEMM
+  check(shared_b || (a0.ndim() == b0.ndim() && a0.shape().with(-1, 1).with(-2, 1) == b0.shape().with(-1, 1).with(-2, 1)),
+        "matmul: batch dims differ: ", a0.shape().str(), " @ ", b0.shape().str());
+  const DType dtype = autocast_dtype(CastPolicy::kLowerPrecision, {a0, b0});
+  const Tensor a = autocast_input(a0, dtype), b = autocast_input(b0, dtype);
+  const int64_t batch = batch_of(a.shape());
+  Result y(a.shape().with(-1, n));
+  if (shared_b) {
+    kernels::gemm(y.data(), n, operand(a, k, false), operand(b, n, false), batch * m, n, k);
+  } else {
+    kernels::gemm_batched(y.data(), n, m * n, operand(a, k, false, m * k), operand(b, n, false, k * n), batch, m, n, k);
+  }
+  return record("matmul", y.finish(dtype), {a, b}, [a, b, batch, m, n, k, shared_b](const Tensor& dy) {
+    if (a.requires_grad()) {  // dA (M,K) = dY (M,N) B^T
+      Result da(a.shape());
+      if (shared_b) {
+        kernels::gemm(da.data(), k, operand(dy, n, false), operand(b, n, true), batch * m, k, n);
+      } else {
+        kernels::gemm_batched(da.data(), k, m * k, operand(dy, n, false, m * n), operand(b, n, true, k * n), batch, m, k, n);
+      }
+      accumulate_grad(a, da.finish(a.dtype()));
+    }
+    if (b.requires_grad()) {  // dB (K,N) = A^T dY, summed over the batch when B is shared
+      Result db(b.shape());
+      if (shared_b) {
+        kernels::gemm(db.data(), n, operand(a, k, true), operand(dy, n, false), k, n, batch * m);
+      } else {
+        kernels::gemm_batched(db.data(), n, k * n, operand(a, k, true, m * k), operand(dy, n, false, m * n), batch, k, n, m);
+      }
+      accumulate_grad(b, db.finish(b.dtype()));
+    }
+  });
+}
+
+Tensor linear(const Tensor& x0, const Tensor& w0, const Tensor& bias0) {
+  check(w0.ndim() == 2 && x0.ndim() >= 1 && x0.shape()[-1] == w0.shape()[1], "linear: input ",
+        x0.shape().str(), " does not match weight ", w0.shape().str(), " (out_features, in_features)");
+  const int64_t in = w0.shape()[1], out = w0.shape()[0], rows = x0.numel() / std::max<int64_t>(1, in);
+  check(!bias0.defined() || (bias0.ndim() == 1 && bias0.shape()[0] == out), "linear: bias ",
+        bias0.defined() ? bias0.shape().str() : "", " does not match weight ", w0.shape().str());
+  const DType dtype = autocast_dtype(CastPolicy::kLowerPrecision, {x0, w0, bias0});
+  const Tensor x = autocast_input(x0, dtype), w = autocast_input(w0, dtype);
+  const Tensor bias = bias0.defined() ? autocast_input(bias0, dtype) : Tensor();
+  Result y(x.shape().with(-1, out));
+  float* yd = y.data();
+  if (bias.defined()) {  // the bias is added in f32 before the single rounding (addmm)
+    const std::vector<float> b = bias.to_vector();
+    for (int64_t r = 0; r < rows; ++r) std::copy(b.begin(), b.end(), yd + r * out);
+  }
+  kernels::gemm(yd, out, operand(x, in, false), operand(w, in, true), rows, out, in,
+                {.accumulate = bias.defined()});
+  return record("linear", y.finish(dtype), {x, w, bias}, [x, w, bias, rows, in, out](const Tensor& dy) {
+    if (x.requires_grad()) {  // dX (R,in) = dY (R,out) W (out,in)
+      Result dx(x.shape());
+      kernels::gemm(dx.data(), in, operand(dy, out, false), operand(w, in, false), rows, in, out);
+      accumulate_grad(x, dx.finish(x.dtype()));
+    }
+    if (w.requires_grad()) {  // dW (out,in) = dY^T (out,R) X (R,in)
+      Result dw(w.shape());
+      kernels::gemm(dw.data(), in, operand(dy, out, true), operand(x, in, false), out, in, rows);
+      accumulate_grad(w, dw.finish(w.dtype()));
+    }
+    if (bias.defined() && bias.requires_grad()) {  // db = sum over rows of dY, f32, row order
+      const std::vector<float> g = dy.to_vector();
+      Result db(bias.shape());
+      float* d = db.data();
+      std::fill(d, d + out, 0.0f);
+      for (int64_t r = 0; r < rows; ++r) {
+        for (int64_t j = 0; j < out; ++j) d[j] += g[size_t(r * out + j)];
+      }
+      accumulate_grad(bias, db.finish(bias.dtype()));
+    }
+  });
+}
+
+}  // namespace hg

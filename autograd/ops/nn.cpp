@@ -1,0 +1,286 @@
+// The transformer's fused ops, each forward followed by its backward. Row-wise math runs in
+// f32 on widened rows (ops/map.h) and rounds once; cross-row sums (weight gradients) run in
+// row order so results do not depend on the thread count.
+#include "autograd/ops/nn.h"
+
+#include <cmath>
+#include <cstring>
+#include <limits>
+
+#include "autograd/autocast.h"
+#include "autograd/error.h"
+#include "autograd/ops/elementwise.h"
+#include "autograd/ops/map.h"
+#include "autograd/ops/matmul.h"
+#include "autograd/ops/reduce.h"
+#include "autograd/ops/shape_ops.h"
+#include "autograd/tape.h"
+
+namespace hg {
+
+using detail::map_rows;
+template <size_t K>
+using Rows = std::array<const float*, K>;
+
+namespace {
+
+int64_t last_dim(const Tensor& x, const char* op) {
+  check(x.ndim() >= 1, op, ": needs at least 1 dim, got a scalar");
+  return x.shape()[-1];
+}
+
+// softmax of one row in f32. A row that is -inf everywhere (every key masked) gives zeros
+// instead of torch's NaN, so a fully padded sequence cannot poison a batch.
+void softmax_row(float* y, const float* x, int64_t c) {
+  float m = -std::numeric_limits<float>::infinity();
+  for (int64_t j = 0; j < c; ++j) m = std::max(m, x[j]);
+  if (m == -std::numeric_limits<float>::infinity()) {
+    std::fill(y, y + c, 0.0f);
+    return;
+  }
+  float total = 0.0f;
+  for (int64_t j = 0; j < c; ++j) total += (y[j] = std::exp(x[j] - m));
+  const float inv = 1.0f / total;
+  for (int64_t j = 0; j < c; ++j) y[j] *= inv;
+}
+
+// log_softmax of one row: x - max - log(sum exp(x - max)).
+void log_softmax_row(float* y, const float* x, int64_t c) {
+  float m = -std::numeric_limits<float>::infinity();
+  for (int64_t j = 0; j < c; ++j) m = std::max(m, x[j]);
+  float total = 0.0f;
+  for (int64_t j = 0; j < c; ++j) total += std::exp(x[j] - m);
+  const float shift = m + std::log(total);
+  for (int64_t j = 0; j < c; ++j) y[j] = x[j] - shift;
+}
+
+}  // namespace
+
+Tensor softmax(const Tensor& x0) {
+  const Tensor x = autocast_input(x0, autocast_dtype(CastPolicy::kFloat32, {x0}));
+  const int64_t c = last_dim(x, "softmax");
+  Tensor y = map_rows<1>(x.shape(), x.dtype(), c, {x}, [c](float* out, const Rows<1>& in, int64_t) {
+    softmax_row(out, in[0], c);
+  });
+  const Tensor saved = y.detach();
+  return record("softmax", y, {x}, [x, saved, c](const Tensor& dy) {
+    // dx = y * (dy - sum_j dy_j y_j)
+    accumulate_grad(x, map_rows<2>(x.shape(), dy.dtype(), c, {dy, saved}, [c](float* out, const Rows<2>& in, int64_t) {
+      float dot = 0.0f;
+      for (int64_t j = 0; j < c; ++j) dot += in[0][j] * in[1][j];
+      for (int64_t j = 0; j < c; ++j) out[j] = in[1][j] * (in[0][j] - dot);
+    }));
+  });
+}
+
+Tensor log_softmax(const Tensor& x0) {
+  const Tensor x = autocast_input(x0, autocast_dtype(CastPolicy::kFloat32, {x0}));
+  const int64_t c = last_dim(x, "log_softmax");
+  Tensor y = map_rows<1>(x.shape(), x.dtype(), c, {x}, [c](float* out, const Rows<1>& in, int64_t) {
+    log_softmax_row(out, in[0], c);
+  });
+  const Tensor saved = y.detach();
+  return record("log_softmax", y, {x}, [x, saved, c](const Tensor& dy) {
+    // dx = dy - exp(y) * sum_j dy_j
+    accumulate_grad(x, map_rows<2>(x.shape(), dy.dtype(), c, {dy, saved}, [c](float* out, const Rows<2>& in, int64_t) {
+      float total = 0.0f;
+      for (int64_t j = 0; j < c; ++j) total += in[0][j];
+      for (int64_t j = 0; j < c; ++j) out[j] = in[0][j] - std::exp(in[1][j]) * total;
+    }));
+  });
+}
+
+Tensor layer_norm(const Tensor& x0, const Tensor& weight0, const Tensor& bias0, float eps) {
+  const DType dtype = autocast_dtype(CastPolicy::kFloat32, {x0, weight0, bias0});
+  const Tensor x = autocast_input(x0, dtype);
+  const Tensor weight = weight0.defined() ? autocast_input(weight0, dtype) : Tensor();
+  const Tensor bias = bias0.defined() ? autocast_input(bias0, dtype) : Tensor();
+  const int64_t c = last_dim(x, "layer_norm");
+  for (const Tensor* p : {&weight, &bias}) {
+    check(!p->defined() || (p->ndim() == 1 && p->shape()[0] == c), "layer_norm: parameter of shape ",
+          p->defined() ? p->shape().str() : "", " for input ", x.shape().str());
+  }
+  const int64_t rows = c ? x.numel() / c : 0;
+  const std::vector<float> w = weight.defined() ? weight.to_vector() : std::vector<float>(size_t(c), 1.0f);
+  const std::vector<float> b = bias.defined() ? bias.to_vector() : std::vector<float>(size_t(c), 0.0f);
+  // Saved per row for backward: mean and 1/sqrt(var + eps) (biased variance, as torch).
+  auto stats = std::make_shared<std::vector<float>>(size_t(2 * rows));
+  Tensor y = map_rows<1>(x.shape(), x.dtype(), c, {x}, [&, c](float* out, const Rows<1>& in, int64_t r) {
+    float mu = 0.0f;
+    for (int64_t j = 0; j < c; ++j) mu += in[0][j];
+    mu /= float(c);
+    float var = 0.0f;
+    for (int64_t j = 0; j < c; ++j) var += (in[0][j] - mu) * (in[0][j] - mu);
+    const float rstd = 1.0f / std::sqrt(var / float(c) + eps);
+    for (int64_t j = 0; j < c; ++j) out[j] = (in[0][j] - mu) * rstd * w[size_t(j)] + b[size_t(j)];
+    (*stats)[size_t(2 * r)] = mu;
+    (*stats)[size_t(2 * r + 1)] = rstd;
+  });
+  return record("layer_norm", y, {x, weight, bias}, [x, weight, bias, stats, w, c, rows](const Tensor& dy) {
+    const std::vector<float> xs = x.to_vector(), g = dy.to_vector();
+    if (x.requires_grad()) {
+      // dx = rstd * (g w - mean(g w) - xhat * mean(g w xhat)), xhat = (x - mean) rstd.
+      accumulate_grad(x, map_rows<2>(x.shape(), dy.dtype(), c, {dy, x}, [&](float* out, const Rows<2>& in, int64_t r) {
+        const float mu = (*stats)[size_t(2 * r)], rstd = (*stats)[size_t(2 * r + 1)];
+        float mean_gw = 0.0f, mean_gwx = 0.0f;
+        for (int64_t j = 0; j < c; ++j) {
+          const float gw = in[0][j] * w[size_t(j)];
+          mean_gw += gw;
+          mean_gwx += gw * (in[1][j] - mu) * rstd;
+        }
+        mean_gw /= float(c);
+        mean_gwx /= float(c);
+        for (int64_t j = 0; j < c; ++j) {
+          const float xhat = (in[1][j] - mu) * rstd;
+          out[j] = rstd * (in[0][j] * w[size_t(j)] - mean_gw - xhat * mean_gwx);
+        }
+      }));
+    }
+    const bool dw = weight.defined() && weight.requires_grad(), db = bias.defined() && bias.requires_grad();
+    if (dw || db) {  // sums over rows in row order
+      std::vector<float> gw(size_t(c), 0.0f), gb(size_t(c), 0.0f);
+      for (int64_t r = 0; r < rows; ++r) {
+        const float mu = (*stats)[size_t(2 * r)], rstd = (*stats)[size_t(2 * r + 1)];
+        for (int64_t j = 0; j < c; ++j) {
+          const size_t i = size_t(r * c + j);
+          gw[size_t(j)] += g[i] * (xs[i] - mu) * rstd;
+          gb[size_t(j)] += g[i];
+        }
+      }
+      if (dw) accumulate_grad(weight, Tensor::from_vector(gw, weight.shape(), DType::f32));
+      if (db) accumulate_grad(bias, Tensor::from_vector(gb, bias.shape(), DType::f32));
+    }
+  });
+}
+
+Tensor dropout(const Tensor& x, float p, Generator& gen, bool training) {
+  check(p >= 0.0f && p < 1.0f, "dropout: p must be in [0, 1), got ", p);
+  if (!training || p == 0.0f) return x;
+  // mask: 1/(1-p) where kept, 0 where dropped, in f32 so the scale is not rounded.
+  std::vector<float> u(static_cast<size_t>(x.numel()));
+  gen.uniform(u);
+  const float scale = 1.0f / (1.0f - p);
+  for (float& v : u) v = v >= p ? scale : 0.0f;
+  const Tensor mask = Tensor::from_vector(u, x.shape());
+  auto apply = [](float* out, const std::array<const float*, 2>& in, int64_t n) {
+    for (int64_t i = 0; i < n; ++i) out[i] = in[0][i] * in[1][i];
+  };
+  Tensor y = detail::map<2>(x.shape(), x.dtype(), {x, mask}, apply);
+  return record("dropout", y, {x}, [x, mask, apply](const Tensor& dy) {
+    accumulate_grad(x, detail::map<2>(dy.shape(), dy.dtype(), {dy, mask}, apply));
+  });
+}
+
+Tensor embedding(const Indices& ids, const Tensor& weight, int32_t padding_idx) {
+  check(weight.ndim() == 2, "embedding: weight must be (V, C), got ", weight.shape().str());
+  const int64_t v = weight.shape()[0], c = weight.shape()[1];
+  for (int64_t i = 0; i < ids.numel(); ++i) {
+    check(ids[i] >= 0 && ids[i] < v, "embedding: id ", ids[i], " at position ", i, " is outside the vocabulary [0, ", v, ")");
+  }
+  check(ids.shape.ndim() < Shape::kMaxDims, "embedding: ids of shape ", ids.shape.str(), " have too many dims");
+  std::vector<int64_t> dims(ids.shape.dims().begin(), ids.shape.dims().end());
+  dims.push_back(c);
+  Tensor y = Tensor::empty(Shape(std::span<const int64_t>(dims)), weight.dtype());
+  const size_t row_bytes = size_t(c) * element_size(weight.dtype());
+  for (int64_t i = 0; i < ids.numel(); ++i) {  // a gather: exact copies, no rounding
+    std::memcpy(y.bytes() + size_t(i) * row_bytes, weight.bytes() + size_t(ids[i]) * row_bytes, row_bytes);
+  }
+  return record("embedding", y, {weight}, [ids, weight, padding_idx, v, c](const Tensor& dy) {
+    // Scatter-add rows of dy into dW in position order (f32), skipping padding_idx.
+    const std::vector<float> g = dy.to_vector();
+    std::vector<float> dw(size_t(v * c), 0.0f);
+    for (int64_t i = 0; i < ids.numel(); ++i) {
+      if (ids[i] == padding_idx) continue;
+      for (int64_t j = 0; j < c; ++j) dw[size_t(ids[i] * c + j)] += g[size_t(i * c + j)];
+    }
+    accumulate_grad(weight, Tensor::from_vector(dw, weight.shape()));
+  });
+}
+
+Tensor cross_entropy(const Tensor& logits, const Indices& targets, const CrossEntropyOptions& options) {
+  check(logits.ndim() == 2, "cross_entropy: logits must be (N, K), got ", logits.shape().str());
+  const int64_t n = logits.shape()[0], k = logits.shape()[1];
+  check(targets.numel() == n, "cross_entropy: ", targets.numel(), " targets for ", n, " rows of logits");
+  const float eps = options.label_smoothing;
+  check(eps >= 0.0f && eps <= 1.0f, "cross_entropy: label_smoothing must be in [0, 1], got ", eps);
+  int64_t counted = 0;
+  for (int64_t i = 0; i < n; ++i) {
+    if (targets[i] == options.ignore_index) continue;
+    check(targets[i] >= 0 && targets[i] < k, "cross_entropy: target ", targets[i], " in row ", i,
+          " is not a class in [0, ", k, ")");
+    ++counted;
+  }
+  // Row losses in f32: -(1 - eps) logp[t] - eps/K sum_j logp[j] (torch's label smoothing).
+  const std::vector<float> z = logits.to_vector();
+  std::vector<float> logp(z.size());
+  float total = 0.0f;
+  for (int64_t i = 0; i < n; ++i) {
+    log_softmax_row(&logp[size_t(i * k)], &z[size_t(i * k)], k);
+    if (targets[i] == options.ignore_index) continue;
+    float sum_logp = 0.0f;
+    for (int64_t j = 0; j < k; ++j) sum_logp += logp[size_t(i * k + j)];
+    total += -(1.0f - eps) * logp[size_t(i * k + targets[i])] - eps / float(k) * sum_logp;
+  }
+  // torch returns NaN for a batch whose every target is ignored (0/0); so do we.
+  const float loss = counted ? total / float(counted) : std::numeric_limits<float>::quiet_NaN();
+  Tensor y = Tensor::full({}, loss, DType::f32);
+  return record("cross_entropy", y, {logits}, [logits, targets, logp, n, k, eps, counted, options](const Tensor& dy) {
+    // d loss / d z_ij = (softmax_ij - (1 - eps) [j = t_i] - eps/K) * dy / count
+    const float scale = dy.item() / float(std::max<int64_t>(counted, 1));
+    std::vector<float> dz(size_t(n * k), 0.0f);
+    for (int64_t i = 0; i < n; ++i) {
+      if (targets[i] == options.ignore_index) continue;
+      for (int64_t j = 0; j < k; ++j) {
+        const float target = (j == targets[i] ? 1.0f - eps : 0.0f) + eps / float(k);
+        dz[size_t(i * k + j)] = (std::exp(logp[size_t(i * k + j)]) - target) * scale;
+      }
+    }
+    accumulate_grad(logits, Tensor::from_vector(dz, logits.shape()));
+  });
+}
+
+Tensor scaled_dot_product_attention(const Tensor& q, const Tensor& k, const Tensor& v,
+                                    const Indices& attention_mask, bool causal) {
+  check(q.ndim() == 4 && k.shape() == q.shape() && v.shape() == q.shape(),
+        "attention: q, k, v must share one (B, H, T, D) shape, got ", q.shape().str(), ", ",
+        k.shape().str(), ", ", v.shape().str());
+  const int64_t b = q.shape()[0], t = q.shape()[2], d = q.shape()[3];
+  Tensor scores = mul_scalar(matmul(q, transpose(k)), 1.0f / std::sqrt(float(d)));  // (B,H,T,T)
+  if (attention_mask.numel() > 0 || causal) {
+    check(attention_mask.numel() == 0 || attention_mask.shape == Shape{b, t},
+          "attention: mask of shape ", attention_mask.shape.str(), " for batch ", b, " and length ", t);
+    // masked[b, 0, i, j] = 1 where key j is padding or (causal) j > i.
+    std::vector<int32_t> masked(size_t(b * t * t), 0);
+    for (int64_t bi = 0; bi < b; ++bi) {
+      for (int64_t i = 0; i < t; ++i) {
+        for (int64_t j = 0; j < t; ++j) {
+          const bool pad = attention_mask.numel() > 0 && attention_mask[bi * t + j] == 0;
+          masked[size_t((bi * t + i) * t + j)] = (pad || (causal && j > i)) ? 1 : 0;
+        }
+      }
+    }
+    scores = masked_fill(scores, Indices(std::move(masked), {b, 1, t, t}),
+                         -std::numeric_limits<float>::infinity());
+  }
+  return matmul(softmax(scores), v);
+}
+
+Tensor masked_mean(const Tensor& x, const Indices& mask) {
+  check(x.ndim() == 3 && mask.shape == Shape{x.shape()[0], x.shape()[1]}, "masked_mean: x ",
+        x.shape().str(), " needs a (B, T) mask, got ", mask.shape.str());
+  const int64_t b = x.shape()[0], t = x.shape()[1];
+  std::vector<float> keep(static_cast<size_t>(b * t));
+  std::vector<float> inv_count(static_cast<size_t>(b));
+  for (int64_t bi = 0; bi < b; ++bi) {
+    int64_t count = 0;
+    for (int64_t ti = 0; ti < t; ++ti) {
+      keep[size_t(bi * t + ti)] = mask[bi * t + ti] != 0 ? 1.0f : 0.0f;
+      count += mask[bi * t + ti] != 0;
+    }
+    inv_count[size_t(bi)] = 1.0f / float(std::max<int64_t>(count, 1));
+  }
+  const Tensor summed = sum(mul(x, Tensor::from_vector(keep, {b, t, 1})), 1);  // (B, C)
+  return mul(summed, Tensor::from_vector(inv_count, {b, 1}));
+}
+
+}  // namespace hg

@@ -1,0 +1,46 @@
+// The fused ops a transformer needs, each with a hand-written backward: softmax,
+// log_softmax, layer_norm, dropout, embedding, cross_entropy, scaled dot-product attention
+// and masked mean pooling. Softmax-family, norms and losses compute in f32 (autocast kFloat32).
+#pragma once
+
+#include "autograd/generator.h"
+#include "autograd/indices.h"
+#include "autograd/tensor.h"
+
+namespace hg {
+
+// Over the last dim. Output dtype = input dtype outside autocast, f32 under it.
+Tensor softmax(const Tensor& x);
+Tensor log_softmax(const Tensor& x);
+
+// x: (..., C), weight, bias: (C) (either may be undefined) -> (..., C); saves mean and
+// 1/std per row. torch.nn.functional.layer_norm over the last dim.
+Tensor layer_norm(const Tensor& x, const Tensor& weight, const Tensor& bias, float eps = 1e-5f);
+
+// Zeroes each element with probability p and scales the rest by 1/(1-p) when training;
+// identity otherwise. The mask comes from `gen`, so runs are reproducible.
+Tensor dropout(const Tensor& x, float p, Generator& gen, bool training = true);
+
+// ids: any shape S with values in [0, V); weight: (V, C) -> S + (C). Backward scatter-adds
+// rows into the weight's gradient; rows of padding_idx (if >= 0) get no gradient.
+Tensor embedding(const Indices& ids, const Tensor& weight, int32_t padding_idx = -1);
+
+struct CrossEntropyOptions {
+  int32_t ignore_index = -100;  // targets equal to it contribute neither loss nor gradient
+  float label_smoothing = 0.0f;
+};
+// logits: (N, K), targets: (N) -> mean loss over non-ignored rows, shape (), f32.
+// torch.nn.functional.cross_entropy(reduction='mean').
+Tensor cross_entropy(const Tensor& logits, const Indices& targets, const CrossEntropyOptions& options = {});
+
+// q, k, v: (B, H, T, D); attention_mask: (B, T) with 1 for real keys and 0 for padding (the
+// Hugging Face convention, the same mask masked_mean takes), or empty for none; causal:
+// position t attends to keys <= t. softmax(q k^T / sqrt(D) + mask) v -> (B, H, T, D).
+// The two products are autocast's lower-precision ops; the softmax runs in f32.
+Tensor scaled_dot_product_attention(const Tensor& q, const Tensor& k, const Tensor& v,
+                                    const Indices& attention_mask = {}, bool causal = false);
+
+// x: (B, T, C), mask: (B, T) with 1 for real tokens -> (B, C): the mean over real tokens.
+Tensor masked_mean(const Tensor& x, const Indices& mask);
+
+}  // namespace hg

@@ -1,0 +1,167 @@
+// The tape's bookkeeping: recording, the reverse walk, gradient accumulation (the one place
+// where broadcast gradients are summed back and rounded to the tensor's dtype), observers and
+// anomaly detection.
+#include "autograd/tape.h"
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+
+#include "autograd/error.h"
+#include "autograd/ops/elementwise.h"
+#include "autograd/ops/reduce.h"
+#include "autograd/ops/shape_ops.h"
+
+namespace hg {
+namespace {
+
+thread_local Tape t_tape;
+thread_local bool t_grad_enabled = true;
+// 0: off; 1: record the first anomaly; 2: throw on it.
+thread_local int t_anomaly_mode = 0;
+thread_local Anomaly t_anomaly;
+// The op whose backward is running, named in observer calls and anomaly reports.
+thread_local const char* t_backward_op = "";
+thread_local std::map<int, GradObserver> t_observers;
+thread_local int t_next_observer = 0;
+
+bool has_non_finite(const Tensor& t) {
+  const std::vector<float> values = t.to_vector();
+  return std::any_of(values.begin(), values.end(), [](float v) { return !std::isfinite(v); });
+}
+
+void report_anomaly(const char* op, const Tensor& t, const char* phase) {
+  if (!t_anomaly.op.empty()) return;  // keep the first
+  t_anomaly = {op, t.name(), phase, t.shape()};
+  if (t_anomaly_mode == 2) throw Error(t_anomaly.message());
+}
+
+}  // namespace
+
+void Tape::clear() {
+  nodes_.clear();
+  ++generation_;
+}
+
+Tape& active_tape() { return t_tape; }
+bool grad_enabled() { return t_grad_enabled; }
+
+NoGrad::NoGrad() : previous_(t_grad_enabled) { t_grad_enabled = false; }
+NoGrad::~NoGrad() { t_grad_enabled = previous_; }
+
+Tensor record(const char* op, Tensor output, const std::vector<Tensor>& inputs, BackwardFn backward) {
+  if (t_anomaly_mode != 0 && has_non_finite(output)) report_anomaly(op, output, "forward");
+  if (!t_grad_enabled) return output;
+  Node node{op, {}, output, std::move(backward)};
+  for (const Tensor& input : inputs) {
+    if (input.defined() && input.requires_grad()) node.inputs.push_back(input);
+  }
+  if (node.inputs.empty()) return output;
+  TensorImpl& impl = output.impl();
+  impl.requires_grad = true;
+  impl.node = t_tape.size();
+  impl.generation = t_tape.generation();
+  t_tape.nodes_.push_back(std::move(node));
+  return output;
+}
+
+void accumulate_grad(const Tensor& input, const Tensor& grad) {
+  if (!input.requires_grad()) return;
+  Tensor g = grad;
+  if (!(g.shape() == input.shape())) g = sum_to(g, input.shape());
+  if (g.dtype() != input.dtype()) g = cast(g, input.dtype());
+  if (t_anomaly_mode != 0 && has_non_finite(g)) report_anomaly(t_backward_op, input, "backward");
+  for (const auto& [id, observer] : t_observers) observer(t_backward_op, input, g);
+  TensorImpl& impl = input.impl();
+  // Out of place: a gradient may be shared (add passes one gradient to both inputs).
+  impl.grad = impl.grad ? add(Tensor(impl.grad), g).impl_ptr() : g.impl_ptr();
+}
+
+namespace {
+
+Tensor run_hooks(const Tensor& t, Tensor grad) {
+  for (const GradHook& hook : t.impl().hooks) {
+    Tensor replaced = hook(grad);
+    if (replaced.defined()) grad = replaced;
+  }
+  return grad;
+}
+
+}  // namespace
+
+void backward(const Tensor& loss, const Tensor& grad, bool retain_graph) {
+  check(loss.requires_grad(), "backward: the loss", loss.name().empty() ? "" : " '" + loss.name() + "'",
+        " does not require grad (no input of the graph requires grad, or it was computed under NoGrad)");
+  Tensor seed = grad;
+  if (!seed.defined()) {
+    check(loss.numel() == 1, "backward: a seed gradient is required for a non-scalar loss of shape ",
+          loss.shape().str());
+    seed = Tensor::ones(loss.shape(), loss.dtype());
+  }
+  check(seed.shape() == loss.shape(), "backward: seed gradient of shape ", seed.shape().str(),
+        " for a loss of shape ", loss.shape().str());
+
+  Tape& tape = t_tape;
+  const TensorImpl& loss_impl = loss.impl();
+  const bool leaf = loss_impl.node < 0;
+  check(leaf || loss_impl.generation == tape.generation(),
+        "backward: the graph of this loss was already freed by an earlier backward; pass "
+        "retain_graph = true to the first backward to run it twice");
+
+  NoGrad no_grad;  // backward closures use ops; they must not record
+  t_backward_op = "backward";
+  if (leaf) {
+    accumulate_grad(loss, seed);
+  } else {  // the seed is given, not produced: observers do not see it
+    Tensor g = seed.dtype() == loss.dtype() ? seed : cast(seed, loss.dtype());
+    loss.impl().grad = loss.impl().grad ? add(loss.grad(), g).impl_ptr() : g.impl_ptr();
+  }
+  std::vector<Tensor> leaves;
+  for (int64_t i = leaf ? -1 : loss_impl.node; i >= 0; --i) {
+    Node& node = tape.nodes_[size_t(i)];
+    TensorImpl& out = node.output.impl();
+    if (!out.grad) continue;  // nothing flowed into this op's output
+    const Tensor grad_output = run_hooks(node.output, Tensor(out.grad));
+    t_backward_op = node.op;
+    node.backward(grad_output);
+    for (const Tensor& input : node.inputs) {
+      if (input.is_leaf()) leaves.push_back(input);
+    }
+    if (!out.retains_grad) out.grad.reset();  // intermediate gradients are not kept (as torch)
+  }
+  if (leaf) leaves.push_back(loss);
+  // Leaf hooks see the complete gradient, once each.
+  std::sort(leaves.begin(), leaves.end(),
+            [](const Tensor& a, const Tensor& b) { return a.impl_ptr() < b.impl_ptr(); });
+  leaves.erase(std::unique(leaves.begin(), leaves.end(), [](const Tensor& a, const Tensor& b) { return a.same(b); }),
+               leaves.end());
+  for (const Tensor& t : leaves) {
+    if (!t.impl().hooks.empty() && t.impl().grad) t.impl().grad = run_hooks(t, t.grad()).impl_ptr();
+  }
+  t_backward_op = "";
+  if (!retain_graph) tape.clear();
+}
+
+int add_grad_observer(GradObserver observer) {
+  t_observers[t_next_observer] = std::move(observer);
+  return t_next_observer++;
+}
+
+void remove_grad_observer(int id) { t_observers.erase(id); }
+
+std::string Anomaly::message() const {
+  return "anomaly: " + phase + " of op '" + op + "' produced inf/NaN in " +
+         (tensor.empty() ? std::string("a tensor") : "'" + tensor + "'") + " of shape " + shape.str();
+}
+
+DetectAnomaly::DetectAnomaly(bool throw_on_anomaly) : previous_(t_anomaly_mode) {
+  t_anomaly_mode = throw_on_anomaly ? 2 : 1;
+  reset_anomaly();
+}
+DetectAnomaly::~DetectAnomaly() { t_anomaly_mode = previous_; }
+
+bool anomaly_detection_enabled() { return t_anomaly_mode != 0; }
+const Anomaly& last_anomaly() { return t_anomaly; }
+void reset_anomaly() { t_anomaly = {}; }
+
+}  // namespace hg

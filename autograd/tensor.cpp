@@ -1,0 +1,202 @@
+// Tensor storage, creation and element access. Ops (including the differentiable to() and
+// reshape()) live in autograd/ops/.
+#include "autograd/tensor.h"
+
+#include <cstdio>
+#include <cstring>
+#include <new>
+
+#include "autograd/error.h"
+#include "autograd/kernels/cast.h"
+#include "autograd/ops/shape_ops.h"
+#include "precision/convert.h"
+
+namespace hg {
+namespace {
+
+constexpr std::align_val_t kAlignment{64};
+
+std::shared_ptr<std::byte> allocate(size_t bytes) {
+  // At least one byte so every tensor, even an empty one, has a distinct valid pointer.
+  auto* raw = static_cast<std::byte*>(::operator new(bytes ? bytes : 1, kAlignment));
+  return std::shared_ptr<std::byte>(raw, [](std::byte* p) { ::operator delete(p, kAlignment); });
+}
+
+// Rounds f32 values into a tensor of any dtype with nearest-even (creation is not an op, so
+// the rounding scope does not apply).
+void store(const Tensor& t, const float* values) {
+  kernels::narrow(t.bytes(), t.dtype(), 0, values, t.numel(), {}, 0, 0);
+}
+
+}  // namespace
+
+TensorImpl& Tensor::impl() const {
+  check(impl_ != nullptr, "use of an undefined Tensor");
+  return *impl_;
+}
+
+Tensor Tensor::empty(const Shape& shape, DType dtype) {
+  auto impl = std::make_shared<TensorImpl>();
+  impl->shape = shape;
+  impl->dtype = dtype;
+  impl->storage = allocate(size_t(shape.numel()) * element_size(dtype));
+  return Tensor(std::move(impl));
+}
+
+Tensor Tensor::zeros(const Shape& shape, DType dtype) {
+  Tensor t = empty(shape, dtype);
+  std::memset(t.bytes(), 0, t.nbytes());  // +0 is all-zero bits in every dtype
+  return t;
+}
+
+Tensor Tensor::ones(const Shape& shape, DType dtype) { return full(shape, 1.0f, dtype); }
+
+Tensor Tensor::full(const Shape& shape, float value, DType dtype) {
+  return from_vector(std::vector<float>(size_t(shape.numel()), value), shape, dtype);
+}
+
+Tensor Tensor::arange(int64_t n, DType dtype) {
+  std::vector<float> values(static_cast<size_t>(n));
+  for (int64_t i = 0; i < n; ++i) values[size_t(i)] = float(i);
+  return from_vector(values, {n}, dtype);
+}
+
+Tensor Tensor::from_vector(const std::vector<float>& values, const Shape& shape, DType dtype) {
+  check(int64_t(values.size()) == shape.numel(), "Tensor::from_vector: ", values.size(),
+        " values for shape ", shape.str(), " (", shape.numel(), " elements)");
+  Tensor t = empty(shape, dtype);
+  store(t, values.data());
+  return t;
+}
+
+Tensor Tensor::randn(const Shape& shape, Generator& gen, DType dtype, float mean, float stddev) {
+  std::vector<float> values(static_cast<size_t>(shape.numel()));
+  gen.normal(values, mean, stddev);
+  return from_vector(values, shape, dtype);
+}
+
+Tensor Tensor::rand(const Shape& shape, Generator& gen, DType dtype) {
+  return uniform(shape, gen, 0.0f, 1.0f, dtype);
+}
+
+Tensor Tensor::uniform(const Shape& shape, Generator& gen, float low, float high, DType dtype) {
+  std::vector<float> values(static_cast<size_t>(shape.numel()));
+  gen.uniform(values, low, high);
+  return from_vector(values, shape, dtype);
+}
+
+std::span<float> Tensor::f32() const {
+  check(dtype() == DType::f32, "Tensor::f32(): tensor", name().empty() ? "" : " '" + name() + "'",
+        " has dtype ", dtype_name(dtype()));
+  return {data<float>(), size_t(numel())};
+}
+
+std::span<uint16_t> Tensor::u16() const {
+  check(dtype() != DType::f32, "Tensor::u16(): tensor", name().empty() ? "" : " '" + name() + "'",
+        " has dtype f32");
+  return {data<uint16_t>(), size_t(numel())};
+}
+
+std::vector<float> Tensor::to_vector() const {
+  std::vector<float> values(static_cast<size_t>(numel()));
+  kernels::widen(values.data(), bytes(), dtype(), 0, numel());
+  return values;
+}
+
+float Tensor::item() const {
+  check(numel() == 1, "Tensor::item(): tensor of shape ", shape().str(), " has ", numel(),
+        " elements, not 1");
+  float value;
+  kernels::widen(&value, bytes(), dtype(), 0, 1);
+  return value;
+}
+
+float Tensor::at(std::initializer_list<int64_t> index) const {
+  check(int(index.size()) == ndim(), "Tensor::at: ", index.size(), " indices for shape ", shape().str());
+  int64_t flat = 0, dim = 0;
+  for (int64_t i : index) {
+    check(i >= 0 && i < shape()[int(dim)], "Tensor::at: index ", i, " out of range in dim ", dim,
+          " of shape ", shape().str());
+    flat = flat * shape()[int(dim++)] + i;
+  }
+  float value;
+  kernels::widen(&value, bytes(), dtype(), flat, 1);
+  return value;
+}
+
+Tensor Tensor::to(DType target) const { return cast(*this, target); }
+
+Tensor Tensor::reshape(const Shape& new_shape) const { return hg::reshape(*this, new_shape); }
+
+Tensor Tensor::detach() const {
+  auto impl = std::make_shared<TensorImpl>();
+  impl->shape = shape();
+  impl->dtype = dtype();
+  impl->storage = this->impl().storage;
+  impl->name = name();
+  return Tensor(std::move(impl));
+}
+
+Tensor Tensor::clone() const {
+  Tensor copy = empty(shape(), dtype());
+  std::memcpy(copy.bytes(), bytes(), nbytes());
+  copy.impl().name = name();
+  return copy;
+}
+
+Tensor Tensor::cast_with_stats(DType target, precision::NumericsStats* stats) const {
+  Tensor out = empty(shape(), target);
+  const std::vector<float> values = to_vector();
+  if (target == DType::f32) {
+    std::memcpy(out.bytes(), values.data(), values.size() * sizeof(float));
+  } else {
+    precision::encode(storage_format(target), values, out.u16(), {.stats = stats});
+  }
+  return out;
+}
+
+Tensor& Tensor::set_requires_grad(bool value) {
+  check(is_leaf() || value, "set_requires_grad(false) on a tensor produced by an op; use detach()");
+  impl().requires_grad = value;
+  return *this;
+}
+
+void Tensor::set_grad(const Tensor& grad) {
+  if (grad.defined()) {
+    check(grad.shape() == shape() && grad.dtype() == dtype(), "set_grad: gradient ",
+          grad.shape().str(), " ", dtype_name(grad.dtype()), " does not match tensor ",
+          shape().str(), " ", dtype_name(dtype()));
+  }
+  impl().grad = grad.impl_ptr();
+}
+
+void Tensor::zero_grad() { impl().grad.reset(); }
+
+Tensor& Tensor::set_name(std::string name) {
+  impl().name = std::move(name);
+  return *this;
+}
+
+std::ostream& operator<<(std::ostream& os, const Tensor& t) {
+  if (!t.defined()) return os << "Tensor(undefined)";
+  os << "Tensor(";
+  if (!t.name().empty()) os << "name=" << t.name() << ", ";
+  os << "shape=" << t.shape() << ", dtype=" << dtype_name(t.dtype());
+  if (t.requires_grad()) os << ", requires_grad";
+  os << ")\n[";
+  const std::vector<float> values = t.to_vector();
+  const int64_t row = t.ndim() ? t.shape()[-1] : 1;
+  constexpr size_t kShown = 64;
+  for (size_t i = 0; i < values.size(); ++i) {
+    if (i == kShown) {
+      os << " ... (" << values.size() - kShown << " more)";
+      break;
+    }
+    char buffer[32];
+    std::snprintf(buffer, sizeof buffer, "%.6g", double(values[i]));
+    os << (i == 0 ? "" : (row > 0 && i % size_t(row) == 0) ? ",\n " : ", ") << buffer;
+  }
+  return os << "]";
+}
+
+}  // namespace hg

@@ -1,0 +1,54 @@
+// Autocast: each policy category picks the documented dtype, weight casts are cached once per
+// region, and gradients of f32 weights come back in f32 (O1).
+#include <catch2/catch.hpp>
+
+#include "autograd/autocast.h"
+#include "autograd/ops.h"
+#include "autograd/tape.h"
+
+namespace hg {
+
+TEST_CASE("autocast picks the dtype of each op category", "[autocast]") {
+  Generator gen(1);
+  const Tensor x = Tensor::randn({4, 8}, gen), w = Tensor::randn({3, 8}, gen);
+  const Tensor h = Tensor::randn({4, 8}, gen, DType::f16);
+  for (DType low : {DType::f16, DType::bf16}) {
+    Autocast ac(low);
+    CHECK(matmul(x, transpose(w)).dtype() == low);             // lower precision
+    CHECK(linear(x, w).dtype() == low);
+    CHECK(softmax(h).dtype() == DType::f32);                    // f32 ops
+    CHECK(log_softmax(h).dtype() == DType::f32);
+    CHECK(layer_norm(h, {}, {}).dtype() == DType::f32);
+    CHECK(sum(h).dtype() == DType::f32);
+    CHECK(exp(h).dtype() == DType::f32);
+    CHECK(cross_entropy(h, Indices({0, 1, 2, 3}, {4})).dtype() == DType::f32);
+    CHECK(add(h, h).dtype() == DType::f16);                     // promote: widest input
+    CHECK(add(h, x).dtype() == DType::f32);
+  }
+  // Outside autocast ops keep their inputs' dtype.
+  CHECK(matmul(x, transpose(w)).dtype() == DType::f32);
+  CHECK(softmax(h).dtype() == DType::f16);
+  CHECK(relu(h).dtype() == DType::f16);
+}
+
+TEST_CASE("a weight is cast once per autocast region and its gradient is f32", "[autocast]") {
+  Generator gen(2);
+  Tensor w = Tensor::randn({3, 8}, gen).set_requires_grad();
+  const Tensor x = Tensor::randn({4, 8}, gen);
+  Tensor loss;
+  int64_t casts = 0;
+  {
+    Autocast ac(DType::f16);
+    loss = sum(add(linear(x, w), linear(x, w)));
+    for (int64_t i = 0; i < active_tape().size(); ++i) {
+      const Node& node = active_tape().node(i);
+      casts += std::string(node.op) == "cast" && node.inputs[0].same(w);
+    }
+  }
+  CHECK(casts == 1);  // cached across both linears
+  backward(loss);
+  REQUIRE(w.grad().defined());
+  CHECK(w.grad().dtype() == DType::f32);
+}
+
+}  // namespace hg
