@@ -1,0 +1,133 @@
+// The emulation model, op by op: an op on f16/bf16 tensors equals the same op on the widened
+// f32 values, rounded once to the narrow dtype (bit for bit: both compute the identical f32
+// value, so any extra intermediate rounding would show as a mismatch). Also: the rounding
+// scope is honoured, and results do not depend on the thread count.
+#include <catch2/catch.hpp>
+
+#include <omp.h>
+
+#include <cmath>
+#include <cstdio>
+#include <functional>
+
+#include "autograd/ops.h"
+#include "autograd/rounding_scope.h"
+#include "autograd/tape.h"
+
+namespace hg {
+namespace {
+
+std::string hex_mismatch(const Tensor& got, const Tensor& want) {
+  const auto g = got.u16(), w = want.u16();
+  for (size_t i = 0; i < g.size(); ++i) {
+    if (g[i] != w[i]) {
+      char buffer[80];
+      std::snprintf(buffer, sizeof buffer, "element %zu: got 0x%04x, want 0x%04x", i, g[i], w[i]);
+      return buffer;
+    }
+  }
+  return "";
+}
+
+void check_rounded_once(const std::function<Tensor(const std::vector<Tensor>&)>& op,
+                        const std::vector<Shape>& shapes, float low = -2.0f, float high = 2.0f) {
+  for (DType narrow : {DType::f16, DType::bf16}) {
+    Generator gen(99);
+    std::vector<Tensor> narrow_inputs, wide_inputs;
+    for (const Shape& s : shapes) {
+      narrow_inputs.push_back(Tensor::uniform(s, gen, low, high, narrow));
+      wide_inputs.push_back(narrow_inputs.back().to(DType::f32));
+    }
+    const Tensor got = op(narrow_inputs);
+    REQUIRE(got.dtype() == narrow);
+    const Tensor want = op(wide_inputs).to(narrow);
+    INFO(dtype_name(narrow) << " " << hex_mismatch(got, want));
+    CHECK(hex_mismatch(got, want).empty());
+  }
+}
+
+using V = std::vector<Tensor>;
+
+}  // namespace
+
+TEST_CASE("f16/bf16 elementwise ops equal the f32 op rounded once", "[dtype]") {
+  check_rounded_once([](const V& x) { return add(x[0], x[1]); }, {{17, 67}, {67}});
+  check_rounded_once([](const V& x) { return sub(x[0], x[1]); }, {{17, 67}, {17, 1}});
+  check_rounded_once([](const V& x) { return mul(x[0], x[1]); }, {{1000}, {1000}});
+  check_rounded_once([](const V& x) { return div(x[0], x[1]); }, {{1000}, {1000}});
+  check_rounded_once([](const V& x) { return neg(x[0]); }, {{7}});
+  check_rounded_once([](const V& x) { return add_scalar(x[0], 0.1f); }, {{1000}});
+  check_rounded_once([](const V& x) { return mul_scalar(x[0], 0.1f); }, {{1000}});
+  check_rounded_once([](const V& x) { return pow_scalar(x[0], 1.5f); }, {{1000}}, 0.1f, 4.0f);
+  check_rounded_once([](const V& x) { return exp(x[0]); }, {{1000}});
+  check_rounded_once([](const V& x) { return log(x[0]); }, {{1000}}, 0.01f, 100.0f);
+  check_rounded_once([](const V& x) { return sqrt(x[0]); }, {{1000}}, 0.0f, 100.0f);
+  check_rounded_once([](const V& x) { return tanh(x[0]); }, {{1000}});
+  check_rounded_once([](const V& x) { return relu(x[0]); }, {{1000}});
+  check_rounded_once([](const V& x) { return gelu(x[0]); }, {{1000}}, -5.0f, 5.0f);
+  check_rounded_once([](const V& x) { return gelu(x[0], GeluApproximation::kTanh); }, {{1000}}, -5.0f, 5.0f);
+}
+
+TEST_CASE("f16/bf16 reductions, matmul and row ops equal the f32 op rounded once", "[dtype]") {
+  check_rounded_once([](const V& x) { return sum(x[0], 1); }, {{7, 300}});
+  check_rounded_once([](const V& x) { return mean(x[0], 0, true); }, {{300, 7}});
+  check_rounded_once([](const V& x) { return matmul(x[0], x[1]); }, {{17, 65}, {65, 7}});
+  check_rounded_once([](const V& x) { return matmul(x[0], x[1]); }, {{2, 3, 17, 9}, {2, 3, 9, 5}});
+  check_rounded_once([](const V& x) { return linear(x[0], x[1], x[2]); }, {{5, 33}, {7, 33}, {7}});
+  check_rounded_once([](const V& x) { return softmax(x[0]); }, {{9, 31}}, -8.0f, 8.0f);
+  check_rounded_once([](const V& x) { return log_softmax(x[0]); }, {{9, 31}}, -8.0f, 8.0f);
+  check_rounded_once([](const V& x) { return layer_norm(x[0], x[1], x[2]); }, {{9, 31}, {31}, {31}});
+}
+
+TEST_CASE("the rounding scope is honoured by every rounding to f16", "[dtype]") {
+  // 3e-6 is an f16 subnormal (below 2^-14 = 6.1e-5): nearest keeps it, flush-to-zero makes it +0.
+  const Tensor x = Tensor::full({4}, 3e-6f);
+  CHECK(x.to(DType::f16).item() != 0.0f);
+  {
+    auto scope = RoundingScope::flush_to_zero();
+    CHECK(x.to(DType::f16).u16()[0] == 0x0000);
+    CHECK(mul_scalar(x.to(DType::f32), 1.0f).to(DType::f16).u16()[3] == 0x0000);
+  }
+  // Stochastic rounding: reproducible for a seed, different for another, unbiased on average.
+  // x = 1 + 0.3 ulp (ulp = 2^-10 at 1): rounds up with p = 0.3; the mean of n roundings has
+  // standard error ulp sqrt(p (1 - p) / n); 5 sigma for n = 200000 is 5.0e-6.
+  const float value = 1.0f + 0.3f * 0x1.0p-10f;
+  const Tensor ones = Tensor::full({200000}, value);
+  auto stochastic = [&](uint64_t seed) {
+    auto scope = RoundingScope::stochastic(seed);
+    return ones.to(DType::f16).to_vector();
+  };
+  const std::vector<float> a = stochastic(1), b = stochastic(1), c = stochastic(2);
+  CHECK(a == b);
+  CHECK(a != c);
+  double m = 0;
+  for (float v : a) m += v;
+  m /= double(a.size());
+  CHECK(std::abs(m - double(value)) < 5.0e-6);
+}
+
+TEST_CASE("forward and backward give the same bits with 1 and 2 threads", "[dtype]") {
+  auto run = [](int threads) {
+    omp_set_num_threads(threads);
+    Generator gen(5);
+    Tensor x = Tensor::randn({256, 300}, gen).set_requires_grad();
+    Tensor w = Tensor::randn({64, 300}, gen, DType::f32, 0, 0.05f).set_requires_grad();
+    Tensor g = Tensor::ones({64}).set_requires_grad();
+    Tensor h = layer_norm(gelu(linear(x, w)), g, {});
+    std::vector<int32_t> labels(256);
+    for (int i = 0; i < 256; ++i) labels[size_t(i)] = i % 64;
+    Tensor loss = cross_entropy(softmax(h), Indices(labels, {256}));
+    backward(loss);
+    std::vector<float> bits = {loss.item()};
+    for (const Tensor& t : {x, w, g}) {
+      const std::vector<float> v = t.grad().to_vector();
+      bits.insert(bits.end(), v.begin(), v.end());
+    }
+    return bits;
+  };
+  const std::vector<float> one = run(1), two = run(2);
+  omp_set_num_threads(omp_get_num_procs());
+  CHECK(one == two);
+}
+
+}  // namespace hg
