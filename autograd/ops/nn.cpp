@@ -240,7 +240,8 @@ Tensor cross_entropy(const Tensor& logits, const Indices& targets, const CrossEn
 }
 
 Tensor scaled_dot_product_attention(const Tensor& q, const Tensor& k, const Tensor& v,
-                                    const Indices& attention_mask, bool causal) {
+                                    const Indices& attention_mask, bool causal, float dropout_p,
+                                    Generator* gen) {
   check(q.ndim() == 4 && k.shape() == q.shape() && v.shape() == q.shape(),
         "attention: q, k, v must share one (B, H, T, D) shape, got ", q.shape().str(), ", ",
         k.shape().str(), ", ", v.shape().str());
@@ -262,7 +263,12 @@ Tensor scaled_dot_product_attention(const Tensor& q, const Tensor& k, const Tens
     scores = masked_fill(scores, Indices(std::move(masked), {b, 1, t, t}),
                          -std::numeric_limits<float>::infinity());
   }
-  return matmul(softmax(scores), v);
+  Tensor probabilities = softmax(scores);
+  if (dropout_p > 0.0f) {
+    check(gen != nullptr, "attention: dropout_p > 0 needs a generator");
+    probabilities = dropout(probabilities, dropout_p, *gen);
+  }
+  return matmul(probabilities, v);
 }
 
 Tensor masked_mean(const Tensor& x, const Indices& mask) {

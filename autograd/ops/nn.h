@@ -37,8 +37,10 @@ Tensor cross_entropy(const Tensor& logits, const Indices& targets, const CrossEn
 // Hugging Face convention, the same mask masked_mean takes), or empty for none; causal:
 // position t attends to keys <= t. softmax(q k^T / sqrt(D) + mask) v -> (B, H, T, D).
 // The two products are autocast's lower-precision ops; the softmax runs in f32.
+// dropout_p > 0 drops attention probabilities with `gen` (as nn.MultiheadAttention(dropout=p)).
 Tensor scaled_dot_product_attention(const Tensor& q, const Tensor& k, const Tensor& v,
-                                    const Indices& attention_mask = {}, bool causal = false);
+                                    const Indices& attention_mask = {}, bool causal = false,
+                                    float dropout_p = 0.0f, Generator* gen = nullptr);
 
 // x: (B, T, C), mask: (B, T) with 1 for real tokens -> (B, C): the mean over real tokens.
 Tensor masked_mean(const Tensor& x, const Indices& mask);

@@ -1,0 +1,48 @@
+// TextClassifier: the model halfgrad trains. Token ids (0 = padding) plus learned position
+// embeddings, a pre-LN TransformerEncoder, a final LayerNorm, pooling (the mean over real
+// tokens, or the first token's output for a CLS token), and a linear head:
+//   logits = head(pool(norm(encoder(dropout(tok[ids] + pos[0..T)), mask)), mask))
+// ClassifierConfig is what a checkpoint saves to rebuild the model.
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "autograd/indices.h"
+#include "nn/embedding.h"
+#include "nn/transformer.h"
+
+namespace hg::nn {
+
+enum class Pooling { kMean, kCls };
+
+struct ClassifierConfig {
+  int64_t vocab = 256;  // token ids in [0, vocab); id 0 is padding
+  int64_t max_len = 32;
+  int64_t d_model = 128, heads = 4, d_ff = 512, layers = 2;
+  int64_t classes = 2;
+  float dropout = 0.1f;
+  Pooling pooling = Pooling::kMean;
+  float init_std = 0.02f;  // weights ~ N(0, init_std), biases 0 (nn/init.h kNormal)
+
+  // Throws hg::Error naming the first field that is out of range (e.g. heads not dividing
+  // d_model).
+  void validate() const;
+};
+
+class TextClassifier : public Module {
+ public:
+  TextClassifier(const ClassifierConfig& config, uint64_t seed);
+  // ids, attention_mask: (B, T) with T <= max_len, mask 1 = real token -> logits (B, classes)
+  Tensor forward(const Indices& ids, const Indices& attention_mask) const;
+
+  ClassifierConfig config;
+  std::shared_ptr<Generator> dropout_gen;  // all dropout masks; its state is checkpointed
+  std::shared_ptr<Embedding> token_embedding, position_embedding;
+  std::shared_ptr<TransformerEncoder> encoder;
+  std::shared_ptr<LayerNorm> norm;
+  std::shared_ptr<Linear> head;
+  std::shared_ptr<Dropout> embedding_dropout;
+};
+
+}  // namespace hg::nn

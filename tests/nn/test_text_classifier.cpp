@@ -1,0 +1,151 @@
+// TextClassifier against PyTorch golden values (tests/nn/golden/make_text_classifier.py), and
+// the Module contract: dotted names, state dict round trip, named errors, train/eval, to().
+//
+// Tolerance: as in test_golden_encoder.cpp (f32 halfgrad vs a float64 reference on the same
+// f32 weights): each f32 op rounds at 2^-24 relative; two layers double the chain of the
+// encoder-layer test, so 2e-4 * (1 + |want|) keeps the same margin.
+#include <catch2/catch.hpp>
+
+#include <cmath>
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "autograd/error.h"
+#include "autograd/ops.h"
+#include "autograd/tape.h"
+#include "nn/text_classifier.h"
+#include "precision/half.h"
+
+namespace hg::nn {
+namespace {
+
+nlohmann::json load_golden() {
+  std::ifstream file(std::string(HALFGRAD_SOURCE_DIR) + "/tests/nn/golden/text_classifier.json");
+  REQUIRE(file.good());
+  return nlohmann::json::parse(file);
+}
+
+ClassifierConfig tiny_config(const nlohmann::json& g) {
+  const auto& c = g["config"];
+  ClassifierConfig config;
+  config.vocab = c["vocab"];
+  config.max_len = c["max_len"];
+  config.d_model = c["d_model"];
+  config.heads = c["heads"];
+  config.d_ff = c["d_ff"];
+  config.layers = c["layers"];
+  config.classes = c["classes"];
+  config.dropout = 0.0f;
+  return config;
+}
+
+Indices indices(const nlohmann::json& values, Shape shape) {
+  std::vector<int32_t> out;
+  for (float v : values.get<std::vector<float>>()) out.push_back(int32_t(v));
+  return Indices(out, shape);
+}
+
+void check_close(const std::vector<float>& got, const std::vector<float>& want, const std::string& what) {
+  REQUIRE(got.size() == want.size());
+  for (size_t i = 0; i < got.size(); ++i) {
+    INFO(what << "[" << i << "]: got " << got[i] << " want " << want[i]);
+    CHECK(std::abs(got[i] - want[i]) <= 2e-4f * (1.0f + std::abs(want[i])));
+  }
+}
+
+}  // namespace
+
+TEST_CASE("TextClassifier forward, loss and every gradient match PyTorch", "[nn][golden]") {
+  const nlohmann::json g = load_golden();
+  TextClassifier model(tiny_config(g), 0);
+  StateDict state;
+  for (const auto& [name, tensor] : model.state_dict()) {
+    state[name] = Tensor::from_vector(g["params"][name].get<std::vector<float>>(), tensor.shape());
+  }
+  model.load_state_dict(state);
+  const int64_t b = g["B"], t = g["T"];
+  const Tensor logits = model.forward(indices(g["ids"], {b, t}), indices(g["mask"], {b, t}));
+  check_close(logits.to_vector(), g["logits"].get<std::vector<float>>(), "logits");
+  const Tensor loss = cross_entropy(logits, indices(g["labels"], {b}));
+  check_close({loss.item()}, {g["loss"].get<float>()}, "loss");
+  backward(loss);
+  for (const auto& [name, tensor] : model.named_parameters()) {
+    check_close(tensor.grad().to_vector(), g["grads"][name].get<std::vector<float>>(), "grad " + name);
+  }
+}
+
+TEST_CASE("Module names parameters with PyTorch-style dotted paths", "[nn]") {
+  ClassifierConfig config;
+  config.layers = 2;
+  TextClassifier model(config, 3);
+  const NamedTensors named = model.named_parameters();
+  std::vector<std::string> names;
+  for (const auto& [name, tensor] : named) names.push_back(name);
+  CHECK(names.front() == "token_embedding.weight");
+  CHECK(std::find(names.begin(), names.end(), "encoder.layers.0.attn.q_proj.weight") != names.end());
+  CHECK(std::find(names.begin(), names.end(), "encoder.layers.1.ff.fc2.bias") != names.end());
+  CHECK(names.back() == "head.bias");
+  // 2 embeddings + 2 layers x (2 LN x 2 + 4 proj x 2 + 2 fc x 2 = 16) + norm 2 + head 2
+  CHECK(names.size() == 2 + 2 * 16 + 2 + 2);
+  // vocab 256 x 128 + 32 x 128 + per layer (4 (128x128 + 128) + 2 (2 x 128) + 128x512 + 512 + 512x128 + 128)
+  // + norm 256 + head (128 x 2 + 2)
+  const int64_t per_layer = 4 * (128 * 128 + 128) + 4 * 128 + 128 * 512 + 512 + 512 * 128 + 128;
+  CHECK(model.parameter_count() == 256 * 128 + 32 * 128 + 2 * per_layer + 256 + 128 * 2 + 2);
+  CHECK(named[0].second.name() == "token_embedding.weight");
+}
+
+TEST_CASE("state dict round trip, and a wrong shape or key is a named error", "[nn]") {
+  ClassifierConfig config;
+  config.d_model = 16;
+  config.heads = 2;
+  config.d_ff = 32;
+  TextClassifier a(config, 1), b(config, 2);
+  CHECK(a.state_dict().at("head.weight").to_vector() != b.state_dict().at("head.weight").to_vector());
+  b.load_state_dict(a.state_dict());
+  for (const auto& [name, tensor] : a.state_dict()) CHECK(b.state_dict().at(name).to_vector() == tensor.to_vector());
+  a.head->weight.f32()[0] += 1.0f;  // b holds a copy, not a view
+  CHECK(b.head->weight.f32()[0] != a.head->weight.f32()[0]);
+
+  StateDict bad = a.state_dict();
+  bad["head.weight"] = Tensor::zeros({3, 16});
+  REQUIRE_THROWS_WITH(b.load_state_dict(bad), Catch::Contains("'head.weight'") && Catch::Contains("(3, 16)") &&
+                                                  Catch::Contains("(2, 16)"));
+  StateDict missing = a.state_dict();
+  missing.erase("norm.bias");
+  REQUIRE_THROWS_WITH(b.load_state_dict(missing), Catch::Contains("missing key 'norm.bias'"));
+  StateDict extra = a.state_dict();
+  extra["extra.weight"] = Tensor::zeros({1});
+  REQUIRE_THROWS_WITH(b.load_state_dict(extra), Catch::Contains("unexpected key 'extra.weight'"));
+  CHECK_NOTHROW(b.load_state_dict(extra, /*strict=*/false));
+}
+
+TEST_CASE("config validation names the bad field", "[nn]") {
+  ClassifierConfig config;
+  config.heads = 3;
+  REQUIRE_THROWS_WITH(TextClassifier(config, 0), Catch::Contains("heads (3) must divide d_model (128)"));
+}
+
+TEST_CASE("to(dtype) converts parameters in place; train/eval toggles dropout", "[nn]") {
+  ClassifierConfig config;
+  config.d_model = 16;
+  config.heads = 2;
+  config.d_ff = 32;
+  config.dropout = 0.5f;
+  TextClassifier model(config, 4);
+  const Tensor weight = model.head->weight;  // a handle held elsewhere (an optimizer)
+  const std::vector<float> before = weight.to_vector();
+  model.to(DType::f16);
+  CHECK(weight.dtype() == DType::f16);
+  const std::vector<float> after = weight.to_vector();
+  for (size_t i = 0; i < before.size(); ++i) CHECK(after[i] == hg::half(before[i]).to_float());
+
+  const Indices ids({1, 2, 3, 4}, {1, 4}), mask({1, 1, 1, 1}, {1, 4});
+  model.eval();
+  const std::vector<float> e1 = model.forward(ids, mask).to_vector(), e2 = model.forward(ids, mask).to_vector();
+  CHECK(e1 == e2);
+  model.train();
+  CHECK(model.forward(ids, mask).to_vector() != e1);
+  active_tape().clear();
+}
+
+}  // namespace hg::nn
