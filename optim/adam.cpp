@@ -1,0 +1,49 @@
+// torch.optim.Adam/AdamW's update (single-tensor path), per element in f32; the bias
+// corrections are computed in double from the step count, as torch does on the host.
+#include "optim/adam.h"
+
+#include <cmath>
+
+#include "autograd/error.h"
+
+namespace hg::optim {
+
+Adam::Adam(std::vector<ParamGroup> groups, AdamOptions options) : Optimizer(std::move(groups)), options_(options) {
+  check(options.beta1 >= 0 && options.beta1 < 1 && options.beta2 >= 0 && options.beta2 < 1,
+        "Adam: betas must be in [0, 1), got ", options.beta1, ", ", options.beta2);
+  check(options.eps >= 0, "Adam: eps must be >= 0, got ", options.eps);
+}
+
+void Adam::update(std::vector<float>& p, const std::vector<float>& g, const ParamGroup& group,
+                  std::map<std::string, std::vector<float>>& state, int64_t step) {
+  std::vector<float>& m = state["exp_avg"];
+  std::vector<float>& v = state["exp_avg_sq"];
+  if (m.empty()) {
+    m.assign(p.size(), 0.0f);
+    v.assign(p.size(), 0.0f);
+  }
+  const float lr = group.lr, wd = group.weight_decay, b1 = options_.beta1, b2 = options_.beta2;
+  const double bias1 = 1.0 - std::pow(double(b1), double(step));
+  const double bias2 = 1.0 - std::pow(double(b2), double(step));
+  const float step_size = float(double(lr) / bias1);
+  const float bias2_sqrt = float(std::sqrt(bias2));
+  const float decay = float(1.0 - double(lr) * double(wd));  // AdamW's factor, as torch (host double)
+  for (size_t i = 0; i < p.size(); ++i) {
+    float grad = g[i];
+    if (options_.decoupled_weight_decay) {
+      p[i] *= decay;
+    } else {
+      grad += wd * p[i];
+    }
+    m[i] += (1.0f - b1) * (grad - m[i]);  // torch: exp_avg.lerp_(grad, 1 - beta1)
+    v[i] = v[i] * b2 + (1.0f - b2) * grad * grad;  // exp_avg_sq.mul_(b2).addcmul_(g, g, 1 - b2)
+    p[i] -= step_size * m[i] / (std::sqrt(v[i]) / bias2_sqrt + options_.eps);
+  }
+}
+
+nlohmann::json Adam::hyperparameters() const {
+  return {{"optimizer", options_.decoupled_weight_decay ? "AdamW" : "Adam"}, {"beta1", options_.beta1},
+          {"beta2", options_.beta2}, {"eps", options_.eps}};
+}
+
+}  // namespace hg::optim

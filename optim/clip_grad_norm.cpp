@@ -1,0 +1,36 @@
+// Global gradient norm and clipping.
+#include "optim/clip_grad_norm.h"
+
+#include <cmath>
+
+#include "autograd/kernels/cast.h"
+#include "autograd/error.h"
+
+namespace hg::optim {
+
+float grad_norm(const std::vector<Tensor>& params) {
+  double total = 0;
+  for (const Tensor& p : params) {
+    if (!p.grad().defined()) continue;
+    for (float g : p.grad().to_vector()) total += double(g) * double(g);
+  }
+  return float(std::sqrt(total));
+}
+
+float clip_grad_norm(const std::vector<Tensor>& params, float max_norm) {
+  check(max_norm > 0, "clip_grad_norm: max_norm must be > 0, got ", max_norm);
+  const float norm = grad_norm(params);
+  if (!std::isfinite(norm)) return norm;
+  const float coefficient = max_norm / (norm + 1e-6f);
+  if (coefficient >= 1.0f) return norm;
+  for (const Tensor& p : params) {
+    if (!p.grad().defined()) continue;
+    const Tensor g = p.grad();
+    std::vector<float> values = g.to_vector();
+    for (float& v : values) v *= coefficient;
+    kernels::narrow(g.bytes(), g.dtype(), 0, values.data(), g.numel(), {}, 0, 0);
+  }
+  return norm;
+}
+
+}  // namespace hg::optim

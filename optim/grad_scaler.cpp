@@ -1,0 +1,117 @@
+// GradScaler: torch.cuda.amp.GradScaler's state machine, plus a per-step history.
+#include "optim/grad_scaler.h"
+
+#include <cmath>
+
+#include "autograd/error.h"
+#include "autograd/kernels/cast.h"
+#include "autograd/ops/elementwise.h"
+#include "autograd/ops/shape_ops.h"
+
+namespace hg::optim {
+
+GradScaler::GradScaler(GradScalerOptions options)
+    : options_(options), enabled_(options.enabled), scale_(options.init_scale) {
+  check(options.init_scale > 0 && std::isfinite(options.init_scale), "GradScaler: init_scale must be finite and > 0, got ",
+        options.init_scale);
+  check(options.growth_factor > 1, "GradScaler: growth_factor must be > 1, got ", options.growth_factor);
+  check(options.backoff_factor > 0 && options.backoff_factor < 1, "GradScaler: backoff_factor must be in (0, 1), got ",
+        options.backoff_factor);
+  check(options.growth_interval > 0, "GradScaler: growth_interval must be > 0, got ", options.growth_interval);
+}
+
+Tensor GradScaler::scale(const Tensor& loss) const {
+  if (!enabled_) return loss;
+  return mul_scalar(cast(loss, DType::f32), scale_);
+}
+
+void GradScaler::unscale(Optimizer& optimizer, bool allow_fp16) {
+  if (!enabled_) return;
+  check(!unscaled_, "unscale() has already been called on this optimizer since the last update()");
+  check(!stepped_, "unscale() is being called after step()");
+  const float inv_scale = float(1.0 / double(scale_));
+  current_ = {scale_, false, "", 0, 0};
+  for (const Tensor& p : optimizer.parameters()) {  // check all before changing any
+    check(allow_fp16 || !p.grad().defined() || p.grad().dtype() != DType::f16,
+          "Attempting to unscale FP16 gradients (parameter '", p.name(),
+          "'): keep f32 master weights (fp16 O2) or f32 parameters (O1)");
+  }
+  for (const Tensor& p : optimizer.parameters()) {
+    if (!p.grad().defined()) continue;
+    const Tensor g = p.grad();
+    std::vector<float> values = g.to_vector();
+    bool finite = true;
+    for (float& v : values) {
+      finite = finite && std::isfinite(v);
+      v *= inv_scale;
+      current_.zero_grad_elements += v == 0.0f;
+    }
+    current_.grad_elements += int64_t(values.size());
+    if (!finite && !found_inf_) current_.first_nonfinite = p.name();
+    found_inf_ = found_inf_ || !finite;
+    kernels::narrow(g.bytes(), g.dtype(), 0, values.data(), g.numel(), {}, 0, 0);
+  }
+  current_.skipped = found_inf_;
+  unscaled_ = true;
+}
+
+bool GradScaler::step(Optimizer& optimizer, bool allow_fp16) {
+  if (!enabled_) {
+    optimizer.step();
+    return true;
+  }
+  check(!stepped_, "step() has already been called since the last update()");
+  if (!unscaled_) unscale(optimizer, allow_fp16);
+  stepped_ = true;
+  if (found_inf_) return false;
+  optimizer.step();
+  return true;
+}
+
+void GradScaler::update(std::optional<float> new_scale) {
+  if (!enabled_) return;
+  if (!unscaled_) current_ = {scale_, found_inf_, "", 0, 0};
+  history_.push_back(current_);
+  if (new_scale) {
+    check(*new_scale > 0 && std::isfinite(*new_scale), "GradScaler::update: new scale must be finite and > 0, got ",
+          *new_scale);
+    scale_ = *new_scale;
+  } else if (options_.dynamic) {
+    if (found_inf_) {
+      scale_ *= options_.backoff_factor;
+      growth_tracker_ = 0;
+    } else if (++growth_tracker_ == options_.growth_interval) {
+      const float grown = scale_ * options_.growth_factor;
+      if (std::isfinite(grown)) scale_ = grown;
+      growth_tracker_ = 0;
+    }
+  }
+  unscaled_ = stepped_ = found_inf_ = false;
+}
+
+int64_t GradScaler::skipped_steps() const {
+  int64_t n = 0;
+  for (const ScalerStep& s : history_) n += s.skipped;
+  return n;
+}
+
+nlohmann::json GradScaler::state_dict() const {
+  if (!enabled_) return nlohmann::json::object();  // torch returns {} when disabled
+  return {{"scale", scale_},
+          {"growth_factor", options_.growth_factor},
+          {"backoff_factor", options_.backoff_factor},
+          {"growth_interval", options_.growth_interval},
+          {"_growth_tracker", growth_tracker_}};
+}
+
+void GradScaler::load_state_dict(const nlohmann::json& state) {
+  if (!enabled_) return;
+  check(!state.empty(), "GradScaler::load_state_dict: the state is empty (saved from a disabled scaler)");
+  scale_ = state.at("scale");
+  options_.growth_factor = state.at("growth_factor");
+  options_.backoff_factor = state.at("backoff_factor");
+  options_.growth_interval = state.at("growth_interval");
+  growth_tracker_ = state.at("_growth_tracker");
+}
+
+}  // namespace hg::optim

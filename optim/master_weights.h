@@ -1,0 +1,37 @@
+// MasterWeights: f32 copies of a model's low-precision parameters, the optimizer's real
+// weights in fp16 "O2" training (Micikevicius et al. 2018, section 3.1). An f16 weight cannot
+// hold an update smaller than half its ulp (1 + 1e-4 rounds back to 1); the f32 master
+// accumulates such updates until they cross a rounding boundary of the f16 copy.
+//   after backward:  copy_grads_to_masters()  (f16 grads widened exactly into f32 master grads)
+//   optimizer step on the masters (unscaled, clipped there)
+//   after the step:  copy_masters_to_model()  (masters rounded once into the f16 parameters)
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "autograd/tensor.h"
+
+namespace hg::optim {
+
+class MasterWeights {
+ public:
+  // One f32 master per model parameter, with the parameter's name.
+  explicit MasterWeights(std::vector<Tensor> model_params);
+
+  const std::vector<Tensor>& masters() const { return masters_; }
+  const std::vector<Tensor>& model_params() const { return model_; }
+
+  void copy_grads_to_masters();  // and drops the model's gradients
+  void copy_masters_to_model();
+  // Elements of the model parameters that changed in the last copy_masters_to_model(): with
+  // masters_changed(), the share of master updates the model copy could (not) represent.
+  int64_t model_elements_changed() const { return model_changed_; }
+  int64_t elements() const;
+
+ private:
+  std::vector<Tensor> model_, masters_;
+  int64_t model_changed_ = 0;
+};
+
+}  // namespace hg::optim

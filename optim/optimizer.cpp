@@ -1,0 +1,97 @@
+// The shared step loop: widen, update in f32, round once into the parameter's dtype.
+#include "optim/optimizer.h"
+
+#include <cstring>
+
+#include "autograd/error.h"
+#include "autograd/kernels/cast.h"
+#include "autograd/tape.h"
+
+namespace hg::optim {
+
+Optimizer::Optimizer(std::vector<ParamGroup> groups) : groups_(std::move(groups)) {
+  size_t n = 0;
+  for (const ParamGroup& g : groups_) {
+    check(g.lr >= 0.0f, "optimizer: learning rate must be >= 0, got ", g.lr);
+    check(g.weight_decay >= 0.0f, "optimizer: weight_decay must be >= 0, got ", g.weight_decay);
+    n += g.params.size();
+  }
+  state_.resize(n);
+  param_steps_.assign(n, 0);
+}
+
+std::vector<Tensor> Optimizer::parameters() const {
+  std::vector<Tensor> out;
+  for (const ParamGroup& g : groups_) out.insert(out.end(), g.params.begin(), g.params.end());
+  return out;
+}
+
+void Optimizer::step() {
+  NoGrad no_grad;
+  size_t index = 0;
+  for (const ParamGroup& group : groups_) {
+    for (const Tensor& param : group.params) {
+      const size_t i = index++;
+      if (!param.grad().defined()) continue;
+      std::vector<float> p = param.to_vector();
+      const std::vector<float> g = param.grad().to_vector();
+      update(p, g, group, state_[i], ++param_steps_[i]);
+      kernels::narrow(param.bytes(), param.dtype(), 0, p.data(), param.numel(), {}, 0, 0);
+    }
+  }
+  ++steps_;
+}
+
+void Optimizer::zero_grad() {
+  for (ParamGroup& g : groups_) {
+    for (Tensor& p : g.params) p.zero_grad();
+  }
+}
+
+OptimizerState Optimizer::state_dict() const {
+  OptimizerState out;
+  out.meta["steps"] = steps_;
+  out.meta["param_steps"] = param_steps_;
+  out.meta["hyperparameters"] = hyperparameters();
+  nlohmann::json groups = nlohmann::json::array();
+  for (const ParamGroup& g : groups_) groups.push_back({{"lr", g.lr}, {"weight_decay", g.weight_decay}, {"params", g.params.size()}});
+  out.meta["param_groups"] = groups;
+  for (size_t i = 0; i < state_.size(); ++i) {
+    for (const auto& [name, values] : state_[i]) {
+      out.tensors["state." + std::to_string(i) + "." + name] =
+          Tensor::from_vector(values, {int64_t(values.size())});
+    }
+  }
+  return out;
+}
+
+void Optimizer::load_state_dict(const OptimizerState& state) {
+  const auto& groups = state.meta.at("param_groups");
+  check(groups.size() == groups_.size(), "optimizer state: ", groups.size(), " parameter groups saved, ",
+        groups_.size(), " in this optimizer");
+  for (size_t k = 0; k < groups_.size(); ++k) {
+    check(groups[k].at("params").get<size_t>() == groups_[k].params.size(), "optimizer state: group ", k,
+          " saved ", groups[k].at("params").get<size_t>(), " parameters, this optimizer has ",
+          groups_[k].params.size());
+    groups_[k].lr = groups[k].at("lr");
+    groups_[k].weight_decay = groups[k].at("weight_decay");
+  }
+  const std::vector<Tensor> params = parameters();
+  std::vector<std::map<std::string, std::vector<float>>> restored(params.size());
+  for (const auto& [key, tensor] : state.tensors) {
+    const size_t dot1 = key.find('.'), dot2 = key.find('.', dot1 + 1);
+    check(key.rfind("state.", 0) == 0 && dot2 != std::string::npos, "optimizer state: unexpected tensor '", key, "'");
+    const size_t i = std::stoul(key.substr(dot1 + 1, dot2 - dot1 - 1));
+    check(i < params.size(), "optimizer state: '", key, "' names parameter ", i, " of ", params.size());
+    check(tensor.numel() == params[i].numel(), "optimizer state: '", key, "' has ", tensor.numel(),
+          " values for a parameter of shape ", params[i].shape().str());
+    restored[i][key.substr(dot2 + 1)] = tensor.to_vector();
+  }
+  state_ = std::move(restored);
+  steps_ = state.meta.at("steps");
+  param_steps_ = state.meta.at("param_steps").get<std::vector<int64_t>>();
+  check(param_steps_.size() == params.size(), "optimizer state: step counts for ", param_steps_.size(),
+        " parameters, this optimizer has ", params.size());
+}
+
+}  // namespace hg::optim

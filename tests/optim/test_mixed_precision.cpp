@@ -1,0 +1,157 @@
+// The mixed-precision switches: master weights keep updates that fp16 weights lose, each mode
+// trains a tiny classifier to 100% on a fixed batch, and loss scaling rescues gradients that
+// underflow in fp16.
+#include <catch2/catch.hpp>
+
+#include "autograd/ops.h"
+#include "autograd/tape.h"
+#include "nn/text_classifier.h"
+#include "optim/adam.h"
+#include "optim/mixed_precision.h"
+#include "optim/param_groups.h"
+#include "optim/sgd.h"
+
+namespace hg::optim {
+
+TEST_CASE("pure fp16 loses updates below half an ulp; f32 masters accumulate them", "[mixed]") {
+  // The weight 1.0 in f16: the next value below is 1 - 2^-11, so an update of 1e-4 (< 2^-12,
+  // half the gap) rounds back to 1.0 every time.
+  Tensor pure = Tensor::from_vector({1.0f}, {1}, DType::f16).set_requires_grad();
+  SGD pure_opt({{{pure}, 1.0f, 0.0f}});
+  for (int s = 0; s < 100; ++s) {
+    pure.set_grad(Tensor::from_vector({1e-4f}, {1}, DType::f16));
+    pure_opt.step();
+  }
+  CHECK(pure.u16()[0] == 0x3C00);  // still exactly 1.0
+
+  // O2: the master accumulates 1 - k * 1e-4 (f16 grad 1e-4 rounds to 1.0001659e-4). The f16
+  // copy moves when the master falls below the midpoint 1 - 2^-12 = 0.99975586: k = 3.
+  Tensor model = Tensor::from_vector({1.0f}, {1}, DType::f16).set_requires_grad();
+  MasterWeights masters({model});
+  SGD opt({{masters.masters(), 1.0f, 0.0f}});
+  std::vector<uint16_t> bits;
+  for (int s = 0; s < 3; ++s) {
+    model.set_grad(Tensor::from_vector({1e-4f}, {1}, DType::f16));
+    masters.copy_grads_to_masters();
+    opt.step();
+    masters.copy_masters_to_model();
+    bits.push_back(model.u16()[0]);
+  }
+  CHECK(bits == std::vector<uint16_t>{0x3C00, 0x3C00, 0x3BFF});  // 0x3BFF = 1 - 2^-11
+  CHECK(masters.model_elements_changed() == 1);
+}
+
+TEST_CASE("modes set the model dtype, the optimizer's tensors and the scaler", "[mixed]") {
+  nn::ClassifierConfig config;
+  config.d_model = 16;
+  config.heads = 2;
+  config.d_ff = 32;
+  config.layers = 1;
+  {
+    nn::TextClassifier model(config, 0);
+    MixedPrecision mp(model, {.precision = Precision::kFp16, .opt_level = OptLevel::kO2});
+    CHECK(model.head->weight.dtype() == DType::f16);
+    const nn::NamedTensors named = mp.optimizer_parameters();
+    CHECK(named.back().first == "head.bias");
+    CHECK(named.back().second.dtype() == DType::f32);
+    CHECK(named.back().second.name() == "head.bias");
+    CHECK(mp.scaler().is_enabled());
+    CHECK(mp.autocast_dtype() == DType::f16);
+  }
+  {
+    nn::TextClassifier model(config, 0);
+    MixedPrecision mp(model, {.precision = Precision::kFp16, .opt_level = OptLevel::kO1});
+    CHECK(model.head->weight.dtype() == DType::f32);
+    CHECK(mp.masters() == nullptr);
+  }
+  {
+    nn::TextClassifier model(config, 0);
+    MixedPrecision mp(model, {.precision = Precision::kBf16});
+    CHECK_FALSE(mp.scaler().is_enabled());
+    CHECK(mp.autocast_dtype() == DType::bf16);
+  }
+  CHECK(parse_loss_scale("1024").kind == LossScaling::Kind::kStatic);
+  REQUIRE_THROWS_WITH(parse_loss_scale("-3"), Catch::Contains("'-3'"));
+  REQUIRE_THROWS_WITH(parse_precision("fp8"), Catch::Contains("'fp8'"));
+}
+
+namespace {
+
+// Trains a tiny classifier on one fixed batch; returns the final accuracy on it.
+float overfit(Precision precision, OptLevel level) {
+  nn::ClassifierConfig config;
+  config.vocab = 32;
+  config.max_len = 8;
+  config.d_model = 32;
+  config.heads = 2;
+  config.d_ff = 64;
+  config.layers = 1;
+  config.classes = 4;
+  config.dropout = 0.0f;
+  nn::TextClassifier model(config, 7);
+  MixedPrecision mp(model, {.precision = precision, .opt_level = level});
+  AdamW opt(decay_groups(mp.optimizer_parameters(), 3e-3f, 0.01f));
+  Generator gen(11);
+  std::vector<int32_t> ids(16 * 8), mask(16 * 8, 1), labels(16);
+  for (auto& id : ids) id = 1 + int32_t(gen.next_u32() % 31);
+  for (size_t i = 0; i < 16; ++i) labels[i] = int32_t(i % 4);
+  const Indices x(ids, {16, 8}), m(mask, {16, 8}), y(labels, {16});
+  float accuracy = 0;
+  for (int step = 0; step < 150 && accuracy < 1.0f; ++step) {
+    Tensor logits;
+    {
+      Autocast ac = mp.autocast();
+      logits = model.forward(x, m);
+      backward(mp.scale(cross_entropy(logits, y)));
+    }
+    mp.step(opt, 1.0f);
+    opt.zero_grad();
+    const MaxResult predicted = max(logits.detach(), 1);
+    int correct = 0;
+    for (size_t i = 0; i < 16; ++i) correct += predicted.indices[int64_t(i)] == labels[i];
+    accuracy = float(correct) / 16.0f;
+  }
+  return accuracy;
+}
+
+}  // namespace
+
+TEST_CASE("a tiny classifier overfits a fixed batch in f32, fp16 O1, fp16 O2 and bf16", "[mixed][slow]") {
+  CHECK(overfit(Precision::kNo, OptLevel::kO2) == 1.0f);
+  CHECK(overfit(Precision::kFp16, OptLevel::kO1) == 1.0f);
+  CHECK(overfit(Precision::kFp16, OptLevel::kO2) == 1.0f);
+  CHECK(overfit(Precision::kBf16, OptLevel::kO2) == 1.0f);
+}
+
+TEST_CASE("without loss scaling small fp16 gradients underflow to zero; scaling keeps them", "[mixed]") {
+  // A loss multiplied by 2^-20 stands in for a loss whose gradients are tiny: most f16
+  // parameter gradients fall below 2^-24 and flush to zero, unless the loss is first
+  // multiplied by the scaler's 2^16.
+  nn::ClassifierConfig config;
+  config.vocab = 32;
+  config.max_len = 8;
+  config.d_model = 32;
+  config.heads = 2;
+  config.d_ff = 64;
+  config.layers = 1;
+  config.dropout = 0.0f;
+  auto zero_share = [&](LossScaling::Kind kind) {
+    nn::TextClassifier model(config, 5);
+    MixedPrecision mp(model, {.precision = Precision::kFp16, .opt_level = OptLevel::kO2, .loss_scaling = {kind}});
+    const Indices x({1, 5, 9, 2, 7, 3, 30, 4, 11, 6, 8, 12, 13, 14, 15, 16}, {2, 8}), m(std::vector<int32_t>(16, 1), {2, 8});
+    Autocast ac = mp.autocast();
+    backward(mp.scale(mul_scalar(cross_entropy(model.forward(x, m), Indices({0, 1}, {2})), 0x1.0p-20f)));
+    int64_t zeros = 0, total = 0;
+    for (const Tensor& p : model.parameters()) {
+      if (!p.grad().defined()) continue;
+      for (float g : p.grad().to_vector()) zeros += g == 0.0f;
+      total += p.numel();
+    }
+    return double(zeros) / double(total);
+  };
+  const double unscaled = zero_share(LossScaling::Kind::kNone), scaled = zero_share(LossScaling::Kind::kDynamic);
+  INFO("zero share unscaled " << unscaled << ", scaled " << scaled);
+  CHECK(unscaled > scaled + 0.2);
+}
+
+}  // namespace hg::optim
