@@ -5,10 +5,14 @@
 // Arithmetic widens both operands to f32, computes there, and rounds the f32 result once to F.
 // For +, -, *, / and sqrt that is the correctly rounded result in F: f32's 24-bit significand is
 // >= 2p + 2 for p = 11 (f16), 8 (bf16), 4 (e4m3), 3 (e5m2), and for such precisions rounding
-// twice is innocuous (Figueroa, "When is double rounding innocuous?", 1995); the f32 step cannot
-// overflow or underflow harmfully either, since f32's range contains F's with room for the
-// exact result's exponent. fma is different (a*b+c needs up to ~80 bits): it is computed in
-// double with round-to-odd, which makes the second rounding exact (Boldo & Melquiond 2008).
+// twice is innocuous (Figueroa, "When is double rounding innocuous?", 1995). The theorem assumes
+// an unbounded exponent. f32's range holds f16's and fp8's with room to spare; bf16 has f32's
+// own range, so there f32 can overflow (only beyond bf16's own overflow threshold, so both give
+// inf) or go subnormal: below 2^-126 f32 still keeps 16 bits more than bf16 (quantum 2^-149 vs
+// 2^-133), a sum there is exact, and a product (16 significant bits) or quotient of bf16 values
+// cannot come within 2^-150 of a bf16 midpoint without being on it, so the second rounding stays
+// exact. fma is different (a*b+c needs up to ~80 bits for f16, hundreds for bf16): it is computed
+// in double with round-to-odd, which makes the second rounding exact (Boldo & Melquiond 2008).
 #pragma once
 
 #include <bit>
@@ -122,8 +126,8 @@ std::string bit_fields(SmallFloat<F> value) {
   return out;
 }
 
-// "6.1035156e-05 (0x0400 = 0|00001|0000000000)": value with enough digits to identify it,
-// hex bits and fields.
+// "6.10351562e-05 (0x0400 = 0|00001|0000000000)": the value with 9 significant digits (enough
+// to identify any float, so any F value), the hex bits and the fields.
 template <FloatFormat F>
 std::string describe(SmallFloat<F> value) {
   char buffer[96];
