@@ -1,0 +1,166 @@
+// TSV reading and writing, the language identification set, and the synthetic set.
+#include "data/dataset.h"
+
+#include <algorithm>
+#include <fstream>
+#include <map>
+#include <set>
+#include <sstream>
+
+#include "autograd/error.h"
+#include "autograd/generator.h"
+#include "data/tokenizer.h"
+
+namespace hg::data {
+
+std::vector<int64_t> Dataset::class_counts() const {
+  std::vector<int64_t> counts(label_names.size(), 0);
+  for (const Example& e : examples) ++counts[size_t(e.label)];
+  return counts;
+}
+
+std::string Dataset::summary() const {
+  std::ostringstream out;
+  out << source << ": " << size() << " examples, " << label_names.size() << " classes (";
+  const std::vector<int64_t> counts = class_counts();
+  for (size_t i = 0; i < counts.size(); ++i) out << (i ? ", " : "") << label_names[i] << " " << counts[i];
+  out << ")";
+  return out.str();
+}
+
+Dataset read_tsv(const std::string& path, const std::vector<std::string>* known_labels) {
+  std::ifstream file(path, std::ios::binary);
+  check(file.good(), path, ": cannot open the data file");
+  Dataset dataset;
+  dataset.source = path;
+  std::map<std::string, int32_t> ids;
+  if (known_labels) {
+    dataset.label_names = *known_labels;
+    for (size_t i = 0; i < known_labels->size(); ++i) ids[(*known_labels)[i]] = int32_t(i);
+  }
+  std::string line;
+  int64_t number = 0;
+  while (std::getline(file, line)) {
+    ++number;
+    if (!line.empty() && line.back() == '\r') line.pop_back();  // CRLF files
+    if (line.find_first_not_of(" \t") == std::string::npos) continue;
+    size_t bad = 0;
+    const bool valid = valid_utf8(line, &bad);  // before check(): argument order is unspecified
+    check(valid, path, ":", number, ": invalid UTF-8 at byte ", bad + 1);
+    const size_t tab = line.find('\t');
+    check(tab != std::string::npos, path, ":", number, ": expected 'label<TAB>text', found no tab");
+    const std::string label = line.substr(0, tab);
+    check(!label.empty(), path, ":", number, ": empty label");
+    auto it = ids.find(label);
+    if (it == ids.end()) {
+      check(known_labels == nullptr, path, ":", number, ": label '", label,
+            "' was not seen in training (known: ", known_labels ? known_labels->size() : 0, " labels)");
+      it = ids.emplace(label, int32_t(dataset.label_names.size())).first;
+      dataset.label_names.push_back(label);
+    }
+    dataset.examples.push_back({line.substr(tab + 1), it->second});
+  }
+  check(!file.bad(), path, ": read error");
+  check(!dataset.examples.empty(), path, ": the data set is empty");
+  return dataset;
+}
+
+void write_tsv(const Dataset& dataset, const std::string& path) {
+  std::ofstream file(path, std::ios::binary);
+  check(file.good(), path, ": cannot open for writing");
+  for (const Example& e : dataset.examples) file << dataset.label_names[size_t(e.label)] << '\t' << e.text << '\n';
+  check(file.good(), path, ": write error");
+}
+
+namespace {
+
+struct Language {
+  const char* code;
+  const char* file;
+};
+constexpr Language kLanguages[] = {{"en", "american-english"}, {"de", "ngerman"},    {"fr", "french"},
+                                   {"es", "spanish"},          {"it", "italian"},    {"pt", "portuguese"},
+                                   {"nl", "dutch"}};
+
+// A word starts with a capital when its first character is ASCII A-Z or a Latin-1 capital
+// (U+00C0..U+00DE except U+00D7, encoded C3 80..C3 9E).
+bool capitalised(const std::string& w) {
+  const auto c0 = static_cast<unsigned char>(w[0]);
+  if (c0 >= 'A' && c0 <= 'Z') return true;
+  if (c0 == 0xC3 && w.size() > 1) {
+    const auto c1 = static_cast<unsigned char>(w[1]);
+    return c1 >= 0x80 && c1 <= 0x9E && c1 != 0x97;
+  }
+  return false;
+}
+
+void shuffle(std::vector<std::string>& items, Generator& gen) {  // Fisher-Yates
+  for (size_t i = items.size(); i > 1; --i) std::swap(items[i - 1], items[gen.next_u32() % i]);
+}
+
+}  // namespace
+
+Split language_id_dataset(const LanguageIdOptions& options) {
+  std::vector<std::set<std::string>> words;
+  std::map<std::string, int> seen_in;
+  for (const Language& language : kLanguages) {
+    const std::string path = options.dict_dir + "/" + language.file;
+    std::ifstream file(path);
+    check(file.good(), path, ": cannot open the word list (install the Debian packages wamerican wngerman "
+                             "wfrench wspanish witalian wportuguese wdutch)");
+    std::set<std::string> list;
+    std::string w;
+    while (std::getline(file, w)) {
+      if (w.empty() || capitalised(w) || w.find('\'') != std::string::npos || !valid_utf8(w)) continue;
+      for (char& c : w) c = (c >= 'A' && c <= 'Z') ? char(c - 'A' + 'a') : c;
+      list.insert(w);
+    }
+    for (const std::string& x : list) ++seen_in[x];
+    words.push_back(std::move(list));
+  }
+  Split split;
+  for (Dataset* d : {&split.train, &split.test}) {
+    for (const Language& language : kLanguages) d->label_names.push_back(language.code);
+  }
+  split.train.source = "language-id train";
+  split.test.source = "language-id test";
+  const int64_t need = options.train_per_language + options.test_per_language;
+  for (size_t k = 0; k < words.size(); ++k) {
+    std::vector<std::string> unique;
+    for (const std::string& w : words[k]) {
+      if (seen_in[w] == 1) unique.push_back(w);
+    }
+    check(int64_t(unique.size()) >= need, "language-id: ", kLanguages[k].file, " has ", unique.size(),
+          " usable words, ", need, " needed");
+    Generator gen(options.seed, uint64_t(k) << 40);  // one stream per language
+    shuffle(unique, gen);
+    for (int64_t i = 0; i < need; ++i) {
+      Dataset& target = i < options.train_per_language ? split.train : split.test;
+      target.examples.push_back({unique[size_t(i)], int32_t(k)});
+    }
+  }
+  return split;
+}
+
+Dataset synthetic_dataset(int64_t n, int64_t classes, uint64_t seed, int64_t min_len, int64_t max_len) {
+  check(classes >= 2 && classes <= 13 && n >= 1 && min_len >= 1 && max_len >= min_len,
+        "synthetic_dataset: need 2..13 classes, n >= 1 and 1 <= min_len <= max_len");
+  Generator gen(seed);
+  Dataset d;
+  d.source = "synthetic";
+  for (int64_t k = 0; k < classes; ++k) d.label_names.push_back("class" + std::to_string(k));
+  for (int64_t i = 0; i < n; ++i) {
+    const int32_t label = int32_t(gen.next_u32() % uint32_t(classes));
+    const int64_t length = min_len + int64_t(gen.next_u32() % uint32_t(max_len - min_len + 1));
+    std::string text;
+    for (int64_t j = 0; j < length; ++j) {
+      // 80% from the class's own block of two letters, 20% from anywhere in a..z.
+      const bool own = gen.next_u32() % 5 != 0;
+      text += own ? char('a' + 2 * label + int32_t(gen.next_u32() % 2)) : char('a' + gen.next_u32() % 26);
+    }
+    d.examples.push_back({text, label});
+  }
+  return d;
+}
+
+}  // namespace hg::data

@@ -1,0 +1,134 @@
+// data/: tokenizer round trip, TSV parsing and its errors, the language-id split, and the
+// loader's determinism, padding and masks.
+#include <catch2/catch.hpp>
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <set>
+
+#include "autograd/error.h"
+#include "data/data_loader.h"
+#include "data/dataset.h"
+#include "data/tokenizer.h"
+
+namespace hg::data {
+namespace {
+
+std::string temp_file(const std::string& name, const std::string& content) {
+  const auto path = std::filesystem::temp_directory_path() / ("halfgrad_test_" + name);
+  std::ofstream(path, std::ios::binary) << content;
+  return path.string();
+}
+
+}  // namespace
+
+TEST_CASE("ByteTokenizer maps UTF-8 bytes to ids and back", "[data]") {
+  const ByteTokenizer tok;
+  const std::string text = "caf\xC3\xA9";  // café
+  const std::vector<int32_t> ids = tok.encode(text, 32);
+  CHECK(ids == std::vector<int32_t>{'c', 'a', 'f', 0xC3, 0xA9});
+  CHECK(tok.decode(ids) == text);
+  bool cut = false;
+  CHECK(tok.encode("abcdef", 4, &cut).size() == 4);
+  CHECK(cut);
+  const ByteTokenizer cls(true);
+  CHECK(cls.encode("ab", 8) == std::vector<int32_t>{ByteTokenizer::kCls, 'a', 'b'});
+  CHECK(cls.vocab_size() == 257);
+  CHECK(cls.decode(cls.encode("ab", 8)) == "ab");
+}
+
+TEST_CASE("valid_utf8 rejects overlong, surrogate and truncated sequences", "[data]") {
+  size_t at = 99;
+  CHECK(valid_utf8("plain \xE2\x82\xAC \xF0\x9F\x98\x80"));
+  CHECK_FALSE(valid_utf8("ab\xC0\xAF", &at));  // overlong '/'
+  CHECK(at == 2);
+  CHECK_FALSE(valid_utf8("\xED\xA0\x80"));  // a UTF-16 surrogate
+  CHECK_FALSE(valid_utf8("\xE2\x82"));      // truncated
+  CHECK_FALSE(valid_utf8("\xF4\x90\x80\x80"));  // past U+10FFFF
+  CHECK_FALSE(valid_utf8("\xFF"));
+}
+
+TEST_CASE("read_tsv parses labels, blank lines, tabs in text and a missing final newline", "[data]") {
+  const std::string path = temp_file("ok.tsv", "pos\tgood film\n\nneg\tbad\tvery bad\r\npos\tfine");
+  const Dataset d = read_tsv(path);
+  CHECK(d.label_names == std::vector<std::string>{"pos", "neg"});
+  REQUIRE(d.size() == 3);
+  CHECK(d.examples[1].text == "bad\tvery bad");
+  CHECK(d.examples[1].label == 1);
+  CHECK(d.class_counts() == std::vector<int64_t>{2, 1});
+  const std::string copy = temp_file("copy.tsv", "");
+  write_tsv(d, copy);
+  const Dataset again = read_tsv(copy);
+  CHECK(again.examples.size() == 3);
+  CHECK(again.examples[2].text == "fine");
+}
+
+TEST_CASE("read_tsv errors name the file and line", "[data]") {
+  REQUIRE_THROWS_WITH(read_tsv("/nonexistent/x.tsv"), Catch::Contains("/nonexistent/x.tsv") && Catch::Contains("cannot open"));
+  const std::string no_tab = temp_file("notab.tsv", "pos\tok\nthis line has no tab\n");
+  REQUIRE_THROWS_WITH(read_tsv(no_tab), Catch::Contains("notab.tsv:2") && Catch::Contains("no tab"));
+  const std::string empty_label = temp_file("nolabel.tsv", "\ttext\n");
+  REQUIRE_THROWS_WITH(read_tsv(empty_label), Catch::Contains("nolabel.tsv:1") && Catch::Contains("empty label"));
+  const std::string bad_utf8 = temp_file("bad.tsv", "pos\tok\npos\tbad \xC3\x28 byte\n");
+  REQUIRE_THROWS_WITH(read_tsv(bad_utf8), Catch::Contains("bad.tsv:2") && Catch::Contains("invalid UTF-8 at byte 9"));
+  const std::string empty = temp_file("empty.tsv", "\n\n");
+  REQUIRE_THROWS_WITH(read_tsv(empty), Catch::Contains("empty.tsv") && Catch::Contains("empty"));
+  const std::vector<std::string> known = {"pos", "neg"};
+  const std::string unseen = temp_file("unseen.tsv", "pos\ta\nneutral\tb\n");
+  REQUIRE_THROWS_WITH(read_tsv(unseen, &known), Catch::Contains("unseen.tsv:2") && Catch::Contains("'neutral'"));
+}
+
+TEST_CASE("the language-id split is balanced, disjoint and deterministic", "[data]") {
+  if (!std::filesystem::exists("/usr/share/dict/ngerman")) {
+    WARN("Debian word lists not installed; skipping");
+    return;
+  }
+  const LanguageIdOptions options{.train_per_language = 200, .test_per_language = 50, .seed = 3};
+  const Split a = language_id_dataset(options), b = language_id_dataset(options);
+  CHECK(a.train.label_names == std::vector<std::string>{"en", "de", "fr", "es", "it", "pt", "nl"});
+  CHECK(a.train.class_counts() == std::vector<int64_t>(7, 200));
+  CHECK(a.test.class_counts() == std::vector<int64_t>(7, 50));
+  std::set<std::string> train_words;
+  for (const Example& e : a.train.examples) train_words.insert(e.text);
+  for (const Example& e : a.test.examples) CHECK(train_words.count(e.text) == 0);
+  for (size_t i = 0; i < a.train.examples.size(); ++i) CHECK(a.train.examples[i].text == b.train.examples[i].text);
+  for (const Example& e : a.train.examples) {
+    CHECK(e.text.find('\'') == std::string::npos);
+    CHECK_FALSE((e.text[0] >= 'A' && e.text[0] <= 'Z'));
+  }
+}
+
+TEST_CASE("DataLoader pads to the longest sequence, masks, and shuffles per epoch deterministically", "[data]") {
+  Dataset d;
+  d.source = "inline";
+  d.label_names = {"a", "b"};
+  d.examples = {{"x", 0}, {"hello", 1}, {"abc", 0}, {"this text is long", 1}, {"yz", 0}};
+  const ByteTokenizer tok;
+  DataLoader plain(d, tok, {.batch_size = 2, .shuffle = false, .max_len = 8});
+  CHECK(plain.num_batches() == 3);
+  CHECK(plain.truncated() == 1);
+  const Batch b0 = plain.batch(0);
+  CHECK(b0.ids.shape == Shape{2, 5});
+  CHECK(b0.ids.values == std::vector<int32_t>{'x', 0, 0, 0, 0, 'h', 'e', 'l', 'l', 'o'});
+  CHECK(b0.attention_mask.values == std::vector<int32_t>{1, 0, 0, 0, 0, 1, 1, 1, 1, 1});
+  CHECK(b0.labels.values == std::vector<int32_t>{0, 1});
+  CHECK(plain.batch(1).ids.shape == Shape{2, 8});  // bounded by max_len
+  CHECK(plain.batch(2).size() == 1);
+  DataLoader dropping(d, tok, {.batch_size = 2, .drop_last = true});
+  CHECK(dropping.num_batches() == 2);
+
+  auto order = [&](uint64_t seed, int64_t epoch) {
+    DataLoader loader(d, tok, {.batch_size = 5, .seed = seed});
+    loader.set_epoch(epoch);
+    return loader.batch(0).rows;
+  };
+  CHECK(order(1, 0) == order(1, 0));
+  CHECK(order(1, 0) != order(1, 1));
+  std::vector<int64_t> rows = order(1, 1);
+  std::sort(rows.begin(), rows.end());
+  CHECK(rows == std::vector<int64_t>{0, 1, 2, 3, 4});
+  REQUIRE_THROWS_WITH(DataLoader(d, tok, {.batch_size = 0}), Catch::Contains("batch_size"));
+}
+
+}  // namespace hg::data
