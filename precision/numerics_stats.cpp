@@ -16,24 +16,39 @@ uint64_t Log2Histogram::total() const {
   return sum;
 }
 
-void Log2Histogram::add(float x) {
+namespace {
+
+// Bin indices: [0, kExponentBins) the exponents e - kMinExponent, then zero, inf and NaN.
+// The scalar loop costs about 1 ns an element here; Log2Histogram::add is the main cost of
+// collecting stats (the vector kernels count the rest on the fly).
+constexpr size_t kZeroBin = Log2Histogram::kExponentBins, kInfBin = kZeroBin + 1,
+                 kNanBin = kZeroBin + 2, kBins = kZeroBin + 3;
+
+size_t bin_of(float x) {
   const uint32_t magnitude = std::bit_cast<uint32_t>(x) & 0x7FFFFFFFu;
   const uint32_t field = magnitude >> 23;
   const uint32_t fraction = magnitude & 0x7FFFFFu;
-  if (field == 0xFF) {
-    (fraction != 0 ? nan : inf) += 1;
-  } else if (field != 0) {
-    exponent[size_t(int(field) - 127 - kMinExponent)] += 1;  // floor(log2|x|) = field - 127
-  } else if (fraction != 0) {
-    // Subnormal: fraction * 2^-149, so floor(log2|x|) = -149 + index of the leading one.
-    exponent[size_t(31 - std::countl_zero(fraction))] += 1;
-  } else {
-    zero += 1;
-  }
+  // Normal numbers first: a predictable branch, and no bit scan (slow on Zen) for them.
+  if (field - 1 < 0xFE) return size_t(int(field) - 127 - Log2Histogram::kMinExponent);
+  if (field == 0xFF) return fraction != 0 ? kNanBin : kInfBin;
+  // A subnormal is fraction * 2^-149: floor(log2|x|) = -149 + the index of the leading one.
+  return fraction != 0 ? size_t(31 - std::countl_zero(fraction)) : kZeroBin;
+}
+
+}  // namespace
+
+void Log2Histogram::add(float x) {
+  const size_t b = bin_of(x);
+  (b < kZeroBin ? exponent[b] : b == kZeroBin ? zero : b == kInfBin ? inf : nan) += 1;
 }
 
 void Log2Histogram::add(std::span<const float> values) {
-  for (const float x : values) add(x);
+  uint64_t counts[kBins] = {};
+  for (const float x : values) counts[bin_of(x)] += 1;
+  for (size_t b = 0; b < size_t(kExponentBins); ++b) exponent[b] += counts[b];
+  zero += counts[kZeroBin];
+  inf += counts[kInfBin];
+  nan += counts[kNanBin];
 }
 
 void Log2Histogram::merge(const Log2Histogram& other) {
@@ -108,8 +123,8 @@ std::string render_histogram(const Log2Histogram& histogram, FloatFormat target,
 
   auto row = [&](const char* label, uint64_t count, const std::string& region) {
     const double share = total == 0 ? 0.0 : double(count) / double(total);
-    std::string bar(size_t(std::lround(share * width)), '#');
-    if (bar.empty() && count != 0) bar = ".";
+    const size_t hashes = size_t(std::lround(share * width));
+    const std::string bar = hashes == 0 && count != 0 ? std::string(1, '.') : std::string(hashes, '#');
     std::snprintf(line, sizeof line, "%7s %12llu %6.1f%%  %-*s  %s\n", label,
                   static_cast<unsigned long long>(count), 100.0 * share, width, bar.c_str(),
                   region.c_str());
