@@ -248,16 +248,39 @@ HWY_INLINE hn::VFromD<DN> NarrowBits(DN dn, VU v) {
   return hn::DemoteTo(dn, hn::BitCast(di, v));  // saturating, a no-op for such values
 }
 
+// bf16 with default options in a third of EncodeCore's operations: adding 0x7FFF plus the kept
+// LSB to the f32 bits rounds the top half to nearest-even, the carry running into the exponent
+// (up to inf) by itself and never into the sign; only NaNs, which the addition could turn into
+// anything, are patched (quieted, top payload bits kept). Equal to EncodeCore<kBFloat16> with
+// kNearestEvenPlan for all 2^32 inputs ([exhaustive] tests).
+template <class DU>
+HWY_INLINE hn::VFromD<DU> EncodeBF16NearestEven(DU du, hn::VFromD<DU> bits) {
+  const hn::RebindToSigned<DU> di;
+  const auto kept_lsb = hn::And(hn::ShiftRight<16>(bits), hn::Set(du, 1));
+  const auto rounded = hn::ShiftRight<16>(hn::Add(hn::Add(bits, hn::Set(du, 0x7FFFu)), kept_lsb));
+  const auto abs = hn::And(bits, hn::Set(du, 0x7FFFFFFFu));
+  const auto is_nan = hn::RebindMask(du, hn::Gt(hn::BitCast(di, abs), hn::Set(di, 0x7F800000)));
+  return hn::IfThenElse(is_nan, hn::Or(hn::ShiftRight<16>(bits), hn::Set(du, kBFloat16.nan_bits())),
+                        rounded);
+}
+
+// Formats whose default-options encode has a shortcut: f16 through F16C, bf16 as above.
+template <FloatFormat F>
+inline constexpr bool kFastNearestEven = (F == kBinary16 && kNativeF16) || F == kBFloat16;
+
 // f32 -> F's bits with round-to-nearest-even and default options, as narrow lanes
-// (Rebind<uint16_t or uint8_t, DF>). F16C for f16 on AVX2/AVX3, the integer core elsewhere.
+// (Rebind<uint16_t or uint8_t, DF>): F16C for f16 on AVX2/AVX3, EncodeBF16NearestEven for bf16,
+// EncodeCore otherwise.
 template <FloatFormat F, class DF>
 HWY_INLINE auto DemoteF32To([[maybe_unused]] DF df, hn::VFromD<DF> v) {
   using TN = std::conditional_t<F.storage_bits() <= 8, uint8_t, uint16_t>;
   const hn::Rebind<TN, DF> dn;
+  const hn::RebindToUnsigned<DF> du;
   if constexpr (F == kBinary16 && kNativeF16) {
     return hn::BitCast(dn, hn::DemoteTo(hn::Rebind<hwy::float16_t, DF>(), v));
+  } else if constexpr (F == kBFloat16) {
+    return NarrowBits(dn, EncodeBF16NearestEven(du, hn::BitCast(du, v)));
   } else {
-    const hn::RebindToUnsigned<DF> du;
     const auto bits = hn::BitCast(du, v);
     return NarrowBits(dn, EncodeCore<F, false>(du, bits, bits, detail::kNearestEvenPlan<F>).bits);
   }
@@ -291,7 +314,7 @@ template <class DF>
 HWY_INLINE hn::VFromD<hn::Rebind<uint16_t, DF>> DemoteF32ToF16(DF df, hn::VFromD<DF> v) {
   return DemoteF32To<kBinary16>(df, v);
 }
-// f32 -> bf16 bits, round to nearest even (unlike Highway 1.0.3's truncating DemoteTo).
+// f32 -> bf16 bits, round to nearest even (unlike Highway 1.0.3's truncating DemoteTo): ~10 ops.
 template <class DF>
 HWY_INLINE hn::VFromD<hn::Rebind<uint16_t, DF>> DemoteF32ToBF16(DF df, hn::VFromD<DF> v) {
   return DemoteF32To<kBFloat16>(df, v);

@@ -610,19 +610,43 @@ TEST_CASE("stochastic rounding is unbiased", "[convert][stochastic]") {
 
 namespace {
 
-// F16C's own conversion, 8 floats at a time: the oracle for the f16 RNE fast path.
-__attribute__((target("f16c,avx2"))) void f16c_encode(const float* in, uint16_t* out, size_t n) {
-  for (size_t i = 0; i < n; i += 8) {
-    const __m128i h = _mm256_cvtps_ph(_mm256_loadu_ps(in + i), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-    _mm_storeu_si128(reinterpret_cast<__m128i*>(out + i), h);
+// F16C's own conversion, 8 floats at a time: the oracle for f16 with nearest-even.
+__attribute__((target("f16c,avx2"))) void f16c_encode(std::span<const float> in, std::span<uint16_t> out) {
+  for (size_t i = 0; i < in.size(); i += 8) {
+    const __m128i h = _mm256_cvtps_ph(_mm256_loadu_ps(&in[i]), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(&out[i]), h);
   }
 }
 
-// Sweeps every float bit pattern through encode(format, RNE) in chunks on all OpenMP threads
-// and compares with oracle(chunk inputs, expected out); returns the mismatch count and reports
-// the first few (by chunk order, so the report does not depend on scheduling).
-template <class Oracle>
-size_t sweep_all_floats(FloatFormat format, const Oracle& oracle, std::string& report, double& seconds) {
+template <FloatFormat F>
+void scalar_encode_span(std::span<const float> in, std::span<uint16_t> out) {
+  for (size_t i = 0; i < in.size(); ++i) out[i] = uint16_t(encode<F>(double(in[i])));
+}
+
+// encode(F, nearest-even) through the public API: the shortcut where F has one (F16C, bf16's
+// add trick) ...
+template <FloatFormat F>
+void vector_encode_span(std::span<const float> in, std::span<uint16_t> out) {
+  encode(F, in, out);
+}
+// ... and the general integer core, which collecting stats forces.
+template <FloatFormat F>
+void vector_encode_span_with_stats(std::span<const float> in, std::span<uint16_t> out) {
+  NumericsStats stats;
+  encode(F, in, out, {.stats = &stats});
+}
+
+using EncodeFn = void (*)(std::span<const float>, std::span<uint16_t>);
+struct Candidate {
+  const char* name;
+  EncodeFn encode;
+};
+
+// Sweeps every float bit pattern, in chunks spread over the OpenMP threads, through `oracle` and
+// each candidate, comparing bits. Returns the mismatch count; `report` gets the first few (in
+// chunk order, so it does not depend on scheduling) and `seconds` the wall time.
+size_t sweep_all_floats(EncodeFn oracle, const std::vector<Candidate>& candidates, std::string& report,
+                        double& seconds) {
   constexpr size_t kChunk = size_t{1} << 15;  // below convert.cpp's parallel threshold: no nesting
   constexpr size_t kChunks = (size_t{1} << 32) / kChunk;
   std::vector<size_t> bad(kChunks, 0);
@@ -636,15 +660,17 @@ size_t sweep_all_floats(FloatFormat format, const Oracle& oracle, std::string& r
     for (ptrdiff_t c = 0; c < ptrdiff_t(kChunks); ++c) {
       const uint32_t base = uint32_t(size_t(c) * kChunk);
       for (size_t i = 0; i < kChunk; ++i) in[i] = float_of(base + uint32_t(i));
-      encode(format, std::span<const float>(in), std::span<uint16_t>(got));
-      oracle(in.data(), want.data(), kChunk);
-      for (size_t i = 0; i < kChunk; ++i) {
-        if (got[i] == want[i]) continue;
-        if (bad[size_t(c)]++ == 0) {
-          char line[128];
-          std::snprintf(line, sizeof line, "  input 0x%08x: got 0x%04x, want 0x%04x\n", base + uint32_t(i),
-                        unsigned(got[i]), unsigned(want[i]));
-          first[size_t(c)] = line;
+      oracle(in, want);
+      for (const Candidate& candidate : candidates) {
+        candidate.encode(in, got);
+        for (size_t i = 0; i < kChunk; ++i) {
+          if (got[i] == want[i]) continue;
+          if (bad[size_t(c)]++ == 0) {
+            char line[160];
+            std::snprintf(line, sizeof line, "  %s: input 0x%08x: got 0x%04x, want 0x%04x\n", candidate.name,
+                          base + uint32_t(i), unsigned(got[i]), unsigned(want[i]));
+            first[size_t(c)] = line;
+          }
         }
       }
     }
@@ -660,45 +686,63 @@ size_t sweep_all_floats(FloatFormat format, const Oracle& oracle, std::string& r
 
 }  // namespace
 
-TEST_CASE("exhaustive: f32 -> f16 RNE on the best target equals F16C for all 2^32 floats",
+TEST_CASE("exhaustive: f16 and bf16 RNE on the best target, shortcuts and integer core, all 2^32 floats",
           "[exhaustive][simd][convert]") {
+  const char* target = hwy::TargetName(hwy::SupportedAndGeneratedTargets().front());
   if (!__builtin_cpu_supports("f16c")) {
-    WARN("skipped: this CPU has no F16C");
-    return;
+    WARN("f16 part skipped: this CPU has no F16C");
+  } else {
+    std::string report;
+    double seconds = 0;
+    const size_t bad = sweep_all_floats(f16c_encode,
+                                        {{"f16 encode", vector_encode_span<kBinary16>},
+                                         {"f16 encode with stats", vector_encode_span_with_stats<kBinary16>}},
+                                        report, seconds);
+    WARN("2^32 floats, f16 encode and encode-with-stats on " << target << " vs _mm256_cvtps_ph, "
+                                                             << omp_get_max_threads() << " threads: " << seconds << " s");
+    INFO(report);
+    CHECK(bad == 0);
   }
+  // bf16's shortcut and its integer core against each other; the next test ties both to encode<>.
   std::string report;
   double seconds = 0;
-  const size_t bad = sweep_all_floats(kBinary16, f16c_encode, report, seconds);
-  WARN("2^32 floats, vector encode (" << hwy::TargetName(hwy::SupportedAndGeneratedTargets().front())
-                                       << ") vs _mm256_cvtps_ph, " << omp_get_max_threads()
-                                       << " threads: " << seconds << " s");
+  const size_t bad = sweep_all_floats(vector_encode_span<kBFloat16>,
+                                      {{"bf16 encode with stats", vector_encode_span_with_stats<kBFloat16>}},
+                                      report, seconds);
+  WARN("2^32 floats, bf16 encode-with-stats vs encode on " << target << ", " << omp_get_max_threads()
+                                                            << " threads: " << seconds << " s");
   INFO(report);
   CHECK(bad == 0);
 }
 
-TEST_CASE("exhaustive: the integer path (no F16C) equals the scalar core for all 2^32 floats",
+TEST_CASE("exhaustive: the integer paths (no F16C) equal the scalar core for all 2^32 floats",
           "[exhaustive][simd][convert]") {
-  // SSE4 has no F16C, so encode runs convert-inl.h's EncodeCore there; fall back to SCALAR.
+  // SSE4 has no F16C, so f16 runs convert-inl.h's EncodeCore there; fall back to SCALAR.
   const std::vector<int64_t> targets = hwy::SupportedAndGeneratedTargets();
   const int64_t target = std::find(targets.begin(), targets.end(), HWY_SSE4) != targets.end() ? HWY_SSE4 : HWY_SCALAR;
   ForceTarget force(target);
-  auto sweep = [&]<FloatFormat F>() {
+  struct Sweep {
+    const char* format;
+    EncodeFn oracle;
+    std::vector<Candidate> candidates;
+  };
+  const Sweep sweeps[] = {
+      {"f16", scalar_encode_span<kBinary16>, {{"f16 encode", vector_encode_span<kBinary16>}}},
+      {"bf16",
+       scalar_encode_span<kBFloat16>,
+       {{"bf16 encode", vector_encode_span<kBFloat16>},
+        {"bf16 encode with stats", vector_encode_span_with_stats<kBFloat16>}}},
+  };
+  for (const Sweep& sweep : sweeps) {
     std::string report;
     double seconds = 0;
-    const size_t bad = sweep_all_floats(
-        F,
-        [](const float* in, uint16_t* out, size_t n) {
-          for (size_t i = 0; i < n; ++i) out[i] = uint16_t(encode<F>(double(in[i])));
-        },
-        report, seconds);
-    constexpr FloatFormat f = F;
-    WARN("2^32 floats, " << format_name(f) << " RNE on " << hwy::TargetName(target) << " vs encode<"
-                         << format_name(f) << ">, " << omp_get_max_threads() << " threads: " << seconds << " s");
-    INFO(format_name(f) << "\n" << report);
+    const size_t bad = sweep_all_floats(sweep.oracle, sweep.candidates, report, seconds);
+    WARN("2^32 floats, " << sweep.format << " RNE (" << sweep.candidates.size() << " path(s)) on "
+                         << hwy::TargetName(target) << " vs encode<" << sweep.format << ">, "
+                         << omp_get_max_threads() << " threads: " << seconds << " s");
+    INFO(report);
     CHECK(bad == 0);
-  };
-  sweep.operator()<kBinary16>();
-  sweep.operator()<kBFloat16>();
+  }
 }
 
 }  // namespace hg_test
