@@ -31,11 +31,11 @@ namespace hg::precision::detail {
 
 // RoundingOptions resolved, once per call, into the lane constants of EncodeCore.
 struct EncodePlan {
-  // Non-stochastic rounding: a magnitude is incremented iff the discarded fraction f (its top 32
-  // bits, MSB = one half, sticky ORed into the LSB) satisfies f > limit - (q & nearest_even),
-  // q being the truncated encoding. Both sides are stored XOR 0x80000000 so the vector code can
-  // use signed compares; nearest-even: limit 2^31 (> half, or = half with q odd), toward zero:
-  // 2^32 - 1 (never), away from zero: 0 (any nonzero fraction).
+  // Non-stochastic rounding: a magnitude is incremented iff the discarded fraction f (as 32 bits,
+  // MSB = one half) satisfies f > limit - (q & nearest_even), q being the truncated encoding.
+  // Nearest-even: limit 2^31 (above half, or half with q odd); toward zero: 2^32 - 1 (never);
+  // away from zero: 0 (any nonzero fraction). Stored XOR 0x80000000, the bias that turns the
+  // unsigned comparison into the signed one SIMD units have.
   uint32_t limit_positive, limit_negative;
   uint32_t nearest_even;  // 1 for kNearestEven, else 0
   // The magnitude of a finite value whose rounded magnitude exceeds F's max, and of an inf input.
