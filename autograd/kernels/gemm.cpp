@@ -62,6 +62,7 @@ inline PackBuffers& thread_pack_buffers() {
 #undef HWY_TARGET_INCLUDE
 #define HWY_TARGET_INCLUDE "autograd/kernels/gemm.cpp"
 #include "hwy/foreach_target.h"  // IWYU pragma: keep
+#include "hwy/cache_control.h"
 #include "hwy/highway.h"
 
 HWY_BEFORE_NAMESPACE();
@@ -91,7 +92,7 @@ constexpr size_t kMC = 144;
 constexpr size_t kNC = 4096;
 static_assert(kMC % kMR == 0 && kNC % kNR == 0);
 
-// Packing stores whole vectors past a panel's last row (see PackPanel); buffers carry this slack.
+// Packing stores whole vectors past a panel's last row (see PackBlockT); buffers carry this slack.
 constexpr size_t kPackSlack = 16;
 
 // ---------------------------------------------------------------------------------------------
@@ -173,64 +174,79 @@ HWY_INLINE void Transpose(D d, hn::Vec<D>* HWY_RESTRICT v) {
 }
 #endif
 
-// Packs lines [0, W) x depth [0, kc) of `s` from `origin` into dst[p * W + w], widened to f32.
-// Lines >= valid are zeros: they pad the register tile and never reach C. `readable` is how many
-// lines exist from the first one (reading past `valid` is allowed up to it). Whole-vector stores
-// may write up to kPackSlack floats past row p into row p + 1, which is written afterwards, or past
-// the panel into the next one (packed later) or the buffer's slack.
+// Packs `lines` lines x depth [0, kc) of `s` from `origin` into consecutive panels of W lines,
+// dst[q * W * kc + p * W + w] = element (q * W + w, p), widened to f32. The last panel's lines
+// past `lines` are zeros: they pad the register tile and never reach C. Whole-vector stores may
+// write up to kPackSlack floats past a panel row into the next row, which is written afterwards,
+// or past the last panel into the buffer's slack.
 template <DType kT, size_t W>
-void PackPanelT(float* HWY_RESTRICT dst, const Source& s, size_t origin, size_t valid,
-                size_t readable, size_t kc) {
+void PackBlockT(float* HWY_RESTRICT dst, const Source& s, size_t origin, size_t lines,
+                size_t kc) {
   const hn::CappedTag<float, 8> d;
   constexpr size_t T = hn::MaxLanes(d);
-  constexpr size_t G = (W + T - 1) / T;  // groups of T lines
+  constexpr size_t G = (W + T - 1) / T;  // vectors (groups of T lines) per panel row
   static_assert(G * T - W <= kPackSlack);
+  const size_t panels = (lines + W - 1) / W;
   if (s.depth_stride == 1) {
-    // Each line is contiguous in depth (A as stored, B transposed): T x T blocks, transposed.
-    size_t p = 0;
-    for (; p + T <= kc; p += T) {
-      hn::Vec<decltype(d)> block[G][T];
-      for (size_t g = 0; g < G; ++g) {
-        for (size_t t = 0; t < T; ++t) {
-          const size_t w = g * T + t;
-          block[g][t] = w < valid ? LoadWiden<kT>(d, s.base, origin + w * s.line_stride + p)
-                                  : hn::Zero(d);
+    // Each line is contiguous in depth (A as stored, B transposed): T x T blocks are loaded
+    // along the lines and transposed, panel by panel.
+    for (size_t q = 0; q < panels; ++q, dst += W * kc, origin += W * s.line_stride) {
+      const size_t valid = std::min(W, lines - q * W);
+      size_t p = 0;
+      for (; p + T <= kc; p += T) {
+        hn::Vec<decltype(d)> block[G][T];
+        for (size_t g = 0; g < G; ++g) {
+          for (size_t t = 0; t < T; ++t) {
+            const size_t w = g * T + t;
+            block[g][t] = w < valid ? LoadWiden<kT>(d, s.base, origin + w * s.line_stride + p)
+                                    : hn::Zero(d);
+          }
+          Transpose(d, block[g]);
         }
-        Transpose(d, block[g]);
+        for (size_t t = 0; t < T; ++t) {
+          for (size_t g = 0; g < G; ++g) hn::StoreU(block[g][t], d, dst + (p + t) * W + g * T);
+        }
       }
-      for (size_t t = 0; t < T; ++t) {
-        for (size_t g = 0; g < G; ++g) hn::StoreU(block[g][t], d, dst + (p + t) * W + g * T);
+      for (; p < kc; ++p) {
+        for (size_t w = 0; w < W; ++w) {
+          dst[p * W + w] =
+              w < valid ? WidenOne<kT>(s.base, origin + w * s.line_stride + p) : 0.0f;
+        }
       }
     }
-    for (; p < kc; ++p) {
+    return;
+  }
+  // Lines adjacent in memory (A transposed, B as stored): each stored row is read once, left to
+  // right across the panels (per panel it would be a short piece of many rows, which thrashes
+  // L1 when the rows are 4 KiB apart). Panels whose vector reads stay inside the block take the
+  // fast path, except in the last row, where a store past a panel would land in the next panel.
+  const size_t fast = lines >= G * T ? (lines - G * T) / W + 1 : 0;
+  for (size_t p = 0; p < kc; ++p) {
+    const size_t row = origin + p * s.depth_stride;
+    size_t q = 0;
+    if (p + 1 < kc || W % T == 0) {
+      for (; q < fast; ++q) {
+        for (size_t g = 0; g < G; ++g) {
+          hn::StoreU(LoadWiden<kT>(d, s.base, row + q * W + g * T), d,
+                     dst + q * W * kc + p * W + g * T);
+        }
+      }
+    }
+    for (; q < panels; ++q) {
       for (size_t w = 0; w < W; ++w) {
-        dst[p * W + w] = w < valid ? WidenOne<kT>(s.base, origin + w * s.line_stride + p) : 0.0f;
-      }
-    }
-  } else if (valid == W && readable >= G * T) {
-    // Lines adjacent in memory (A transposed, B as stored): a row of W elements per depth.
-    for (size_t p = 0; p < kc; ++p) {
-      for (size_t g = 0; g < G; ++g) {
-        hn::StoreU(LoadWiden<kT>(d, s.base, origin + p * s.depth_stride + g * T), d,
-                   dst + p * W + g * T);
-      }
-    }
-  } else {
-    for (size_t p = 0; p < kc; ++p) {
-      for (size_t w = 0; w < W; ++w) {
-        dst[p * W + w] = w < valid ? WidenOne<kT>(s.base, origin + w + p * s.depth_stride) : 0.0f;
+        const size_t line = q * W + w;
+        dst[q * W * kc + p * W + w] = line < lines ? WidenOne<kT>(s.base, row + line) : 0.0f;
       }
     }
   }
 }
 
 template <size_t W>
-void PackPanel(float* HWY_RESTRICT dst, const Source& s, size_t origin, size_t valid,
-               size_t readable, size_t kc) {
+void PackBlock(float* HWY_RESTRICT dst, const Source& s, size_t origin, size_t lines, size_t kc) {
   switch (s.dtype) {
-    case DType::f32: return PackPanelT<DType::f32, W>(dst, s, origin, valid, readable, kc);
-    case DType::f16: return PackPanelT<DType::f16, W>(dst, s, origin, valid, readable, kc);
-    case DType::bf16: return PackPanelT<DType::bf16, W>(dst, s, origin, valid, readable, kc);
+    case DType::f32: return PackBlockT<DType::f32, W>(dst, s, origin, lines, kc);
+    case DType::f16: return PackBlockT<DType::f16, W>(dst, s, origin, lines, kc);
+    case DType::bf16: return PackBlockT<DType::bf16, W>(dst, s, origin, lines, kc);
   }
 }
 
@@ -242,6 +258,10 @@ template <size_t kRows, size_t kVecs>
 HWY_NOINLINE void MicroKernel(size_t kc, const float* HWY_RESTRICT a, const float* HWY_RESTRICT b,
                               float* HWY_RESTRICT c, size_t ldc, bool load_c) {
   const DF d;
+  for (size_t r = 0; r < kRows; ++r) {  // C is written (or read) last: start fetching it now
+    hwy::Prefetch(c + r * ldc);
+    hwy::Prefetch(c + r * ldc + kVecs * kL - 1);
+  }
   hn::Vec<DF> acc[kRows][kVecs];
   for (size_t r = 0; r < kRows; ++r) {
     for (size_t v = 0; v < kVecs; ++v) {
@@ -319,18 +339,10 @@ void GemmSerial(float* HWY_RESTRICT c, size_t ldc, const Source& a, const Source
     for (size_t pc = 0; pc < k; pc += kc_step) {
       const size_t kc = std::min(kc_step, k - pc);
       const bool load_c = accumulate || pc > 0;
-      for (size_t jr = 0; jr < nc; jr += kNR) {
-        const size_t j = jc + jr;
-        PackPanel<kNR>(packed_b + jr * kc, b, b.origin + j * b.line_stride + pc * b.depth_stride,
-                       std::min(kNR, n - j), n - j, kc);
-      }
+      PackBlock<kNR>(packed_b, b, b.origin + jc * b.line_stride + pc * b.depth_stride, nc, kc);
       for (size_t ic = 0; ic < m; ic += mc_step) {
         const size_t mc = std::min(mc_step, m - ic);
-        for (size_t ir = 0; ir < mc; ir += kMR) {
-          const size_t i = ic + ir;
-          PackPanel<kMR>(packed_a + ir * kc, a, a.origin + i * a.line_stride + pc * a.depth_stride,
-                         std::min(kMR, m - i), m - i, kc);
-        }
+        PackBlock<kMR>(packed_a, a, a.origin + ic * a.line_stride + pc * a.depth_stride, mc, kc);
         for (size_t jr = 0; jr < nc; jr += kNR) {
           for (size_t ir = 0; ir < mc; ir += kMR) {
             Tile(kc, packed_a + ir * kc, packed_b + jr * kc, c + (ic + ir) * ldc + jc + jr, ldc,
