@@ -252,60 +252,66 @@ void PackBlock(float* HWY_RESTRICT dst, const Source& s, size_t origin, size_t l
 
 // ---------------------------------------------------------------------------------------------
 // Micro-kernel. a: packed (kc, kMR), rows [0, kRows) used; b: packed (kc, kNR), columns
-// [0, kVecs * kL) used -> c: (kRows, kVecs * kL), row stride ldc; c = (load_c ? c : 0) + a b,
-// each element one sequential fused chain over p.
-template <size_t kRows, size_t kVecs>
+// [0, kVecs * kL) used -> c: (kRows, kVecs * kL), row stride ldc; c = (kLoadC ? c : 0) + a b,
+// each element one sequential fused chain over p; kc >= 1. kLoadC is a template parameter (not a
+// branch) so that GCC keeps the accumulators in registers from start to end.
+template <bool kLoadC, size_t kRows, size_t kVecs>
 HWY_NOINLINE void MicroKernel(size_t kc, const float* HWY_RESTRICT a, const float* HWY_RESTRICT b,
-                              float* HWY_RESTRICT c, size_t ldc, bool load_c) {
+                              float* HWY_RESTRICT c, size_t ldc) {
   const DF d;
-  for (size_t r = 0; r < kRows; ++r) {  // C is written (or read) last: start fetching it now
-    hwy::Prefetch(c + r * ldc);
-    hwy::Prefetch(c + r * ldc + kVecs * kL - 1);
-  }
   hn::Vec<DF> acc[kRows][kVecs];
   for (size_t r = 0; r < kRows; ++r) {
+    if constexpr (!kLoadC) {  // C is only written, at the end: start fetching its lines now
+      hwy::Prefetch(c + r * ldc);
+      hwy::Prefetch(c + r * ldc + kVecs * kL - 1);
+    }
     for (size_t v = 0; v < kVecs; ++v) {
-      acc[r][v] = load_c ? hn::LoadU(d, c + r * ldc + v * kL) : hn::Zero(d);
+      acc[r][v] = kLoadC ? hn::LoadU(d, c + r * ldc + v * kL) : hn::Zero(d);
     }
   }
-  for (size_t p = 0; p < kc; ++p) {
+  size_t p = 0;
+  do {
     hn::Vec<DF> bv[kVecs];
     for (size_t v = 0; v < kVecs; ++v) bv[v] = hn::Load(d, b + p * kNR + v * kL);
     for (size_t r = 0; r < kRows; ++r) {
       const auto av = hn::Set(d, a[p * kMR + r]);
       for (size_t v = 0; v < kVecs; ++v) acc[r][v] = hn::MulAdd(av, bv[v], acc[r][v]);
     }
-  }
+  } while (++p < kc);
   for (size_t r = 0; r < kRows; ++r) {
     for (size_t v = 0; v < kVecs; ++v) hn::StoreU(acc[r][v], d, c + r * ldc + v * kL);
   }
 }
 
-using TileKernel = void (*)(size_t, const float*, const float*, float*, size_t, bool);
+using TileKernel = void (*)(size_t, const float*, const float*, float*, size_t);
+using KernelsByRows = std::array<TileKernel, kMR>;
 
-template <size_t kVecs, size_t... kRowsMinus1>
-constexpr std::array<TileKernel, kMR> KernelsForWidth(std::index_sequence<kRowsMinus1...>) {
-  return {&MicroKernel<kRowsMinus1 + 1, kVecs>...};
+template <bool kLoadC, size_t kVecs, size_t... kRowsMinus1>
+constexpr KernelsByRows KernelsForWidth(std::index_sequence<kRowsMinus1...>) {
+  return {&MicroKernel<kLoadC, kRowsMinus1 + 1, kVecs>...};
 }
 
-// kKernels[vectors - 1][rows - 1]: edge tiles use the smallest kernel that covers them.
+// kKernels[load_c][vectors - 1][rows - 1]: edge tiles use the smallest kernel that covers them.
 static_assert(kNV == 2);
-constexpr std::array<std::array<TileKernel, kMR>, kNV> kKernels = {
-    KernelsForWidth<1>(std::make_index_sequence<kMR>()),
-    KernelsForWidth<2>(std::make_index_sequence<kMR>())};
+constexpr std::array<std::array<KernelsByRows, kNV>, 2> kKernels = {{
+    {KernelsForWidth<false, 1>(std::make_index_sequence<kMR>()),
+     KernelsForWidth<false, 2>(std::make_index_sequence<kMR>())},
+    {KernelsForWidth<true, 1>(std::make_index_sequence<kMR>()),
+     KernelsForWidth<true, 2>(std::make_index_sequence<kMR>())},
+}};
 
 // One register tile of C at c: rows x cols valid (<= kMR x kNR). Columns that end inside a vector
 // go through a local tile so that nothing outside C is read or written.
 void Tile(size_t kc, const float* HWY_RESTRICT a, const float* HWY_RESTRICT b,
           float* HWY_RESTRICT c, size_t ldc, size_t rows, size_t cols, bool load_c) {
   const size_t vecs = (cols + kL - 1) / kL;
-  const TileKernel kernel = kKernels[vecs - 1][rows - 1];
-  if (cols % kL == 0) return kernel(kc, a, b, c, ldc, load_c);
+  const TileKernel kernel = kKernels[load_c][vecs - 1][rows - 1];
+  if (cols % kL == 0) return kernel(kc, a, b, c, ldc);
   HWY_ALIGN float tile[kMR * kNR];
   if (load_c) {
     for (size_t r = 0; r < rows; ++r) std::copy_n(c + r * ldc, cols, tile + r * kNR);
   }
-  kernel(kc, a, b, tile, kNR, load_c);
+  kernel(kc, a, b, tile, kNR);
   for (size_t r = 0; r < rows; ++r) std::copy_n(tile + r * kNR, cols, c + r * ldc);
 }
 
@@ -398,8 +404,9 @@ HWY_EXPORT(GemmPartImpl);
 
 namespace {
 
-// Below this many flops a product runs on the calling thread: waking the team costs more.
-constexpr double kParallelFlops = 1 << 20;
+// Below this many flops (~50 us on one Zen3 core) a product runs on the calling thread: waking
+// the team costs a few microseconds, and far more when a worker has to wait for a busy core.
+constexpr double kParallelFlops = 1 << 22;
 
 void check(bool ok, const char* what, int64_t value) {
   if (!ok) throw std::invalid_argument(std::string("gemm: ") + what + " = " + std::to_string(value));
