@@ -30,11 +30,14 @@ struct GemmOptions {
 };
 
 // C(M,N) = op(A)(M,K) op(B)(K,N) [+ C], C f32 row-major with row stride ldc.
-// Summation order, fixed: every C element is one sequential chain over k = 0..K-1 of
-// acc = fma(a_ik, b_kj, acc), starting from C's old value (accumulate) or from 0, with products and
-// sums in f32 (fused on targets with FMA). So results are bitwise independent of the thread
-// count, the blocking, sub-matrix views and batching. K = 0 gives C = 0 (or C unchanged).
-// NaN and inf propagate as IEEE arithmetic says. Reference: BLAS sgemm (beta = 0 or 1, alpha = 1).
+// Summation order, fixed: every C element is one sequential f32 chain over k = 0..K-1 of
+// acc = acc + a_ik * b_kj, starting from C's old value (accumulate) or from 0; the multiply-add is
+// fused (one rounding) on targets with FMA (AVX2, AVX-512) and rounded twice on SSE4 and scalar.
+// So on a given target the bits do not depend on the thread count, the blocking, sub-matrix views
+// or batching. K = 0 gives C = 0 (or C unchanged).
+// NaN and inf propagate as IEEE arithmetic says. C must not overlap A or B. Throws
+// std::invalid_argument for negative sizes or a leading dimension below the stored width.
+// Reference: BLAS sgemm with alpha = 1, beta = 0 (or 1 when accumulating).
 void gemm(float* c, int64_t ldc, const GemmOperand& a, const GemmOperand& b, int64_t m,
           int64_t n, int64_t k, GemmOptions options = {});
 
