@@ -300,14 +300,28 @@ constexpr std::array<std::array<KernelsByRows, kNV>, 2> kKernels = {{
      KernelsForWidth<true, 2>(std::make_index_sequence<kMR>())},
 }};
 
-// One register tile of C at c: rows x cols valid (<= kMR x kNR). Columns that end inside a vector
-// go through a local tile so that nothing outside C is read or written.
+// One register tile of C at c: rows x cols valid (<= kMR x kNR); element (r, j) at c[r * ldc + j],
+// or at c[j * ldc + r] when C is stored transposed. Columns that end inside a vector, and
+// transposed tiles, go through a local tile so that nothing outside C is read or written.
 void Tile(size_t kc, const float* HWY_RESTRICT a, const float* HWY_RESTRICT b,
-          float* HWY_RESTRICT c, size_t ldc, size_t rows, size_t cols, bool load_c) {
+          float* HWY_RESTRICT c, size_t ldc, bool c_transposed, size_t rows, size_t cols,
+          bool load_c) {
   const size_t vecs = (cols + kL - 1) / kL;
   const TileKernel kernel = kKernels[load_c][vecs - 1][rows - 1];
-  if (cols % kL == 0) return kernel(kc, a, b, c, ldc);
+  if (!c_transposed && cols % kL == 0) return kernel(kc, a, b, c, ldc);
   HWY_ALIGN float tile[kMR * kNR];
+  if (c_transposed) {
+    if (load_c) {
+      for (size_t j = 0; j < cols; ++j) {
+        for (size_t r = 0; r < rows; ++r) tile[r * kNR + j] = c[j * ldc + r];
+      }
+    }
+    kernel(kc, a, b, tile, kNR);
+    for (size_t j = 0; j < cols; ++j) {
+      for (size_t r = 0; r < rows; ++r) c[j * ldc + r] = tile[r * kNR + j];
+    }
+    return;
+  }
   if (load_c) {
     for (size_t r = 0; r < rows; ++r) std::copy_n(c + r * ldc, cols, tile + r * kNR);
   }
@@ -316,14 +330,18 @@ void Tile(size_t kc, const float* HWY_RESTRICT a, const float* HWY_RESTRICT b,
 }
 
 // ---------------------------------------------------------------------------------------------
-// C(m,n) [+]= A(m,k) B(k,n) on one thread: the GotoBLAS loop nest. For each (kKC, kNC) block of
-// B, packed once, every (kMC, kKC) block of A is packed and multiplied panel by panel.
-// Block sizes are balanced (e.g. k = 300 -> 2 x 150) but depend only on the shape.
-void GemmSerial(float* HWY_RESTRICT c, size_t ldc, const Source& a, const Source& b, size_t m,
-                size_t n, size_t k, bool accumulate) {
+// C(m,n) [+]= A(m,k) B(k,n) on one thread, C(i,j) at c[i * ldc + j] (c[j * ldc + i] if
+// c_transposed): the GotoBLAS loop nest. For each (kKC, kNC) block of B, packed once, every
+// (kMC, kKC) block of A is packed and multiplied panel by panel. Block sizes are balanced
+// (e.g. k = 300 -> 2 x 150) but depend only on the shape.
+void GemmSerial(float* HWY_RESTRICT c, size_t ldc, bool c_transposed, const Source& a,
+                const Source& b, size_t m, size_t n, size_t k, bool accumulate) {
+  const size_t row_stride = c_transposed ? 1 : ldc, col_stride = c_transposed ? ldc : 1;
   if (k == 0) {
     if (!accumulate) {
-      for (size_t i = 0; i < m; ++i) std::fill_n(c + i * ldc, n, 0.0f);
+      for (size_t i = 0; i < m; ++i) {
+        for (size_t j = 0; j < n; ++j) c[i * row_stride + j * col_stride] = 0.0f;
+      }
     }
     return;
   }
@@ -351,7 +369,8 @@ void GemmSerial(float* HWY_RESTRICT c, size_t ldc, const Source& a, const Source
         PackBlock<kMR>(packed_a, a, a.origin + ic * a.line_stride + pc * a.depth_stride, mc, kc);
         for (size_t jr = 0; jr < nc; jr += kNR) {
           for (size_t ir = 0; ir < mc; ir += kMR) {
-            Tile(kc, packed_a + ir * kc, packed_b + jr * kc, c + (ic + ir) * ldc + jc + jr, ldc,
+            Tile(kc, packed_a + ir * kc, packed_b + jr * kc,
+                 c + (ic + ir) * row_stride + (jc + jr) * col_stride, ldc, c_transposed,
                  std::min(kMR, mc - ir), std::min(kNR, nc - jr), load_c);
           }
         }
@@ -372,26 +391,36 @@ Source MakeSource(const GemmOperand& x, bool lines_are_rows) {
 // register tiles, is cut into `parts` nearly equal runs. Parts share no element of C, and each
 // element's sum is the same whichever part computes it.
 void GemmPartImpl(float* HWY_RESTRICT c, int64_t ldc, const GemmOperand& a_op,
-                  const GemmOperand& b_op, int64_t m, int64_t n, int64_t k, bool accumulate,
-                  int64_t part, int64_t parts) {
+                  const GemmOperand& b_op, int64_t m_total, int64_t n_total, int64_t k,
+                  bool accumulate, int64_t part, int64_t parts) {
   Source a = MakeSource(a_op, /*lines_are_rows=*/true);
   Source b = MakeSource(b_op, /*lines_are_rows=*/false);
-  size_t m0 = 0, m1 = static_cast<size_t>(m), n0 = 0, n1 = static_cast<size_t>(n);
-  const size_t m_tiles = (m1 + kMR - 1) / kMR, n_tiles = (n1 + kNR - 1) / kNR;
+  size_t m = static_cast<size_t>(m_total), n = static_cast<size_t>(n_total);
+  // With n <= kMR columns (a classifier head's logits) most lanes of the B vectors would be
+  // padding. C^T = op(B)^T op(A)^T has the same sums, bit for bit (a * b = b * a, also fused),
+  // and fills the vectors along m instead, so that is what gets computed and stored transposed.
+  const bool swap = n <= kMR && m > n;
+  if (swap) {
+    std::swap(a, b);
+    std::swap(m, n);
+  }
+  size_t m0 = 0, m1 = m, n0 = 0, n1 = n;
+  const size_t m_tiles = (m + kMR - 1) / kMR, n_tiles = (n + kNR - 1) / kNR;
   const auto cut = [&](size_t tiles, size_t tile, size_t extent, size_t& lo, size_t& hi) {
     lo = std::min(extent, tiles * static_cast<size_t>(part) / static_cast<size_t>(parts) * tile);
     hi = std::min(extent, tiles * static_cast<size_t>(part + 1) / static_cast<size_t>(parts) * tile);
   };
   if (m_tiles >= n_tiles) {
-    cut(m_tiles, kMR, m1, m0, m1);
+    cut(m_tiles, kMR, m, m0, m1);
   } else {
-    cut(n_tiles, kNR, n1, n0, n1);
+    cut(n_tiles, kNR, n, n0, n1);
   }
   if (m0 >= m1 || n0 >= n1) return;
   a.origin += m0 * a.line_stride;
   b.origin += n0 * b.line_stride;
-  GemmSerial(c + m0 * static_cast<size_t>(ldc) + n0, static_cast<size_t>(ldc), a, b, m1 - m0,
-             n1 - n0, static_cast<size_t>(k), accumulate);
+  const size_t c_ld = static_cast<size_t>(ldc);
+  GemmSerial(c + (swap ? n0 * c_ld + m0 : m0 * c_ld + n0), c_ld, swap, a, b, m1 - m0, n1 - n0,
+             static_cast<size_t>(k), accumulate);
 }
 
 }  // namespace hg::kernels::HWY_NAMESPACE

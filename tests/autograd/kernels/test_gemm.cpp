@@ -258,15 +258,16 @@ TEST_CASE("gemm_batched matches one reference product per matrix", "[gemm][simd]
   });
 }
 
-// Same bits with 1 and 2 threads: shapes that are cut along M, along N, and a batch of 3 that
-// is cut into (matrix, part) tasks.
+// Same bits with 1 and 2 threads: shapes that are cut along M, along N, along M of a product
+// computed as C^T (n <= 6), and a batch of 3 that is cut into (matrix, part) tasks.
 TEST_CASE("gemm gives the same bits for any thread count", "[gemm][simd]") {
   for_each_target([](int64_t) {
     std::mt19937 rng(5);
     struct Shape {
       int64_t batch, m, n, k;
     };
-    for (const Shape s : {Shape{1, 300, 200, 300}, Shape{1, 7, 2000, 300}, Shape{3, 96, 96, 96}}) {
+    for (const Shape s : {Shape{1, 300, 200, 300}, Shape{1, 7, 2000, 300}, Shape{1, 3000, 3, 300},
+                          Shape{3, 96, 96, 96}}) {
       INFO(s.batch << " x " << s.m << "x" << s.n << "x" << s.k);
       const Stored a = random_stored(DType::f32, s.batch * s.m, s.k, 0, rng);
       const Stored b = random_stored(DType::f16, s.batch * s.n, s.k, 0, rng);
@@ -293,7 +294,9 @@ TEST_CASE("gemm sums each element in the documented order bit for bit", "[gemm][
     std::mt19937 rng(6);
     for (const Case c : {Case{.m = 13, .n = 35, .k = 513, .ta = DType::bf16, .accumulate = true},
                          Case{.m = 150, .n = 20, .k = 260, .tb = DType::f16, .transpose_a = true},
-                         Case{.m = 5, .n = 40, .k = 9, .transpose_b = true, .pad = 2}}) {
+                         Case{.m = 5, .n = 40, .k = 9, .transpose_b = true, .pad = 2},
+                         Case{.m = 50, .n = 3, .k = 40, .ta = DType::f16, .transpose_a = true,
+                              .accumulate = true, .pad = 1}}) {
       INFO(describe(c));
       const Stored a = c.transpose_a ? random_stored(c.ta, c.k, c.m, c.pad, rng)
                                      : random_stored(c.ta, c.m, c.k, c.pad, rng);
@@ -321,27 +324,29 @@ TEST_CASE("gemm sums each element in the documented order bit for bit", "[gemm][
 }
 
 // An inf in row i of A makes every C(i, :) inf or NaN (inf * b, inf - inf), in every dtype; a
-// NaN in column j of B makes C(:, j) NaN. Other elements stay finite.
+// NaN in column j of B makes C(:, j) NaN. Other elements stay finite. n = 3 is computed as C^T.
 TEST_CASE("gemm propagates inf and NaN", "[gemm][simd]") {
   for_each_target([](int64_t) {
     std::mt19937 rng(7);
-    const int64_t m = 20, n = 37, k = 41;
-    for (const DType t : kDTypes) {
-      for (const bool transposed : {false, true}) {
-        INFO(dtype_name(t) << (transposed ? " transposed" : ""));
-        Stored a = transposed ? random_stored(t, k, m, 0, rng) : random_stored(t, m, k, 0, rng);
-        Stored b = random_stored(t, k, n, 0, rng);
-        const int64_t inf_row = 13, nan_col = 34;
-        transposed ? a.set(29, inf_row, -kInf) : a.set(inf_row, 29, -kInf);
-        b.set(7, nan_col, kNaN);
-        std::vector<float> c(size_t(m * n));
-        gemm(c.data(), n, a.operand(transposed), b.operand(false), m, n, k);
-        for (int64_t i = 0; i < m; ++i) {
-          for (int64_t j = 0; j < n; ++j) {
-            const float x = c[size_t(i * n + j)];
-            if (j == nan_col) CHECK(std::isnan(x));
-            else if (i == inf_row) CHECK(!std::isfinite(x));
-            else CHECK(std::isfinite(x));
+    const int64_t m = 20, k = 41, inf_row = 13;
+    for (const int64_t n : {37, 3}) {
+      for (const DType t : kDTypes) {
+        for (const bool transposed : {false, true}) {
+          INFO(dtype_name(t) << (transposed ? " transposed" : "") << ", n " << n);
+          Stored a = transposed ? random_stored(t, k, m, 0, rng) : random_stored(t, m, k, 0, rng);
+          Stored b = random_stored(t, k, n, 0, rng);
+          const int64_t nan_col = n - 2;
+          transposed ? a.set(29, inf_row, -kInf) : a.set(inf_row, 29, -kInf);
+          b.set(7, nan_col, kNaN);
+          std::vector<float> c(size_t(m * n));
+          gemm(c.data(), n, a.operand(transposed), b.operand(false), m, n, k);
+          for (int64_t i = 0; i < m; ++i) {
+            for (int64_t j = 0; j < n; ++j) {
+              const float x = c[size_t(i * n + j)];
+              if (j == nan_col) CHECK(std::isnan(x));
+              else if (i == inf_row) CHECK(!std::isfinite(x));
+              else CHECK(std::isfinite(x));
+            }
           }
         }
       }
