@@ -1,8 +1,11 @@
 // bench_gemm: GFLOP/s of hg::kernels::gemm (f32, f16 and bf16 inputs, f32 output) beside
 // OpenBLAS sgemm on the same shapes and thread counts; one JSON object per line on stdout.
 // Each configuration is warmed up, then timed --reps times; "gflops" is the median, "gflops_best"
-// the fastest. All halfgrad runs of a thread count come before the OpenBLAS ones, so that idle
-// threads of one library (OpenBLAS's spin for a while) do not steal a core from the other.
+// the fastest. Idle threads of one library must not steal a core from the other: OpenBLAS's
+// workers spin for a while after start-up and after each call (measured here: an OpenMP
+// parallel region with 2 threads then takes a full 8 ms scheduler slice instead of 0.1 ms). So
+// the runs are grouped: per thread count all halfgrad runs, then all OpenBLAS runs, each group
+// after a 1 s pause in which the other library's threads go to sleep.
 // Run with `env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE` so OpenBLAS picks its kernels itself.
 #include <omp.h>
 
@@ -13,6 +16,7 @@
 #include <cstdio>
 #include <random>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "autograd/kernels/gemm.h"
@@ -126,13 +130,14 @@ int main(int argc, char** argv) {
 
   std::mt19937 rng(42);
   for (const int threads : thread_counts) {
+    omp_set_num_threads(threads);
+    if (openblas) std::this_thread::sleep_for(std::chrono::seconds(1));
     for (const std::string& text : shapes) {
       const Shape s = parse_shape(text);
       const Operand a(size_t(s.m * s.k), rng), b(size_t(s.k * s.n), rng);
       std::vector<float> c(size_t(s.m * s.n));
       // Stored A: (M,K) or (K,M) if transposed; stored B: (K,N) or (N,K) if transposed.
       const int64_t lda = transpose_a ? s.m : s.k, ldb = transpose_b ? s.k : s.n;
-      omp_set_num_threads(threads);
       for (const std::string& name : dtypes) {
         const DType t = name == "f32" ? DType::f32 : name == "f16" ? DType::f16 : DType::bf16;
         const GemmOperand a_op{a.data(t), t, lda, transpose_a}, b_op{b.data(t), t, ldb, transpose_b};
@@ -144,6 +149,7 @@ int main(int argc, char** argv) {
 #ifdef HG_BENCH_OPENBLAS
     if (!openblas) continue;
     if (openblas_set_num_threads != nullptr) openblas_set_num_threads(threads);
+    std::this_thread::sleep_for(std::chrono::seconds(1));
     for (const std::string& text : shapes) {
       const Shape s = parse_shape(text);
       const Operand a(size_t(s.m * s.k), rng), b(size_t(s.k * s.n), rng);
