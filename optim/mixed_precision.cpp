@@ -90,22 +90,39 @@ Autocast MixedPrecision::autocast() const {
   return Autocast(autocast_.value_or(DType::f16), autocast_.has_value());
 }
 
+void MixedPrecision::unscale_gradients(Optimizer& optimizer) {
+  if (unscaled_) return;
+  if (masters_) masters_->copy_grads_to_masters();
+  scaler_.unscale(optimizer, /*allow_fp16=*/options_.precision == Precision::kPureFp16);
+  unscaled_ = true;
+}
+
+float MixedPrecision::clip_gradients(Optimizer& optimizer, float max_norm) {
+  unscale_gradients(optimizer);
+  return clip_grad_norm(optimizer.parameters(), max_norm);
+}
+
+bool MixedPrecision::finish_step(Optimizer& optimizer) {
+  unscale_gradients(optimizer);
+  bool stepped = false;
+  if (scaler_.is_enabled()) {
+    stepped = scaler_.step(optimizer, /*allow_fp16=*/options_.precision == Precision::kPureFp16);
+  } else if (std::isfinite(grad_norm(optimizer.parameters()))) {  // no scaler: never step on inf/NaN
+    optimizer.step();
+    stepped = true;
+  }
+  if (masters_ && stepped) masters_->copy_masters_to_model();
+  scaler_.update();
+  unscaled_ = false;
+  return stepped;
+}
+
 StepResult MixedPrecision::step(Optimizer& optimizer, float max_grad_norm) {
   StepResult result;
   result.scale = scaler_.get_scale();
-  if (masters_) masters_->copy_grads_to_masters();
-  const bool allow_fp16 = options_.precision == Precision::kPureFp16;
-  scaler_.unscale(optimizer, allow_fp16);
-  const std::vector<Tensor> params = optimizer.parameters();
-  result.grad_norm = max_grad_norm > 0 ? clip_grad_norm(params, max_grad_norm) : grad_norm(params);
-  if (scaler_.is_enabled()) {
-    result.stepped = scaler_.step(optimizer, allow_fp16);
-  } else if (std::isfinite(result.grad_norm)) {  // no scaler: never step on inf/NaN gradients
-    optimizer.step();
-    result.stepped = true;
-  }
-  if (masters_ && result.stepped) masters_->copy_masters_to_model();
-  scaler_.update();
+  unscale_gradients(optimizer);
+  result.grad_norm = max_grad_norm > 0 ? clip_gradients(optimizer, max_grad_norm) : grad_norm(optimizer.parameters());
+  result.stepped = finish_step(optimizer);
   return result;
 }
 

@@ -63,8 +63,18 @@ class MixedPrecision {
   Autocast autocast() const;
   Tensor scale(const Tensor& loss) const { return scaler_.scale(loss); }
   // After backward: (O2) copy grads to masters, unscale, clip if max_grad_norm > 0, step
-  // unless a gradient is inf/NaN, (O2) copy masters back, update the scale.
+  // unless a gradient is inf/NaN, (O2) copy masters back, update the scale. The same as
+  // unscale_gradients(), clip_gradients() and finish_step() in turn (for callers that clip
+  // separately, like Accelerator).
   StepResult step(Optimizer& optimizer, float max_grad_norm = 0.0f);
+  // Moves the gradients where the optimizer reads them (O2: into the f32 masters) and divides
+  // out the loss scale. Idempotent within one step.
+  void unscale_gradients(Optimizer& optimizer);
+  // Clips the optimizer's (unscaled) gradients to max_norm; returns the norm before clipping.
+  float clip_gradients(Optimizer& optimizer, float max_norm);
+  // Steps unless a gradient was inf/NaN, (O2) rounds the masters into the model, updates the
+  // scale. Returns whether the optimizer stepped.
+  bool finish_step(Optimizer& optimizer);
 
   const MixedPrecisionOptions& options() const { return options_; }
   GradScaler& scaler() { return scaler_; }
@@ -78,6 +88,7 @@ class MixedPrecision {
   std::optional<DType> autocast_;
   GradScaler scaler_;
   std::unique_ptr<MasterWeights> masters_;
+  bool unscaled_ = false;  // within the current step
 };
 
 }  // namespace hg::optim

@@ -1,0 +1,68 @@
+// Accelerator: prepare() and the step cycle with gradient accumulation.
+#include "train/accelerator.h"
+
+#include "autograd/error.h"
+#include "autograd/ops/elementwise.h"
+#include "autograd/tape.h"
+
+namespace hg::train {
+
+Accelerator::Accelerator(AcceleratorOptions options) : options_(std::move(options)) {
+  check(options_.gradient_accumulation_steps >= 1, "Accelerator: gradient_accumulation_steps must be >= 1, got ",
+        options_.gradient_accumulation_steps);
+  optim::parse_precision(options_.mixed_precision);  // validate early, with the message naming it
+  optim::parse_opt_level(options_.fp16_opt_level);
+  optim::parse_loss_scale(options_.loss_scale);
+}
+
+void Accelerator::prepare_module(nn::Module& model, optim::Optimizer& optimizer, optim::LrScheduler* scheduler) {
+  check(mp_ == nullptr, "Accelerator::prepare: already prepared");
+  model_ = &model;
+  optimizer_ = &optimizer;
+  scheduler_ = scheduler;
+  optim::LossScaling scaling = optim::parse_loss_scale(options_.loss_scale);
+  if (scaling.kind == optim::LossScaling::Kind::kDynamic) scaling.kind = optim::LossScaling::Kind::kDefault;
+  mp_ = std::make_unique<optim::MixedPrecision>(
+      model, optim::MixedPrecisionOptions{optim::parse_precision(options_.mixed_precision),
+                                          optim::parse_opt_level(options_.fp16_opt_level), scaling});
+  if (optim::MasterWeights* masters = mp_->masters()) {
+    // Re-point the optimizer from the (now f16) model parameters to their f32 masters.
+    const std::vector<Tensor>& model_params = masters->model_params();
+    for (optim::ParamGroup& group : optimizer.param_groups()) {
+      for (Tensor& p : group.params) {
+        for (size_t i = 0; i < model_params.size(); ++i) {
+          if (p.same(model_params[i])) p = masters->masters()[i];
+        }
+      }
+    }
+  }
+}
+
+Autocast Accelerator::autocast() const {
+  check(mp_ != nullptr, "Accelerator: call prepare() first");
+  return mp_->autocast();
+}
+
+void Accelerator::backward(const Tensor& loss) {
+  check(mp_ != nullptr, "Accelerator: call prepare() first");
+  const int64_t n = options_.gradient_accumulation_steps;
+  const Tensor averaged = n > 1 ? mul_scalar(loss, 1.0f / float(n)) : loss;
+  hg::backward(mp_->scale(averaged));
+  ++micro_step_;
+}
+
+bool Accelerator::sync_gradients() const { return micro_step_ % options_.gradient_accumulation_steps == 0; }
+
+float Accelerator::clip_grad_norm(float max_norm) { return mp_->clip_gradients(*optimizer_, max_norm); }
+
+bool Accelerator::step() {
+  check(mp_ != nullptr, "Accelerator: call prepare() first");
+  const bool stepped = mp_->finish_step(*optimizer_);
+  skipped_ = !stepped;
+  if (stepped && scheduler_ != nullptr) scheduler_->step();
+  optimizer_->zero_grad();
+  model_->zero_grad();
+  return stepped;
+}
+
+}  // namespace hg::train

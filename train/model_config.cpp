@@ -1,0 +1,66 @@
+// config.json <-> ModelConfig.
+#include "train/model_config.h"
+
+#include "autograd/error.h"
+
+namespace hg::train {
+
+nlohmann::json model_config_to_json(const ModelConfig& m) {
+  const nn::ClassifierConfig& c = m.classifier;
+  nlohmann::json id2label = nlohmann::json::object();
+  for (size_t i = 0; i < m.labels.size(); ++i) id2label[std::to_string(i)] = m.labels[i];
+  return {{"model_type", "halfgrad-text-classifier"},
+          {"vocab_size", c.vocab},
+          {"max_position_embeddings", c.max_len},
+          {"hidden_size", c.d_model},
+          {"num_attention_heads", c.heads},
+          {"intermediate_size", c.d_ff},
+          {"num_hidden_layers", c.layers},
+          {"num_labels", c.classes},
+          {"dropout", c.dropout},
+          {"pooling", c.pooling == nn::Pooling::kMean ? "mean" : "cls"},
+          {"initializer_range", c.init_std},
+          {"tokenizer", "bytes"},
+          {"id2label", id2label}};
+}
+
+ModelConfig model_config_from_json(const nlohmann::json& j, const std::string& source) {
+  check(j.is_object(), source, ": expected a JSON object");
+  check(j.value("model_type", "") == "halfgrad-text-classifier", source,
+        ": model_type is not 'halfgrad-text-classifier' (a config of a different model)");
+  auto get = [&](const char* key) -> const nlohmann::json& {
+    check(j.contains(key), source, ": missing field '", key, "'");
+    return j.at(key);
+  };
+  ModelConfig m;
+  try {
+    nn::ClassifierConfig& c = m.classifier;
+    c.vocab = get("vocab_size");
+    c.max_len = get("max_position_embeddings");
+    c.d_model = get("hidden_size");
+    c.heads = get("num_attention_heads");
+    c.d_ff = get("intermediate_size");
+    c.layers = get("num_hidden_layers");
+    c.classes = get("num_labels");
+    c.dropout = get("dropout");
+    const std::string pooling = get("pooling");
+    check(pooling == "mean" || pooling == "cls", source, ": pooling must be mean or cls, got '", pooling, "'");
+    c.pooling = pooling == "mean" ? nn::Pooling::kMean : nn::Pooling::kCls;
+    c.init_std = get("initializer_range");
+    const nlohmann::json& id2label = get("id2label");
+    for (int64_t i = 0; i < c.classes; ++i) {
+      check(id2label.contains(std::to_string(i)), source, ": id2label has no entry for class ", i);
+      m.labels.push_back(id2label.at(std::to_string(i)));
+    }
+  } catch (const nlohmann::json::exception& e) {
+    fail(source, ": a field has the wrong type (", e.what(), ")");
+  }
+  try {
+    m.classifier.validate();
+  } catch (const Error& e) {
+    fail(source, ": ", e.what());
+  }
+  return m;
+}
+
+}  // namespace hg::train

@@ -1,0 +1,24 @@
+// config.json: what rebuilds a trained TextClassifier -- its ClassifierConfig, the label names
+// (class id -> name) and the tokenizer -- in a Hugging Face-like layout
+// ({"model_type": "halfgrad-text-classifier", "vocab_size": 256, ..., "id2label": {...}}).
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "nn/text_classifier.h"
+
+namespace hg::train {
+
+struct ModelConfig {
+  nn::ClassifierConfig classifier;
+  std::vector<std::string> labels;
+};
+
+nlohmann::json model_config_to_json(const ModelConfig& config);
+// Throws hg::Error naming `source` and the missing or invalid field.
+ModelConfig model_config_from_json(const nlohmann::json& j, const std::string& source);
+
+}  // namespace hg::train

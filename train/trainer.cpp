@@ -1,0 +1,317 @@
+// The Trainer's loop: epochs of micro-batches, optimizer steps through the Accelerator,
+// logging, evaluation, checkpoints and resume.
+#include "train/trainer.h"
+
+#include <chrono>
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+
+#include "autograd/error.h"
+#include "autograd/kernels/cast.h"
+#include "autograd/ops.h"
+#include "autograd/tape.h"
+#include "optim/adam.h"
+#include "optim/param_groups.h"
+#include "train/checkpoint.h"
+#include "train/model_config.h"
+
+namespace hg::train {
+
+nlohmann::json TrainerState::to_json() const {
+  nlohmann::json j = {{"global_step", global_step}, {"max_steps", max_steps},     {"epoch", epoch},
+                      {"log_history", log_history}, {"skipped_steps", skipped_steps},
+                      {"best_model_checkpoint", best_model_checkpoint}};
+  j["best_metric"] = best_metric ? nlohmann::json(*best_metric) : nlohmann::json(nullptr);
+  return j;
+}
+
+TrainerState TrainerState::from_json(const nlohmann::json& j) {
+  TrainerState s;
+  s.global_step = j.at("global_step");
+  s.max_steps = j.at("max_steps");
+  s.epoch = j.at("epoch");
+  s.log_history = j.at("log_history");
+  s.skipped_steps = j.value("skipped_steps", int64_t{0});
+  s.best_model_checkpoint = j.value("best_model_checkpoint", std::string());
+  if (!j.at("best_metric").is_null()) s.best_metric = j.at("best_metric").get<double>();
+  return s;
+}
+
+EarlyStoppingCallback::EarlyStoppingCallback(const TrainingArguments& args, int64_t patience, double threshold)
+    : key_(args.best_metric_key()), greater_(args.best_metric_greater_is_better()), patience_(patience),
+      threshold_(threshold) {
+  check(patience >= 1, "EarlyStoppingCallback: patience must be >= 1, got ", patience);
+}
+
+void EarlyStoppingCallback::on_evaluate(const TrainerState&, const Metrics& metrics) {
+  const auto it = metrics.find(key_);
+  check(it != metrics.end(), "EarlyStoppingCallback: evaluation has no metric '", key_, "'");
+  const double value = it->second;
+  const bool improved = !best_ || (greater_ ? value > *best_ + threshold_ : value < *best_ - threshold_);
+  if (improved) {
+    best_ = value;
+    bad_evaluations_ = 0;
+  } else if (++bad_evaluations_ >= patience_) {
+    should_stop = true;
+  }
+}
+
+Metrics classification_metrics(const EvalPrediction& p) {
+  const ClassificationReport r = classification_report(p.predictions, p.label_ids, p.classes);
+  return {{"accuracy", r.accuracy}, {"f1", r.macro_f1}};
+}
+
+struct Trainer::Parts {
+  data::ByteTokenizer tokenizer;
+  std::unique_ptr<data::DataLoader> loader;
+  std::unique_ptr<optim::AdamW> optimizer;
+  std::unique_ptr<optim::LrScheduler> scheduler;
+  std::ofstream log_file;
+};
+
+Trainer::Trainer(nn::TextClassifier& model, TrainingArguments args, const data::Dataset& train_dataset,
+                 const data::Dataset* eval_dataset, ComputeMetrics compute_metrics,
+                 std::vector<std::shared_ptr<TrainerCallback>> callbacks)
+    : model_(model), args_(std::move(args)), train_dataset_(train_dataset), eval_dataset_(eval_dataset),
+      compute_metrics_(compute_metrics ? std::move(compute_metrics) : classification_metrics),
+      callbacks_(std::move(callbacks)), parts_(std::make_unique<Parts>()) {
+  args_.validate();
+  check(args_.eval_strategy == "no" || eval_dataset_ != nullptr, "Trainer: eval_strategy '", args_.eval_strategy,
+        "' needs an eval dataset");
+  check(int64_t(train_dataset.label_names.size()) == model.config.classes, "Trainer: the training set has ",
+        train_dataset.label_names.size(), " classes but the model has ", model.config.classes);
+  parts_->tokenizer = data::ByteTokenizer(model.config.pooling == nn::Pooling::kCls);
+  check(parts_->tokenizer.vocab_size() <= model.config.vocab, "Trainer: the tokenizer needs vocab ",
+        parts_->tokenizer.vocab_size(), ", the model has ", model.config.vocab);
+  parts_->loader = std::make_unique<data::DataLoader>(
+      train_dataset, parts_->tokenizer,
+      data::DataLoaderOptions{args_.per_device_train_batch_size, true, false, args_.seed, model.config.max_len});
+  state_.max_steps = args_.max_steps > 0 ? args_.max_steps
+                                         : int64_t(std::ceil(args_.num_train_epochs * double(steps_per_epoch())));
+  parts_->optimizer = std::make_unique<optim::AdamW>(
+      optim::decay_groups(model.named_parameters(), args_.learning_rate, args_.weight_decay));
+  const int64_t warmup = args_.warmup_steps > 0 ? args_.warmup_steps
+                                                : int64_t(std::ceil(args_.warmup_ratio * double(state_.max_steps)));
+  parts_->scheduler = std::make_unique<optim::LrScheduler>(*parts_->optimizer, optim::parse_schedule(args_.lr_scheduler_type),
+                                                           warmup, state_.max_steps);
+  accelerator_ = std::make_unique<Accelerator>(AcceleratorOptions{args_.mixed_precision(), args_.fp16_opt_level,
+                                                                  args_.loss_scale, args_.gradient_accumulation_steps});
+  accelerator_->prepare(model, *parts_->optimizer, parts_->scheduler.get());
+}
+
+Trainer::~Trainer() = default;
+
+int64_t Trainer::steps_per_epoch() const {
+  const int64_t n = args_.gradient_accumulation_steps;
+  return (parts_->loader->num_batches() + n - 1) / n;
+}
+
+void Trainer::log(nlohmann::json entry) {
+  entry["step"] = state_.global_step;
+  entry["epoch"] = state_.epoch;
+  state_.log_history.push_back(entry);
+  if (parts_->log_file.is_open()) parts_->log_file << entry.dump() << '\n' << std::flush;
+  for (auto& c : callbacks_) c->on_log(state_, entry);
+}
+
+Metrics Trainer::evaluate(const data::Dataset* dataset, const std::string& prefix) {
+  const data::Dataset* d = dataset ? dataset : eval_dataset_;
+  check(d != nullptr, "Trainer::evaluate: no dataset");
+  const PredictionOutput out = predict(*d);  // keys "test_*", renamed below
+  Metrics metrics;
+  for (const auto& [key, value] : out.metrics) metrics[prefix + key.substr(4)] = value;
+  nlohmann::json entry(metrics);
+  log(entry);
+  for (auto& c : callbacks_) c->on_evaluate(state_, metrics);
+  return metrics;
+}
+
+PredictionOutput Trainer::predict(const data::Dataset& dataset) {
+  check(dataset.label_names.size() == train_dataset_.label_names.size(), dataset.source, ": ",
+        dataset.label_names.size(), " classes, the model was trained on ", train_dataset_.label_names.size());
+  PredictionOutput out;
+  out.prediction = run_evaluation(model_, dataset, args_.per_device_eval_batch_size,
+                                  accelerator_->mixed_precision().autocast_dtype());
+  out.metrics["test_loss"] = out.prediction.loss;
+  for (const auto& [key, value] : compute_metrics_(out.prediction)) out.metrics["test_" + key] = value;
+  return out;
+}
+
+std::string Trainer::save_checkpoint() {
+  optim::MixedPrecision& mp = accelerator_->mixed_precision();
+  Checkpoint c;
+  // The weights the optimizer updates: in O2 the f32 masters (the f16 model is their rounding).
+  for (const auto& [name, tensor] : mp.optimizer_parameters()) c.model[name] = tensor;
+  c.config = model_config_to_json({model_.config, train_dataset_.label_names});
+  c.optimizer = parts_->optimizer->state_dict();
+  c.scheduler = parts_->scheduler->state_dict();
+  c.scaler = mp.scaler().state_dict();
+  c.rng = {{"dropout", {{"seed", model_.dropout_gen->seed()}, {"offset", model_.dropout_gen->offset()}}}};
+  c.trainer_state = state_.to_json();
+  c.trainer_state["training_args"] = args_.to_json();
+  const std::filesystem::path dir = train::save_checkpoint(args_.output_dir, state_.global_step, c);
+  std::filesystem::path keep;
+  if (!state_.best_model_checkpoint.empty()) keep = state_.best_model_checkpoint;
+  if (args_.save_total_limit > 0) rotate_checkpoints(args_.output_dir, args_.save_total_limit, keep);
+  return dir.string();
+}
+
+void Trainer::restore(const std::string& dir) {
+  const Checkpoint c = load_checkpoint(dir);
+  const ModelConfig config = model_config_from_json(c.config, dir + "/config.json");
+  check(config.classifier.d_model == model_.config.d_model && config.classifier.layers == model_.config.layers &&
+            config.classifier.heads == model_.config.heads && config.classifier.d_ff == model_.config.d_ff &&
+            config.classifier.vocab == model_.config.vocab && config.classifier.classes == model_.config.classes &&
+            config.classifier.max_len == model_.config.max_len,
+        dir, ": the checkpoint's model config does not match this model");
+  check(config.labels == train_dataset_.label_names, dir, ": the checkpoint was trained on other labels");
+  optim::MixedPrecision& mp = accelerator_->mixed_precision();
+  const nlohmann::json& saved_args = c.trainer_state.at("training_args");
+  check(saved_args.value("fp16", false) == args_.fp16 && saved_args.value("bf16", false) == args_.bf16 &&
+            saved_args.value("fp16_opt_level", std::string("O1")) == args_.fp16_opt_level,
+        dir, ": the checkpoint was saved with another precision (fp16/bf16/opt level)");
+  // Weights into the optimizer's tensors (masters in O2), then the model follows.
+  nn::StateDict current;
+  for (const auto& [name, tensor] : mp.optimizer_parameters()) current[name] = tensor;
+  for (const auto& [name, tensor] : current) {
+    const auto it = c.model.find(name);
+    check(it != c.model.end(), dir, "/model.safetensors: missing tensor '", name, "'");
+    check(it->second.shape() == tensor.shape(), dir, "/model.safetensors: tensor '", name, "' has shape ",
+          it->second.shape().str(), ", the model expects ", tensor.shape().str());
+    const std::vector<float> values = it->second.to_vector();
+    kernels::narrow(tensor.bytes(), tensor.dtype(), 0, values.data(), tensor.numel(), {}, 0, 0);
+  }
+  if (optim::MasterWeights* masters = mp.masters()) masters->copy_masters_to_model();
+  parts_->optimizer->load_state_dict(c.optimizer);
+  parts_->scheduler->load_state_dict(c.scheduler);
+  mp.scaler().load_state_dict(c.scaler);
+  *model_.dropout_gen = Generator(c.rng.at("dropout").at("seed"), c.rng.at("dropout").at("offset"));
+  state_ = TrainerState::from_json(c.trainer_state);
+}
+
+void Trainer::maybe_evaluate_and_save(bool epoch_end) {
+  const int64_t step = state_.global_step;
+  const int64_t eval_every = args_.eval_steps > 0 ? args_.eval_steps : args_.logging_steps;
+  const bool evaluate_now = (args_.eval_strategy == "steps" && !epoch_end && step % eval_every == 0) ||
+                            (args_.eval_strategy == "epoch" && epoch_end);
+  const bool save_now = (args_.save_strategy == "steps" && !epoch_end && step % args_.save_steps == 0) ||
+                        (args_.save_strategy == "epoch" && epoch_end);
+  std::optional<double> metric;
+  if (evaluate_now) {
+    const Metrics m = evaluate();
+    const auto it = m.find(args_.best_metric_key());
+    if (it != m.end()) metric = it->second;
+  }
+  if (save_now) {
+    const bool better = metric && (!state_.best_metric || (args_.best_metric_greater_is_better()
+                                                                ? *metric > *state_.best_metric
+                                                                : *metric < *state_.best_metric));
+    if (better) {
+      state_.best_metric = metric;
+      state_.best_model_checkpoint = (std::filesystem::path(args_.output_dir) / ("checkpoint-" + std::to_string(step))).string();
+    }
+    save_checkpoint();
+  }
+}
+
+TrainOutput Trainer::train(const std::string& resume_from_checkpoint) {
+  std::filesystem::create_directories(args_.output_dir);
+  if (!resume_from_checkpoint.empty()) restore(resume_from_checkpoint);
+  parts_->log_file.open(std::filesystem::path(args_.output_dir) / "log.jsonl", std::ios::app);
+  check(parts_->log_file.good(), args_.output_dir, "/log.jsonl: cannot open for writing");
+  std::unique_ptr<DetectAnomaly> anomaly;
+  if (args_.detect_anomaly) anomaly = std::make_unique<DetectAnomaly>(/*throw_on_anomaly=*/!accelerator_->mixed_precision().scaler().is_enabled());
+  for (auto& c : callbacks_) c->on_train_begin(state_, args_);
+
+  const auto start = std::chrono::steady_clock::now();
+  const int64_t per_epoch = steps_per_epoch(), accumulation = args_.gradient_accumulation_steps;
+  data::DataLoader& loader = *parts_->loader;
+  optim::MixedPrecision& mp = accelerator_->mixed_precision();
+  double total_loss = 0, window_loss = 0;
+  int64_t total_batches = 0, window_batches = 0, window_skipped = 0;
+  const int64_t start_step = state_.global_step;
+  bool stop = false;
+  model_.train();
+  for (int64_t epoch = state_.global_step / per_epoch; !stop && state_.global_step < state_.max_steps; ++epoch) {
+    loader.set_epoch(epoch);
+    // On resume, skip the batches of this epoch that earlier steps consumed.
+    const int64_t first_batch = (state_.global_step - epoch * per_epoch) * accumulation;
+    for (int64_t b = first_batch; b < loader.num_batches() && !stop; b += accumulation) {
+      const int64_t end = std::min(loader.num_batches(), b + accumulation);
+      for (int64_t micro = b; micro < end; ++micro) {
+        const data::Batch batch = loader.batch(micro);
+        Tensor loss;
+        {
+          Autocast guard = accelerator_->autocast();
+          loss = cross_entropy(model_.forward(batch.ids, batch.attention_mask), batch.labels);
+        }
+        const float value = loss.item();
+        check(std::isfinite(value) || mp.scaler().is_enabled(), "training loss is ", value, " at step ",
+              state_.global_step + 1, " (no loss scaler to skip the step): stopping instead of training on garbage; "
+              "try a lower learning_rate, or --detect-anomaly to find the op");
+        accelerator_->backward(loss);
+        total_loss += value;
+        window_loss += value;
+        ++total_batches;
+        ++window_batches;
+      }
+      const float scale = mp.scaler().get_scale();
+      const float norm = args_.max_grad_norm > 0 ? accelerator_->clip_grad_norm(args_.max_grad_norm) : 0.0f;
+      const bool stepped = accelerator_->step();
+      ++state_.global_step;
+      state_.epoch = double(epoch) + double(std::min(end, loader.num_batches())) / double(loader.num_batches());
+      if (!stepped) {
+        ++state_.skipped_steps;
+        ++window_skipped;
+      }
+      const nlohmann::json step_info = {{"step", state_.global_step}, {"loss", window_loss / double(std::max<int64_t>(window_batches, 1))},
+                                        {"scale", scale}, {"stepped", stepped}, {"grad_norm", norm}};
+      for (auto& c : callbacks_) {
+        c->on_step_end(state_, step_info);
+        stop = stop || c->should_stop;
+      }
+      if (state_.global_step % args_.logging_steps == 0) {
+        log({{"loss", window_loss / double(window_batches)}, {"learning_rate", parts_->scheduler->last_lr()},
+             {"grad_norm", norm}, {"loss_scale", mp.scaler().get_scale()}, {"skipped_steps", window_skipped}});
+        window_loss = 0;
+        window_batches = 0;
+        window_skipped = 0;
+      }
+      maybe_evaluate_and_save(false);
+      for (auto& c : callbacks_) stop = stop || c->should_stop;
+      if (state_.global_step >= state_.max_steps) stop = true;
+    }
+    if (state_.global_step % per_epoch == 0 || state_.global_step >= state_.max_steps) {
+      maybe_evaluate_and_save(true);
+      for (auto& c : callbacks_) {
+        c->on_epoch_end(state_);
+        stop = stop || c->should_stop;
+      }
+    }
+  }
+  if (args_.load_best_model_at_end && !state_.best_model_checkpoint.empty()) {
+    const Checkpoint best = load_checkpoint(state_.best_model_checkpoint);
+    optim::MixedPrecision& m = accelerator_->mixed_precision();
+    for (const auto& [name, tensor] : m.optimizer_parameters()) {
+      const std::vector<float> values = best.model.at(name).to_vector();
+      kernels::narrow(tensor.bytes(), tensor.dtype(), 0, values.data(), tensor.numel(), {}, 0, 0);
+    }
+    if (optim::MasterWeights* masters = m.masters()) masters->copy_masters_to_model();
+  }
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  TrainOutput out;
+  out.global_step = state_.global_step;
+  out.training_loss = total_batches ? total_loss / double(total_batches) : 0.0;
+  out.metrics = {{"train_runtime", seconds},
+                 {"train_steps_per_second", double(state_.global_step - start_step) / std::max(seconds, 1e-9)},
+                 {"train_loss", out.training_loss},
+                 {"skipped_steps", double(state_.skipped_steps)},
+                 {"epoch", state_.epoch}};
+  log(nlohmann::json(out.metrics));
+  for (auto& c : callbacks_) c->on_train_end(state_);
+  parts_->log_file.close();
+  return out;
+}
+
+}  // namespace hg::train

@@ -1,0 +1,131 @@
+// Trainer: the Hugging Face Trainer API level, for TextClassifier on labelled text.
+//
+//   TrainingArguments args{.output_dir = "out", .num_train_epochs = 8, .fp16 = true};
+//   Trainer trainer(model, args, train_set, &eval_set);
+//   trainer.train();                       // or train("out/checkpoint-500") to resume
+//   auto metrics = trainer.evaluate();     // {"eval_loss", "eval_accuracy", "eval_f1", ...}
+//
+// It is built on the Accelerator (level 2), which is built on MixedPrecision: all three API
+// levels run the same step. Checkpoints (output_dir/checkpoint-<step>/) hold everything a
+// resume needs -- weights (the f32 masters in O2), optimizer, scheduler, scaler, dropout RNG
+// and trainer state -- so resuming continues bit for bit as if never interrupted.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "data/data_loader.h"
+#include "data/dataset.h"
+#include "nn/text_classifier.h"
+#include "train/accelerator.h"
+#include "train/evaluation.h"
+#include "train/metrics.h"
+#include "train/training_arguments.h"
+
+namespace hg::train {
+
+using Metrics = std::map<std::string, double>;
+
+using ComputeMetrics = std::function<Metrics(const EvalPrediction&)>;
+
+// What trainer_state.json holds (HF's TrainerState, the fields halfgrad uses).
+struct TrainerState {
+  int64_t global_step = 0;
+  int64_t max_steps = 0;
+  double epoch = 0;
+  nlohmann::json log_history = nlohmann::json::array();
+  std::optional<double> best_metric;
+  std::string best_model_checkpoint;
+  int64_t skipped_steps = 0;
+  nlohmann::json to_json() const;
+  static TrainerState from_json(const nlohmann::json& j);
+};
+
+// Hooks into training (HF's TrainerCallback). Setting should_stop ends training after the
+// current step.
+class TrainerCallback {
+ public:
+  virtual ~TrainerCallback() = default;
+  virtual void on_train_begin(const TrainerState&, const TrainingArguments&) {}
+  virtual void on_step_end(const TrainerState&, const nlohmann::json& step_info) { (void)step_info; }
+  virtual void on_log(const TrainerState&, const nlohmann::json& logs) { (void)logs; }
+  virtual void on_evaluate(const TrainerState&, const Metrics& metrics) { (void)metrics; }
+  virtual void on_epoch_end(const TrainerState&) {}
+  virtual void on_train_end(const TrainerState&) {}
+  bool should_stop = false;
+};
+
+// Stops training when metric_for_best_model has not improved by more than `threshold` for
+// `patience` evaluations in a row (HF's EarlyStoppingCallback).
+class EarlyStoppingCallback : public TrainerCallback {
+ public:
+  EarlyStoppingCallback(const TrainingArguments& args, int64_t patience, double threshold = 0.0);
+  void on_evaluate(const TrainerState& state, const Metrics& metrics) override;
+
+ private:
+  std::string key_;
+  bool greater_;
+  int64_t patience_, bad_evaluations_ = 0;
+  double threshold_;
+  std::optional<double> best_;
+};
+
+struct TrainOutput {
+  int64_t global_step = 0;
+  double training_loss = 0;  // mean over all micro-batches of this run
+  Metrics metrics;           // train_runtime, train_steps_per_second, ...
+};
+
+struct PredictionOutput {
+  EvalPrediction prediction;
+  Metrics metrics;  // test_loss, test_accuracy, ...
+};
+
+class Trainer {
+ public:
+  Trainer(nn::TextClassifier& model, TrainingArguments args, const data::Dataset& train_dataset,
+          const data::Dataset* eval_dataset = nullptr, ComputeMetrics compute_metrics = {},
+          std::vector<std::shared_ptr<TrainerCallback>> callbacks = {});
+  ~Trainer();
+
+  // Trains (resuming from a checkpoint directory when given) and returns the summary.
+  TrainOutput train(const std::string& resume_from_checkpoint = "");
+  // Loss, accuracy, macro-F1 (and compute_metrics' entries) with keys prefixed "eval_".
+  Metrics evaluate(const data::Dataset* dataset = nullptr, const std::string& prefix = "eval");
+  PredictionOutput predict(const data::Dataset& dataset);
+  // Writes output_dir/checkpoint-<global_step>/ now.
+  std::string save_checkpoint();
+
+  const TrainerState& state() const { return state_; }
+  const TrainingArguments& args() const { return args_; }
+  Accelerator& accelerator() { return *accelerator_; }
+  int64_t steps_per_epoch() const;
+
+ private:
+  struct Parts;
+  void log(nlohmann::json entry);
+  void maybe_evaluate_and_save(bool epoch_end);
+  void restore(const std::string& checkpoint);
+
+  nn::TextClassifier& model_;
+  TrainingArguments args_;
+  const data::Dataset& train_dataset_;
+  const data::Dataset* eval_dataset_;
+  ComputeMetrics compute_metrics_;
+  std::vector<std::shared_ptr<TrainerCallback>> callbacks_;
+  std::unique_ptr<Parts> parts_;
+  std::unique_ptr<Accelerator> accelerator_;
+  TrainerState state_;
+};
+
+// The standard metrics of an EvalPrediction: accuracy and macro-F1 (keys "accuracy", "f1").
+Metrics classification_metrics(const EvalPrediction& prediction);
+
+}  // namespace hg::train

@@ -1,0 +1,57 @@
+// TrainingArguments: the Hugging Face Trainer's settings, with its names and (where training
+// from scratch does not call for other values) its defaults. fp16/bf16 and fp16_opt_level choose
+// the mixed-precision mode; loss_scale and detect_anomaly are halfgrad's additions.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+namespace hg::train {
+
+struct TrainingArguments {
+  std::string output_dir = "halfgrad-output";
+  double num_train_epochs = 3.0;
+  int64_t max_steps = -1;  // > 0: train exactly this many optimizer steps (overrides epochs)
+  int64_t per_device_train_batch_size = 64;
+  int64_t per_device_eval_batch_size = 256;
+  float learning_rate = 1e-3f;  // HF's 5e-5 is for fine-tuning; this trains from scratch
+  float weight_decay = 0.01f;   // on matrices only (optim/param_groups.h)
+  int64_t warmup_steps = 0;     // > 0 overrides warmup_ratio
+  double warmup_ratio = 0.0;
+  std::string lr_scheduler_type = "linear";  // "linear" | "cosine" | "constant"
+  std::string eval_strategy = "no";          // "no" | "steps" | "epoch" (old name: evaluation_strategy)
+  int64_t eval_steps = 0;                    // 0: logging_steps
+  int64_t logging_steps = 50;
+  std::string save_strategy = "steps";  // "no" | "steps" | "epoch"
+  int64_t save_steps = 500;
+  int64_t save_total_limit = -1;  // > 0: keep only this many checkpoints (and the best)
+  bool load_best_model_at_end = false;
+  std::string metric_for_best_model = "loss";  // an evaluate() key, "eval_" prefix optional
+  std::optional<bool> greater_is_better;       // default: false for "loss", true otherwise
+  bool fp16 = false;
+  bool bf16 = false;
+  std::string fp16_opt_level = "O1";     // "O1" | "O2" (HF's default is O1)
+  std::string loss_scale = "dynamic";    // fp16: "dynamic" | "none" | a static scale
+  float max_grad_norm = 1.0f;            // <= 0: no clipping
+  int64_t gradient_accumulation_steps = 1;
+  uint64_t seed = 42;
+  bool detect_anomaly = false;  // name the first op that produces inf/NaN
+
+  // Throws hg::Error naming the first invalid field.
+  void validate() const;
+  // The mixed-precision mode these flags select: "no", "fp16" or "bf16".
+  std::string mixed_precision() const;
+  // The metric key in evaluate()'s result ("eval_loss" for "loss").
+  std::string best_metric_key() const;
+  bool best_metric_greater_is_better() const;
+
+  nlohmann::json to_json() const;
+  // Accepts every field of to_json(); "evaluation_strategy" is read as eval_strategy. An
+  // unknown key is an error naming it.
+  static TrainingArguments from_json(const nlohmann::json& j);
+};
+
+}  // namespace hg::train
