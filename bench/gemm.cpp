@@ -1,11 +1,6 @@
 // bench_gemm: GFLOP/s of hg::kernels::gemm (f32, f16 and bf16 inputs, f32 output) beside
-// OpenBLAS sgemm on the same shapes and thread counts; one JSON object per line on stdout.
-// Each configuration is warmed up, then timed --reps times; "gflops" is the median, "gflops_best"
-// the fastest. Idle threads of one library must not steal a core from the other: OpenBLAS's
-// workers spin for a while after start-up and after each call (measured here: an OpenMP
-// parallel region with 2 threads then takes a full 8 ms scheduler slice instead of 0.1 ms). So
-// the runs are grouped: per thread count all halfgrad runs, then all OpenBLAS runs, each group
-// after a 1 s pause in which the other library's threads go to sleep.
+// OpenBLAS sgemm on the same shapes and thread counts; one JSON object per line on stdout, with
+// the median ("gflops") and best ("gflops_best") of --reps timed calls after 2 warm-up calls.
 // Run with `env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE` so OpenBLAS picks its kernels itself.
 #include <omp.h>
 
@@ -44,11 +39,13 @@ struct Shape {
   int64_t m, n, k;
 };
 
+// "MxNxK" -> Shape; m = 0 marks text that is not three positive sizes.
 Shape parse_shape(const std::string& text) {
   Shape s{};
-  if (std::sscanf(text.c_str(), "%ldx%ldx%ld", &s.m, &s.n, &s.k) != 3 || s.m <= 0 || s.n <= 0 ||
-      s.k <= 0) {
-    throw CLI::ValidationError("--shape", "expected MxNxK, got " + text);
+  char tail = 0;
+  if (std::sscanf(text.c_str(), "%ldx%ldx%ld%c", &s.m, &s.n, &s.k, &tail) != 3 || s.m <= 0 ||
+      s.n <= 0 || s.k <= 0) {
+    return Shape{};
   }
   return s;
 }
@@ -112,7 +109,11 @@ int main(int argc, char** argv) {
   app.add_option("--dtype", dtypes, "halfgrad input dtypes (both A and B)")
       ->delimiter(',')
       ->check(CLI::IsMember({"f32", "f16", "bf16"}));
-  app.add_option("--shape", shapes, "MxNxK of C(M,N) = op(A)(M,K) op(B)(K,N)")->delimiter(',');
+  app.add_option("--shape", shapes, "MxNxK of C(M,N) = op(A)(M,K) op(B)(K,N)")
+      ->delimiter(',')
+      ->check([](const std::string& text) {
+        return parse_shape(text).m > 0 ? std::string() : "expected MxNxK, got " + text;
+      });
   app.add_option("--layout", layout, "nn, nt (B transposed: x W^T), tn (A^T B)")
       ->check(CLI::IsMember({"nn", "nt", "tn"}));
   app.add_option("--reps", reps, "timed runs per configuration")->check(CLI::PositiveNumber);
@@ -128,6 +129,10 @@ int main(int argc, char** argv) {
   openblas = false;
 #endif
 
+  // Idle threads of one library must not steal a core from the other: OpenBLAS's workers spin for
+  // a while after start-up and after each call, and a 2-thread OpenMP region then took a whole
+  // 8 ms scheduler slice instead of 0.1 ms. So per thread count all halfgrad runs come first, then
+  // all OpenBLAS runs, each group after a 1 s pause in which the other library's threads sleep.
   std::mt19937 rng(42);
   for (const int threads : thread_counts) {
     omp_set_num_threads(threads);

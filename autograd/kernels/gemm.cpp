@@ -476,18 +476,23 @@ void gemm_batched(float* c, int64_t ldc, int64_t c_batch_stride, const GemmOpera
 
   // Tasks: (matrix, part) pairs. Whole matrices per thread when they divide evenly or are many
   // (attention's B*H products); otherwise every matrix is also cut into `threads` parts.
-  const int64_t threads = omp_in_parallel() ? 1 : omp_get_max_threads();
   const double flops = 2.0 * double(m) * double(n) * double(k) * double(batch);
-  const int64_t team = flops < kParallelFlops ? 1 : threads;
+  const int64_t team =
+      flops < kParallelFlops || omp_in_parallel() ? 1 : int64_t{omp_get_max_threads()};
   const int64_t parts = (batch % team == 0 || batch >= 4 * team) ? 1 : team;
   const int64_t tasks = batch * parts;
-#pragma omp parallel for num_threads(team) schedule(static) if (team > 1)
-  for (int64_t t = 0; t < tasks; ++t) {
+  const auto run = [&](int64_t t) {
     const int64_t i = t / parts;
     HWY_DYNAMIC_DISPATCH(GemmPartImpl)(c + i * c_batch_stride, ldc, batch_member(a, i),
                                        batch_member(b, i), m, n, k, options.accumulate, t % parts,
                                        parts);
+  };
+  if (team == 1) {  // no OpenMP region at all: even an inactive one costs a team setup
+    for (int64_t t = 0; t < tasks; ++t) run(t);
+    return;
   }
+#pragma omp parallel for num_threads(team) schedule(static)
+  for (int64_t t = 0; t < tasks; ++t) run(t);
 }
 
 // op(A): (M,K), op(B): (K,N) -> C: (M,N), ldc
