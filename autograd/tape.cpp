@@ -90,16 +90,18 @@ Tensor run_hooks(const Tensor& t, Tensor grad) {
 }  // namespace
 
 void backward(const Tensor& loss, const Tensor& grad, bool retain_graph) {
-  check(loss.requires_grad(), "backward: the loss", loss.name().empty() ? "" : " '" + loss.name() + "'",
-        " does not require grad (no input of the graph requires grad, or it was computed under NoGrad)");
+  if (!loss.requires_grad()) {
+    fail("backward: the loss", loss.name().empty() ? "" : " '" + loss.name() + "'",
+         " does not require grad (no input of the graph requires grad, or it was computed under NoGrad)");
+  }
   Tensor seed = grad;
   if (!seed.defined()) {
     check(loss.numel() == 1, "backward: a seed gradient is required for a non-scalar loss of shape ",
-          loss.shape().str());
+          loss.shape());
     seed = Tensor::ones(loss.shape(), loss.dtype());
   }
-  check(seed.shape() == loss.shape(), "backward: seed gradient of shape ", seed.shape().str(),
-        " for a loss of shape ", loss.shape().str());
+  check(seed.shape() == loss.shape(), "backward: seed gradient of shape ", seed.shape(),
+        " for a loss of shape ", loss.shape());
 
   Tape& tape = t_tape;
   const TensorImpl& loss_impl = loss.impl();

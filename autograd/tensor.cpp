@@ -63,7 +63,7 @@ Tensor Tensor::arange(int64_t n, DType dtype) {
 
 Tensor Tensor::from_vector(const std::vector<float>& values, const Shape& shape, DType dtype) {
   check(int64_t(values.size()) == shape.numel(), "Tensor::from_vector: ", values.size(),
-        " values for shape ", shape.str(), " (", shape.numel(), " elements)");
+        " values for shape ", shape, " (", shape.numel(), " elements)");
   Tensor t = empty(shape, dtype);
   store(t, values.data());
   return t;
@@ -86,13 +86,13 @@ Tensor Tensor::uniform(const Shape& shape, Generator& gen, float low, float high
 }
 
 std::span<float> Tensor::f32() const {
-  check(dtype() == DType::f32, "Tensor::f32(): tensor", name().empty() ? "" : " '" + name() + "'",
+  check(dtype() == DType::f32, "Tensor::f32(): tensor '", name(), "'",
         " has dtype ", dtype_name(dtype()));
   return {data<float>(), size_t(numel())};
 }
 
 std::span<uint16_t> Tensor::u16() const {
-  check(dtype() != DType::f32, "Tensor::u16(): tensor", name().empty() ? "" : " '" + name() + "'",
+  check(dtype() != DType::f32, "Tensor::u16(): tensor '", name(), "'",
         " has dtype f32");
   return {data<uint16_t>(), size_t(numel())};
 }
@@ -104,7 +104,7 @@ std::vector<float> Tensor::to_vector() const {
 }
 
 float Tensor::item() const {
-  check(numel() == 1, "Tensor::item(): tensor of shape ", shape().str(), " has ", numel(),
+  check(numel() == 1, "Tensor::item(): tensor of shape ", shape(), " has ", numel(),
         " elements, not 1");
   float value;
   kernels::widen(&value, bytes(), dtype(), 0, 1);
@@ -112,7 +112,7 @@ float Tensor::item() const {
 }
 
 float Tensor::at(std::initializer_list<int64_t> index) const {
-  check(int(index.size()) == ndim(), "Tensor::at: ", index.size(), " indices for shape ", shape().str());
+  check(int(index.size()) == ndim(), "Tensor::at: ", index.size(), " indices for shape ", shape());
   int64_t flat = 0, dim = 0;
   for (int64_t i : index) {
     check(i >= 0 && i < shape()[int(dim)], "Tensor::at: index ", i, " out of range in dim ", dim,
@@ -164,7 +164,7 @@ Tensor& Tensor::set_requires_grad(bool value) {
 void Tensor::set_grad(const Tensor& grad) {
   if (grad.defined()) {
     check(grad.shape() == shape() && grad.dtype() == dtype(), "set_grad: gradient ",
-          grad.shape().str(), " ", dtype_name(grad.dtype()), " does not match tensor ",
+          grad.shape(), " ", dtype_name(grad.dtype()), " does not match tensor ",
           shape().str(), " ", dtype_name(dtype()));
   }
   impl().grad = grad.impl_ptr();

@@ -64,7 +64,7 @@ class ConsoleCallback : public train::TrainerCallback {
   }
 
   void on_epoch_end(const train::TrainerState& state) override {
-    if (!has_eval_) row(state, NAN, NAN, NAN);
+    if (!has_eval_) row(state, NAN, NAN, NAN);  // otherwise on_evaluate prints the row
   }
 
  private:
@@ -215,7 +215,7 @@ int run_train(TrainOptions& o) {
               a.fp16 ? (" " + a.fp16_opt_level + ", loss scale " + a.loss_scale).c_str() : "", omp_get_max_threads());
 
   std::vector<std::shared_ptr<train::TrainerCallback>> callbacks;
-  callbacks.push_back(std::make_shared<ConsoleCallback>(has_eval));
+  callbacks.push_back(std::make_shared<ConsoleCallback>(has_eval && a.eval_strategy != "no"));
   if (o.early_stopping > 0) callbacks.push_back(std::make_shared<train::EarlyStoppingCallback>(a, o.early_stopping));
   train::Trainer trainer(model, a, train_set, has_eval ? &eval_set : nullptr, {}, callbacks);
   const int64_t truncated = data::DataLoader(train_set, data::ByteTokenizer(config.pooling == nn::Pooling::kCls),

@@ -18,7 +18,7 @@ MultiHeadAttention::MultiHeadAttention(int64_t d_model, int64_t num_heads, const
 }
 
 Tensor MultiHeadAttention::forward(const Tensor& x, const Indices& attention_mask, bool causal) const {
-  check(x.ndim() == 3, "MultiHeadAttention: input must be (B, T, C), got ", x.shape().str());
+  check(x.ndim() == 3, "MultiHeadAttention: input must be (B, T, C), got ", x.shape());
   const int64_t b = x.shape()[0], t = x.shape()[1], c = x.shape()[2], d = c / heads;
   // (B, T, C) -> (B, H, T, D)
   auto split = [&](const Tensor& y) { return permute(reshape(y, {b, t, heads, d}), {0, 2, 1, 3}); };

@@ -82,16 +82,16 @@ void Module::load_state_dict(const StateDict& state, bool strict) {
   std::set<std::string> used;
   for (const auto& [name, tensor] : named_parameters()) {
     const auto it = state.find(name);
-    check(it != state.end(), "load_state_dict: missing key '", name, "' (shape ", tensor.shape().str(), ")");
+    check(it != state.end(), "load_state_dict: missing key '", name, "' (shape ", tensor.shape(), ")");
     check(it->second.shape() == tensor.shape(), "load_state_dict: key '", name, "' has shape ",
-          it->second.shape().str(), " but the model expects ", tensor.shape().str());
+          it->second.shape(), " but the model expects ", tensor.shape());
     assign(tensor, it->second, tensor.dtype());
     used.insert(name);
   }
   if (strict) {
     for (const auto& [name, tensor] : state) {
       check(used.count(name) != 0, "load_state_dict: unexpected key '", name, "' (shape ",
-            tensor.shape().str(), ") is not a parameter of this model");
+            tensor.shape(), ") is not a parameter of this model");
     }
   }
 }

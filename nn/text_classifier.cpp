@@ -32,8 +32,8 @@ TextClassifier::TextClassifier(const ClassifierConfig& c, uint64_t seed)
 }
 
 Tensor TextClassifier::forward(const Indices& ids, const Indices& attention_mask) const {
-  check(ids.shape.ndim() == 2 && attention_mask.shape == ids.shape, "TextClassifier: ids ", ids.shape.str(),
-        " and attention_mask ", attention_mask.shape.str(), " must both be (B, T)");
+  check(ids.shape.ndim() == 2 && attention_mask.shape == ids.shape, "TextClassifier: ids ", ids.shape,
+        " and attention_mask ", attention_mask.shape, " must both be (B, T)");
   const int64_t b = ids.shape[0], t = ids.shape[1];
   check(t <= config.max_len, "TextClassifier: sequence length ", t, " exceeds max_len ", config.max_len);
   std::vector<int32_t> positions(static_cast<size_t>(t));

@@ -25,14 +25,21 @@ void MasterWeights::copy_grads_to_masters() {
 
 void MasterWeights::copy_masters_to_model() {
   model_changed_ = 0;
+  std::vector<std::byte> before;
   for (size_t i = 0; i < model_.size(); ++i) {
     const Tensor& p = model_[i];
-    const std::vector<uint8_t> before(reinterpret_cast<const uint8_t*>(p.bytes()),
-                                      reinterpret_cast<const uint8_t*>(p.bytes()) + p.nbytes());
+    before.assign(p.bytes(), p.bytes() + p.nbytes());
     kernels::narrow(p.bytes(), p.dtype(), 0, masters_[i].data<float>(), p.numel(), {}, 0, 0);
-    const size_t width = element_size(p.dtype());
-    for (int64_t e = 0; e < p.numel(); ++e) {
-      model_changed_ += std::memcmp(before.data() + size_t(e) * width, p.bytes() + size_t(e) * width, width) != 0;
+    auto count_changed = [&](auto word) {  // compare element bit patterns
+      using Word = decltype(word);
+      const auto* old_bits = reinterpret_cast<const Word*>(before.data());
+      const Word* new_bits = p.data<Word>();
+      for (int64_t e = 0; e < p.numel(); ++e) model_changed_ += old_bits[e] != new_bits[e];
+    };
+    if (element_size(p.dtype()) == 2) {
+      count_changed(uint16_t{});
+    } else {
+      count_changed(uint32_t{});
     }
   }
 }

@@ -84,7 +84,7 @@ void Optimizer::load_state_dict(const OptimizerState& state) {
     const size_t i = std::stoul(key.substr(dot1 + 1, dot2 - dot1 - 1));
     check(i < params.size(), "optimizer state: '", key, "' names parameter ", i, " of ", params.size());
     check(tensor.numel() == params[i].numel(), "optimizer state: '", key, "' has ", tensor.numel(),
-          " values for a parameter of shape ", params[i].shape().str());
+          " values for a parameter of shape ", params[i].shape());
     restored[i][key.substr(dot2 + 1)] = tensor.to_vector();
   }
   state_ = std::move(restored);

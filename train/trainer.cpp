@@ -178,7 +178,7 @@ void Trainer::restore(const std::string& dir) {
     const auto it = c.model.find(name);
     check(it != c.model.end(), dir, "/model.safetensors: missing tensor '", name, "'");
     check(it->second.shape() == tensor.shape(), dir, "/model.safetensors: tensor '", name, "' has shape ",
-          it->second.shape().str(), ", the model expects ", tensor.shape().str());
+          it->second.shape(), ", the model expects ", tensor.shape());
     const std::vector<float> values = it->second.to_vector();
     kernels::narrow(tensor.bytes(), tensor.dtype(), 0, values.data(), tensor.numel(), {}, 0, 0);
   }

@@ -40,51 +40,63 @@ int64_t batch_of(const Shape& s) { return s.numel() / std::max<int64_t>(1, s[-1]
 
 }  // namespace
 
-Tensor matmul(const Tensor& a0, const Tensor& b0) {
-  check(a0.ndim() >= 2 && b0.ndim() >= 2, "matmul: needs 2-D or batched operands, got ",
-        a0.shape().str(), " and ", b0.shape().str());
-  const int64_t m = a0.shape()[-2], k = a0.shape()[-1], n = b0.shape()[-1];
-  check(b0.shape()[-2] == k, "matmul: inner dims differ: ", a0.shape().str(), " @ ", b0.shape().str());
+namespace {
+
+// a @ op(b), op(b) = b or b^T: the one implementation of matmul and matmul_transposed.
+// Stored b is (K, N), or (N, K) when transposed; a 2-D b is shared by every batch of a.
+Tensor matmul_impl(const Tensor& a0, const Tensor& b0, bool tb, const char* op) {
+  check(a0.ndim() >= 2 && b0.ndim() >= 2, op, ": needs 2-D or batched operands, got ", a0.shape(), " and ", b0.shape());
+  const int64_t m = a0.shape()[-2], k = a0.shape()[-1], n = tb ? b0.shape()[-2] : b0.shape()[-1];
+  check((tb ? b0.shape()[-1] : b0.shape()[-2]) == k, op, ": inner dims differ: ", a0.shape(), " and ", b0.shape());
   const bool shared_b = b0.ndim() == 2;  // one B for every batch of A: one tall GEMM
   check(shared_b || (a0.ndim() == b0.ndim() && a0.shape().with(-1, 1).with(-2, 1) == b0.shape().with(-1, 1).with(-2, 1)),
-        "matmul: batch dims differ: ", a0.shape().str(), " @ ", b0.shape().str());
+        op, ": batch dims differ: ", a0.shape(), " and ", b0.shape());
   const DType dtype = autocast_dtype(CastPolicy::kLowerPrecision, {a0, b0});
   const Tensor a = autocast_input(a0, dtype), b = autocast_input(b0, dtype);
-  const int64_t batch = batch_of(a.shape());
+  const int64_t batch = batch_of(a.shape()), ldb = tb ? k : n;
   Result y(a.shape().with(-1, n));
   if (shared_b) {
-    kernels::gemm(y.data(), n, operand(a, k, false), operand(b, n, false), batch * m, n, k);
+    kernels::gemm(y.data(), n, operand(a, k, false), operand(b, ldb, tb), batch * m, n, k);
   } else {
-    kernels::gemm_batched(y.data(), n, m * n, operand(a, k, false, m * k), operand(b, n, false, k * n), batch, m, n, k);
+    kernels::gemm_batched(y.data(), n, m * n, operand(a, k, false, m * k), operand(b, ldb, tb, k * n), batch, m, n, k);
   }
-  return record("matmul", y.finish(dtype), {a, b}, [a, b, batch, m, n, k, shared_b](const Tensor& dy) {
-    if (a.requires_grad()) {  // dA (M,K) = dY (M,N) B^T
+  return record(op, y.finish(dtype), {a, b}, [a, b, batch, m, n, k, shared_b, tb, ldb](const Tensor& dy) {
+    if (a.requires_grad()) {  // dA (M,K) = dY (M,N) op(B)^T
       Result da(a.shape());
       if (shared_b) {
-        kernels::gemm(da.data(), k, operand(dy, n, false), operand(b, n, true), batch * m, k, n);
+        kernels::gemm(da.data(), k, operand(dy, n, false), operand(b, ldb, !tb), batch * m, k, n);
       } else {
-        kernels::gemm_batched(da.data(), k, m * k, operand(dy, n, false, m * n), operand(b, n, true, k * n), batch, m, k, n);
+        kernels::gemm_batched(da.data(), k, m * k, operand(dy, n, false, m * n), operand(b, ldb, !tb, k * n), batch, m,
+                              k, n);
       }
       accumulate_grad(a, da.finish(a.dtype()));
     }
-    if (b.requires_grad()) {  // dB (K,N) = A^T dY, summed over the batch when B is shared
+    if (b.requires_grad()) {  // d op(B) (K,N) = A^T dY; stored transposed: dB (N,K) = dY^T A
       Result db(b.shape());
-      if (shared_b) {
-        kernels::gemm(db.data(), n, operand(a, k, true), operand(dy, n, false), k, n, batch * m);
+      const GemmOperand lhs = tb ? operand(dy, n, true, m * n) : operand(a, k, true, m * k);
+      const GemmOperand rhs = tb ? operand(a, k, false, m * k) : operand(dy, n, false, m * n);
+      const int64_t rows = tb ? n : k, cols = tb ? k : n;
+      if (shared_b) {  // summed over the batch: one GEMM over all batch rows
+        kernels::gemm(db.data(), cols, lhs, rhs, rows, cols, batch * m);
       } else {
-        kernels::gemm_batched(db.data(), n, k * n, operand(a, k, true, m * k), operand(dy, n, false, m * n), batch, k, n, m);
+        kernels::gemm_batched(db.data(), cols, k * n, lhs, rhs, batch, rows, cols, m);
       }
       accumulate_grad(b, db.finish(b.dtype()));
     }
   });
 }
 
+}  // namespace
+
+Tensor matmul(const Tensor& a, const Tensor& b) { return matmul_impl(a, b, false, "matmul"); }
+Tensor matmul_transposed(const Tensor& a, const Tensor& b) { return matmul_impl(a, b, true, "matmul_transposed"); }
+
 Tensor linear(const Tensor& x0, const Tensor& w0, const Tensor& bias0) {
   check(w0.ndim() == 2 && x0.ndim() >= 1 && x0.shape()[-1] == w0.shape()[1], "linear: input ",
-        x0.shape().str(), " does not match weight ", w0.shape().str(), " (out_features, in_features)");
+        x0.shape(), " does not match weight ", w0.shape(), " (out_features, in_features)");
   const int64_t in = w0.shape()[1], out = w0.shape()[0], rows = x0.numel() / std::max<int64_t>(1, in);
   check(!bias0.defined() || (bias0.ndim() == 1 && bias0.shape()[0] == out), "linear: bias ",
-        bias0.defined() ? bias0.shape().str() : "", " does not match weight ", w0.shape().str());
+        bias0.defined() ? bias0.shape() : Shape(), " does not match weight ", w0.shape());
   const DType dtype = autocast_dtype(CastPolicy::kLowerPrecision, {x0, w0, bias0});
   const Tensor x = autocast_input(x0, dtype), w = autocast_input(w0, dtype);
   const Tensor bias = bias0.defined() ? autocast_input(bias0, dtype) : Tensor();

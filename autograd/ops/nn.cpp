@@ -246,7 +246,7 @@ Tensor scaled_dot_product_attention(const Tensor& q, const Tensor& k, const Tens
         "attention: q, k, v must share one (B, H, T, D) shape, got ", q.shape().str(), ", ",
         k.shape().str(), ", ", v.shape().str());
   const int64_t b = q.shape()[0], t = q.shape()[2], d = q.shape()[3];
-  Tensor scores = mul_scalar(matmul(q, transpose(k)), 1.0f / std::sqrt(float(d)));  // (B,H,T,T)
+  Tensor scores = mul_scalar(matmul_transposed(q, k), 1.0f / std::sqrt(float(d)));  // (B,H,T,T)
   if (attention_mask.numel() > 0 || causal) {
     check(attention_mask.numel() == 0 || attention_mask.shape == Shape{b, t},
           "attention: mask of shape ", attention_mask.shape.str(), " for batch ", b, " and length ", t);

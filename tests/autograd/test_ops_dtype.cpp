@@ -73,6 +73,7 @@ TEST_CASE("f16/bf16 reductions, matmul and row ops equal the f32 op rounded once
   check_rounded_once([](const V& x) { return mean(x[0], 0, true); }, {{300, 7}});
   check_rounded_once([](const V& x) { return matmul(x[0], x[1]); }, {{17, 65}, {65, 7}});
   check_rounded_once([](const V& x) { return matmul(x[0], x[1]); }, {{2, 3, 17, 9}, {2, 3, 9, 5}});
+  check_rounded_once([](const V& x) { return matmul_transposed(x[0], x[1]); }, {{2, 17, 9}, {2, 5, 9}});
   check_rounded_once([](const V& x) { return linear(x[0], x[1], x[2]); }, {{5, 33}, {7, 33}, {7}});
   check_rounded_once([](const V& x) { return softmax(x[0]); }, {{9, 31}}, -8.0f, 8.0f);
   check_rounded_once([](const V& x) { return log_softmax(x[0]); }, {{9, 31}}, -8.0f, 8.0f);

@@ -53,6 +53,8 @@ TEST_CASE("gradcheck: matmul and linear", "[grad]") {
   gradcheck([](const V& x) { return matmul(x[0], x[1]); }, {random_tensor({2, 3, 4}, 30), random_tensor({2, 4, 5}, 31)});
   gradcheck([](const V& x) { return matmul(x[0], x[1]); }, {random_tensor({2, 2, 3, 4}, 32), random_tensor({2, 2, 4, 1}, 33)});
   gradcheck([](const V& x) { return matmul(x[0], x[1]); }, {random_tensor({2, 3, 4}, 34), random_tensor({4, 5}, 35)});
+  gradcheck([](const V& x) { return matmul_transposed(x[0], x[1]); }, {random_tensor({2, 3, 4}, 64), random_tensor({2, 5, 4}, 65)});
+  gradcheck([](const V& x) { return matmul_transposed(x[0], x[1]); }, {random_tensor({2, 3, 4}, 66), random_tensor({5, 4}, 67)});
   gradcheck([](const V& x) { return linear(x[0], x[1], x[2]); },
             {random_tensor({2, 3, 7}, 36), random_tensor({5, 7}, 37), random_tensor({5}, 38)});
   gradcheck([](const V& x) { return linear(x[0], x[1]); }, {random_tensor({1, 7}, 39), random_tensor({17, 7}, 40)});
