@@ -4,10 +4,10 @@
 //   halfgrad predict --checkpoint DIR [TEXT...]   (or one text per stdin line)
 //   halfgrad export-langid --out DIR              the language-id split as train.tsv/test.tsv
 // Every error is one line on stderr and a non-zero exit code.
-#include <CLI/CLI.hpp>
 #include <omp.h>
 #include <unistd.h>
 
+#include <CLI/CLI.hpp>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -68,9 +68,7 @@ class ConsoleCallback : public train::TrainerCallback {
   }
 
  private:
-  double elapsed() const {
-    return std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
-  }
+  double elapsed() const { return std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count(); }
   void row(const train::TrainerState& state, double loss, double accuracy, double f1) {
     if (isatty(STDERR_FILENO)) std::fprintf(stderr, "\r%80s\r", "");
     std::printf("%5.2f %8lld %10.4f %10.4f %8.2f%% %8.4f %8lld %10g %7.0fs\n", state.epoch,
@@ -123,7 +121,9 @@ void add_train_flags(CLI::App& app, TrainOptions& o) {
       ->capture_default_str()
       ->check(CLI::IsMember({"O1", "O2"}));
   app.add_option("--loss-scale", a.loss_scale, "dynamic | none | a static scale")->capture_default_str();
-  app.add_option("--epochs", a.num_train_epochs, "training epochs")->capture_default_str()->check(CLI::Range(1e-3, 1e6));
+  app.add_option("--epochs", a.num_train_epochs, "training epochs")
+      ->capture_default_str()
+      ->check(CLI::Range(1e-3, 1e6));
   app.add_option("--max-steps", a.max_steps, "optimizer steps (overrides --epochs)")->check(CLI::PositiveNumber);
   app.add_option("--batch-size", a.per_device_train_batch_size, "training batch size")
       ->capture_default_str()
@@ -133,7 +133,9 @@ void add_train_flags(CLI::App& app, TrainOptions& o) {
       ->check(CLI::Range(int64_t{1}, int64_t{1} << 20));
   app.add_option("--lr", a.learning_rate, "peak learning rate")->capture_default_str();
   app.add_option("--weight-decay", a.weight_decay, "AdamW weight decay (matrices only)")->capture_default_str();
-  app.add_option("--warmup-steps", a.warmup_steps, "linear warmup steps")->capture_default_str()->check(CLI::NonNegativeNumber);
+  app.add_option("--warmup-steps", a.warmup_steps, "linear warmup steps")
+      ->capture_default_str()
+      ->check(CLI::NonNegativeNumber);
   app.add_option("--warmup-ratio", a.warmup_ratio, "warmup as a share of all steps");
   app.add_option("--scheduler", a.lr_scheduler_type, "linear | cosine | constant")->capture_default_str();
   app.add_option("--seed", a.seed, "random seed (weights, data order, dropout)")->capture_default_str();
@@ -142,27 +144,38 @@ void add_train_flags(CLI::App& app, TrainOptions& o) {
   app.add_option("--resume", o.resume, "continue from a checkpoint directory")->check(CLI::ExistingDirectory);
   app.add_option("--eval-strategy,--evaluation-strategy", a.eval_strategy, "no | steps | epoch")->capture_default_str();
   app.add_option("--eval-steps", a.eval_steps, "evaluate every N steps (eval-strategy steps)");
-  app.add_option("--logging-steps", a.logging_steps, "log every N steps")->capture_default_str()->check(CLI::PositiveNumber);
+  app.add_option("--logging-steps", a.logging_steps, "log every N steps")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
   app.add_option("--save-strategy", a.save_strategy, "no | steps | epoch")->capture_default_str();
   app.add_option("--save-steps", a.save_steps, "save every N steps (save-strategy steps)")->check(CLI::PositiveNumber);
   app.add_option("--save-total-limit", a.save_total_limit, "keep at most N checkpoints")->capture_default_str();
   app.add_option("--max-grad-norm", a.max_grad_norm, "gradient clipping (0: off)")->capture_default_str();
-  app.add_option("--grad-accum", a.gradient_accumulation_steps, "gradient accumulation steps")->check(CLI::PositiveNumber);
+  app.add_option("--grad-accum", a.gradient_accumulation_steps, "gradient accumulation steps")
+      ->check(CLI::PositiveNumber);
   app.add_flag("--load-best", a.load_best_model_at_end, "load the best checkpoint at the end");
-  app.add_option("--metric", a.metric_for_best_model, "metric for the best model / early stopping")->capture_default_str();
-  app.add_option("--early-stopping", o.early_stopping, "stop after N evaluations without improvement")->check(CLI::PositiveNumber);
+  app.add_option("--metric", a.metric_for_best_model, "metric for the best model / early stopping")
+      ->capture_default_str();
+  app.add_option("--early-stopping", o.early_stopping, "stop after N evaluations without improvement")
+      ->check(CLI::PositiveNumber);
   app.add_flag("--detect-anomaly", a.detect_anomaly, "name the first op that produces inf/NaN");
-  app.add_option("--max-len", o.max_len, "maximum tokens (bytes) per text")->capture_default_str()->check(CLI::Range(1, 4096));
+  app.add_option("--max-len", o.max_len, "maximum tokens (bytes) per text")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 4096));
   app.add_option("--d-model", o.d_model, "model width")->capture_default_str()->check(CLI::Range(1, 8192));
-  app.add_option("--heads", o.heads, "attention heads (must divide d-model)")->capture_default_str()->check(CLI::Range(1, 256));
+  app.add_option("--heads", o.heads, "attention heads (must divide d-model)")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 256));
   app.add_option("--layers", o.layers, "encoder layers")->capture_default_str()->check(CLI::Range(0, 128));
   app.add_option("--d-ff", o.d_ff, "feed-forward width")->capture_default_str()->check(CLI::Range(1, 65536));
   app.add_option("--dropout", o.dropout, "dropout probability")->capture_default_str()->check(CLI::Range(0.0, 0.99));
   app.add_option("--pooling", o.pooling, "mean | cls")->capture_default_str()->check(CLI::IsMember({"mean", "cls"}));
   app.add_option("--train-per-language", o.train_per_language, "language-id: training words per language")
-      ->capture_default_str()->check(CLI::Range(int64_t{1}, int64_t{100000}));
+      ->capture_default_str()
+      ->check(CLI::Range(int64_t{1}, int64_t{100000}));
   app.add_option("--test-per-language", o.test_per_language, "language-id: test words per language")
-      ->capture_default_str()->check(CLI::Range(int64_t{1}, int64_t{100000}));
+      ->capture_default_str()
+      ->check(CLI::Range(int64_t{1}, int64_t{100000}));
 }
 
 int run_train(TrainOptions& o) {
@@ -207,20 +220,21 @@ int run_train(TrainOptions& o) {
   config.dropout = o.dropout;
   config.pooling = o.pooling == "cls" ? nn::Pooling::kCls : nn::Pooling::kMean;
   nn::TextClassifier model(config, a.seed);
-  std::printf("model: %lld parameters (d_model %lld, heads %lld, layers %lld, d_ff %lld, max_len %lld); "
-              "precision %s%s; %d threads\n",
-              static_cast<long long>(model.parameter_count()), static_cast<long long>(config.d_model),
-              static_cast<long long>(config.heads), static_cast<long long>(config.layers),
-              static_cast<long long>(config.d_ff), static_cast<long long>(config.max_len), o.precision.c_str(),
-              a.fp16 ? (" " + a.fp16_opt_level + ", loss scale " + a.loss_scale).c_str() : "", omp_get_max_threads());
+  std::printf(
+      "model: %lld parameters (d_model %lld, heads %lld, layers %lld, d_ff %lld, max_len %lld); "
+      "precision %s%s; %d threads\n",
+      static_cast<long long>(model.parameter_count()), static_cast<long long>(config.d_model),
+      static_cast<long long>(config.heads), static_cast<long long>(config.layers), static_cast<long long>(config.d_ff),
+      static_cast<long long>(config.max_len), o.precision.c_str(),
+      a.fp16 ? (" " + a.fp16_opt_level + ", loss scale " + a.loss_scale).c_str() : "", omp_get_max_threads());
 
   std::vector<std::shared_ptr<train::TrainerCallback>> callbacks;
   callbacks.push_back(std::make_shared<ConsoleCallback>(has_eval && a.eval_strategy != "no"));
   if (o.early_stopping > 0) callbacks.push_back(std::make_shared<train::EarlyStoppingCallback>(a, o.early_stopping));
   train::Trainer trainer(model, a, train_set, has_eval ? &eval_set : nullptr, {}, callbacks);
-  const int64_t truncated = data::DataLoader(train_set, data::ByteTokenizer(config.pooling == nn::Pooling::kCls),
-                                             {.max_len = config.max_len})
-                                .truncated();
+  const int64_t truncated =
+      data::DataLoader(train_set, data::ByteTokenizer(config.pooling == nn::Pooling::kCls), {.max_len = config.max_len})
+          .truncated();
   if (truncated > 0) {
     std::printf("note: %lld training texts are longer than max_len %lld and were truncated\n",
                 static_cast<long long>(truncated), static_cast<long long>(config.max_len));
@@ -273,7 +287,8 @@ int run_eval(const std::string& checkpoint, const std::string& data_file, int64_
   Loaded l = load_model(checkpoint);
   const data::Dataset d = data::read_tsv(data_file, &l.labels);
   const train::EvalPrediction p = train::run_evaluation(*l.model, d, batch_size, l.autocast);
-  const train::ClassificationReport r = train::classification_report(p.predictions, p.label_ids, int64_t(l.labels.size()));
+  const train::ClassificationReport r =
+      train::classification_report(p.predictions, p.label_ids, int64_t(l.labels.size()));
   std::printf("%s\nloss %.4f\n%s", d.summary().c_str(), p.loss, train::format_report(r, l.labels).c_str());
   return 0;
 }
@@ -322,7 +337,9 @@ int main(int argc, char** argv) {
 
   std::vector<std::string> texts;
   CLI::App* predict_cmd = app.add_subcommand("predict", "label texts with a checkpoint");
-  predict_cmd->add_option("--checkpoint", checkpoint, "checkpoint directory")->required()->check(CLI::ExistingDirectory);
+  predict_cmd->add_option("--checkpoint", checkpoint, "checkpoint directory")
+      ->required()
+      ->check(CLI::ExistingDirectory);
   predict_cmd->add_option("texts", texts, "texts to label (default: one per stdin line)");
 
   std::string export_dir;

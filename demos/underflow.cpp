@@ -5,7 +5,6 @@
 //   3. A log-normal sample shaped like gradients, cast to fp16 as is and after multiplying by a
 //      loss scale: the histogram shows which part of the distribution falls where.
 #include <CLI/CLI.hpp>
-
 #include <cmath>
 #include <cstdio>
 #include <string>
@@ -56,7 +55,7 @@ void print_examples() {
   std::printf("%-14s %-16s %-38s %-11s %s\n", "value", "fp16 value", "bits (sign|exponent|mantissa)", "rel. error",
               "what happened");
   const std::vector<std::pair<const char*, double>> examples = {
-      {"1e-8", 1e-8}, {"3e-6", 3e-6}, {"6e-5", 6e-5}, {"1 + 2^-11", 1.0 + std::ldexp(1.0, -11)},
+      {"1e-8", 1e-8}, {"3e-6", 3e-6},   {"6e-5", 6e-5},   {"1 + 2^-11", 1.0 + std::ldexp(1.0, -11)},
       {"0.1", 0.1},   {"65519", 65519}, {"65520", 65520}, {"1e5", 1e5}};
   for (const auto& [name, x] : examples) {
     const half h(x);
@@ -145,9 +144,13 @@ int main(int argc, char** argv) {
   app.add_option("--scale", scale, "loss scale applied to the sample before the cast")
       ->capture_default_str()
       ->check(CLI::PositiveNumber);
-  app.add_option("--samples", samples, "size of the log-normal sample")->capture_default_str()->check(CLI::Range(int64_t{1}, int64_t{1} << 26));
+  app.add_option("--samples", samples, "size of the log-normal sample")
+      ->capture_default_str()
+      ->check(CLI::Range(int64_t{1}, int64_t{1} << 26));
   app.add_option("--mu", mu, "mean of log2|g|")->capture_default_str()->check(CLI::Range(-140.0, 120.0));
-  app.add_option("--sigma", sigma, "standard deviation of log2|g|")->capture_default_str()->check(CLI::Range(0.0, 30.0));
+  app.add_option("--sigma", sigma, "standard deviation of log2|g|")
+      ->capture_default_str()
+      ->check(CLI::Range(0.0, 30.0));
   app.add_option("--seed", seed, "random seed")->capture_default_str();
   CLI11_PARSE(app, argc, argv);
 

@@ -78,6 +78,21 @@ StateDict Module::state_dict() const {
   return out;
 }
 
+uint64_t Module::fingerprint() const {
+  uint64_t h = 0xcbf29ce484222325ull;
+  auto mix = [&h](const void* data, size_t n) {
+    const auto* bytes = static_cast<const unsigned char*>(data);
+    for (size_t i = 0; i < n; ++i) h = (h ^ bytes[i]) * 0x100000001b3ull;
+  };
+  for (const auto& [name, tensor] : named_parameters()) {
+    mix(name.data(), name.size());
+    const DType dtype = tensor.dtype();
+    mix(&dtype, sizeof dtype);
+    mix(tensor.bytes(), tensor.nbytes());
+  }
+  return h;
+}
+
 void Module::load_state_dict(const StateDict& state, bool strict) {
   std::set<std::string> used;
   for (const auto& [name, tensor] : named_parameters()) {

@@ -43,6 +43,9 @@ class Module {
   void zero_grad();
 
   StateDict state_dict() const;
+  // FNV-1a hash of every parameter's name, dtype and bytes: equal fingerprints mean bit-equal
+  // weights (used to show that training paths agree).
+  uint64_t fingerprint() const;
   // Copies values into the parameters. Every key must exist with the same shape (the dtype is
   // converted, rounding once); with strict, the state dict may hold no other keys. A mismatch
   // throws hg::Error naming the key and both shapes.
