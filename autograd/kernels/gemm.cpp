@@ -64,6 +64,7 @@ inline PackBuffers& thread_pack_buffers() {
 #include "hwy/foreach_target.h"  // IWYU pragma: keep
 #include "hwy/cache_control.h"
 #include "hwy/highway.h"
+#include "precision/convert-inl.h"
 
 HWY_BEFORE_NAMESPACE();
 namespace hg::kernels::HWY_NAMESPACE {
@@ -96,32 +97,20 @@ static_assert(kMC % kMR == 0 && kNC % kNR == 0);
 constexpr size_t kPackSlack = 16;
 
 // ---------------------------------------------------------------------------------------------
-// The one place where stored elements become f32 (to be replaced by precision/convert-inl.h):
-// Lanes(df) elements of dtype kT from base[index...], widened exactly.
+// The one place where stored elements become f32: Lanes(df) elements of dtype kT from
+// base[index...], widened exactly by the project's conversion helpers (precision/convert-inl.h:
+// F16C on AVX2/AVX3, the exact integer decode elsewhere -- Highway 1.0.3's own f16 PromoteTo
+// turns inf/NaN into finite numbers on SSE4/SCALAR).
 template <DType kT, class D>
 HWY_INLINE hn::Vec<D> LoadWiden(D df, const void* HWY_RESTRICT base, size_t index) {
   if constexpr (kT == DType::f32) {
     return hn::LoadU(df, static_cast<const float*>(base) + index);
-  } else if constexpr (kT == DType::bf16) {
-    const hn::Rebind<hwy::bfloat16_t, D> dbf;
-    return hn::PromoteTo(df, hn::LoadU(dbf, static_cast<const hwy::bfloat16_t*>(base) + index));
   } else {
-    const hn::Rebind<hwy::float16_t, D> dh;
-    const auto h = hn::LoadU(dh, static_cast<const hwy::float16_t*>(base) + index);
-    const auto f = hn::PromoteTo(df, h);
-#if HWY_ARCH_X86 && HWY_TARGET <= HWY_AVX2 && !defined(HWY_DISABLE_F16C)
-    return f;  // F16C's vcvtph2ps
-#else
-    // Highway 1.0.3 emulates the conversion here without special-casing exponent 31: inf and NaN
-    // come out as finite 2^16 * 1.m. Such inputs get f32's all-ones exponent back (sign and
-    // payload kept), so inf stays inf and NaN stays NaN.
-    const hn::RebindToUnsigned<D> du;
+    namespace hp = hg::precision::HWY_NAMESPACE;
     const hn::Rebind<uint16_t, D> du16;
-    const auto bits = hn::PromoteTo(du, hn::BitCast(du16, h));
-    const auto special = hn::RebindMask(df, hn::And(bits, hn::Set(du, 0x7C00u)) ==
-                                                hn::Set(du, 0x7C00u));
-    return hn::IfThenElse(special, hn::Or(f, hn::BitCast(df, hn::Set(du, 0x7F800000u))), f);
-#endif
+    const auto bits = hn::LoadU(du16, static_cast<const uint16_t*>(base) + index);
+    if constexpr (kT == DType::bf16) return hp::PromoteBF16ToF32(df, bits);
+    return hp::PromoteF16ToF32(df, bits);
   }
 }
 
