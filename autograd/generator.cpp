@@ -2,6 +2,7 @@
 // computes its own counter, so the result is identical for any thread count.
 #include "autograd/generator.h"
 
+#include <algorithm>
 #include <cmath>
 #include <numbers>
 
@@ -34,11 +35,20 @@ float unit_float(uint32_t bits) { return float(bits >> 8) * 0x1.0p-24f; }
 }  // namespace
 
 void Generator::uniform(std::span<float> out, float low, float high) {
+  // Counter c = offset + i selects word c % 4 of block c / 4: still a pure function of
+  // (seed, c), and one Philox evaluation serves four elements.
   const uint64_t base = offset_;
   const float width = high - low;
-#pragma omp parallel for schedule(static) if (out.size() > 65536)
-  for (size_t i = 0; i < out.size(); ++i) {
-    out[i] = low + width * unit_float(block(seed_, base + i)[0]);
+  const int64_t n = int64_t(out.size());
+#pragma omp parallel for schedule(static) if (n > 65536)
+  for (int64_t i = 0; i < n; i += 4) {
+    const uint64_t first = base + uint64_t(i);
+    std::array<uint32_t, 4> words = block(seed_, first / 4);
+    for (int64_t j = i; j < std::min(n, i + 4); ++j) {
+      const uint64_t c = base + uint64_t(j);
+      if (c / 4 != first / 4) words = block(seed_, c / 4);  // an unaligned start crosses a block
+      out[size_t(j)] = low + width * unit_float(words[c % 4]);
+    }
   }
   offset_ += out.size();
 }
@@ -57,6 +67,9 @@ void Generator::normal(std::span<float> out, float mean, float stddev) {
   offset_ += out.size();
 }
 
-uint32_t Generator::next_u32() { return block(seed_, offset_++)[0]; }
+uint32_t Generator::next_u32() {  // the same counter -> word mapping as uniform()
+  const uint64_t c = offset_++;
+  return block(seed_, c / 4)[c % 4];
+}
 
 }  // namespace hg
