@@ -1,0 +1,93 @@
+// Checkpoint directories, laid out like Hugging Face Trainer's:
+//   output_dir/checkpoint-<step>/
+//     model.safetensors      the model's state dict (metadata {"format": "pt"}, as transformers
+//                            writes it), PyTorch parameter names
+//     config.json            model config and label names (the caller's JSON)
+//     optimizer.safetensors  optimizer state tensors ("state.<param index>.<name>")
+//     optimizer.json         optimizer scalars (steps, hyperparameters, groups)
+//     scheduler.json, scaler.json, rng_state.json, trainer_state.json
+//     checkpoint.json        manifest written last: every file above and its size
+// A checkpoint is written into output_dir/.tmp-checkpoint-<step>-<pid>/ (each file to a
+// temporary name, fsync'ed, renamed), the directory is fsync'ed and renamed into place
+// (atomically exchanged with an existing checkpoint of the same step), then output_dir is
+// fsync'ed. A crash at any moment leaves the previous complete checkpoint or the new one, plus
+// at most a stale dot-directory that the next save_checkpoint (or cleanup_checkpoints) removes.
+// Not here: building the JSON of each component (the trainer does), or concurrent saves into
+// one output_dir from several machines.
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "nn/module.h"
+#include "optim/optimizer.h"
+
+namespace hg::train {
+
+struct Checkpoint {
+  nn::StateDict model;              // -> model.safetensors
+  nlohmann::json config;            // -> config.json
+  optim::OptimizerState optimizer;  // -> optimizer.safetensors (tensors) + optimizer.json (meta)
+  nlohmann::json scheduler;         // -> scheduler.json
+  nlohmann::json scaler;            // -> scaler.json
+  nlohmann::json rng;               // -> rng_state.json
+  nlohmann::json trainer_state;     // -> trainer_state.json
+};
+
+// The files of a complete checkpoint directory, the manifest (kManifestFile) last.
+const std::vector<std::string>& checkpoint_files();
+inline constexpr const char* kManifestFile = "checkpoint.json";
+
+// Writes output_dir/checkpoint-<step>/ atomically (see above), replacing a checkpoint of the same
+// step, and returns its path. Creates output_dir if needed and first removes stale temporary
+// directories of crashed saves. On an error nothing is left behind and an existing checkpoint
+// of that step is untouched.
+std::filesystem::path save_checkpoint(const std::filesystem::path& output_dir, int64_t step,
+                                      const Checkpoint& checkpoint);
+
+// Reads a checkpoint directory after verify_checkpoint. Errors name the directory and the file.
+Checkpoint load_checkpoint(const std::filesystem::path& dir);
+
+// Throws hg::Error naming the first problem: a missing file (by name), a missing or unreadable
+// manifest, or a file whose size differs from the manifest's (truncated or replaced).
+void verify_checkpoint(const std::filesystem::path& dir);
+// verify_checkpoint without the exception.
+bool checkpoint_complete(const std::filesystem::path& dir);
+
+// The step of a "checkpoint-<digits>" directory name, or nullopt for any other name.
+std::optional<int64_t> checkpoint_step(const std::filesystem::path& dir);
+
+// Complete checkpoint directories in output_dir, by increasing step (empty if output_dir does not
+// exist). Temporary and incomplete directories are ignored.
+std::vector<std::filesystem::path> list_checkpoints(const std::filesystem::path& output_dir);
+// The complete checkpoint of the highest step (transformers' get_last_checkpoint), or an empty
+// path.
+std::filesystem::path latest_checkpoint(const std::filesystem::path& output_dir);
+
+// Deletes the oldest complete checkpoints so that the newest save_total_limit remain, never
+// deleting `keep` (the best model: it is kept in addition to the newest save_total_limit, where
+// transformers would count it within the limit). save_total_limit <= 0 keeps everything, as
+// transformers' None. Incomplete directories are left alone. Each deleted directory is first
+// renamed to a temporary name, so a crash mid-delete leaves no half checkpoint under a
+// checkpoint name. Returns the deleted paths.
+std::vector<std::filesystem::path> rotate_checkpoints(const std::filesystem::path& output_dir,
+                                                      int64_t save_total_limit,
+                                                      const std::filesystem::path& keep = {});
+
+// Removes the temporary directories of saves and deletes whose process is gone (a different pid
+// that no longer runs); restores a checkpoint that a crash left renamed aside (the fallback for
+// file systems without RENAME_EXCHANGE). Returns how many directories it removed or restored.
+int cleanup_checkpoints(const std::filesystem::path& output_dir);
+
+namespace detail {
+// For tests: replace an existing checkpoint by renaming it aside and the new one into place (the
+// path taken on file systems without RENAME_EXCHANGE) instead of exchanging them.
+void force_rename_aside(bool on);
+}  // namespace detail
+
+}  // namespace hg::train
