@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# The main job: build, then run the default halfgrad program.
+# The main job: build, then train the language-id classifier (fp16 O2); extra flags go to `halfgrad train`.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/build.sh
-exec build/bin/underflow "$@"
+exec build/bin/halfgrad train "$@"

@@ -117,6 +117,40 @@ TEST_CASE("a short fp16 run learns the synthetic task", "[train]") {
   fs::remove_all(dir);
 }
 
+TEST_CASE("halfgrad command: train on TSV files, then eval and predict with the checkpoint", "[train][cli]") {
+  const fs::path dir = fresh_dir("cli_flow");
+  fs::create_directories(dir);
+  const data::Dataset train_set = data::synthetic_dataset(600, 3, 11), test_set = data::synthetic_dataset(150, 3, 12);
+  data::write_tsv(train_set, (dir / "train.tsv").string());
+  data::write_tsv(test_set, (dir / "test.tsv").string());
+  const std::string out = (dir / "out").string();
+  const auto trained = testing::run_program(
+      "halfgrad", "train --train " + (dir / "train.tsv").string() + " --eval " + (dir / "test.tsv").string() +
+                      " --epochs 3 --batch-size 32 --lr 3e-3 --warmup-steps 5 --d-model 32 --heads 2 --layers 1"
+                      " --d-ff 64 --max-len 16 --output-dir " + out);
+  INFO(trained.output);
+  REQUIRE(trained.exit_code == 0);
+  CHECK_THAT(trained.output, Catch::Contains("synthetic") || Catch::Contains("train.tsv: 600 examples, 3 classes"));
+  CHECK_THAT(trained.output, Catch::Contains("confusion matrix"));
+  const fs::path checkpoint = latest_checkpoint(out);
+  REQUIRE(!checkpoint.empty());
+  CHECK(checkpoint.filename() == "checkpoint-57");  // 3 epochs of ceil(600 / 32) = 19 steps
+
+  const auto evaluated = testing::run_program("halfgrad", "eval --checkpoint " + checkpoint.string() + " --data " +
+                                                              (dir / "test.tsv").string());
+  INFO(evaluated.output);
+  REQUIRE(evaluated.exit_code == 0);
+  std::smatch m;
+  REQUIRE(std::regex_search(evaluated.output, m, std::regex(R"(accuracy ([0-9.]+))")));
+  CHECK(std::stod(m[1]) > 0.9);
+
+  const auto predicted = testing::run_program("halfgrad", "predict --checkpoint " + checkpoint.string() + " aabbab ccdcdd");
+  INFO(predicted.output);
+  REQUIRE(predicted.exit_code == 0);
+  CHECK_THAT(predicted.output, Catch::Contains("aabbab\tclass0") && Catch::Contains("ccdcdd\tclass1"));
+  fs::remove_all(dir);
+}
+
 TEST_CASE("halfgrad command: bad input gives a one-line error and a non-zero exit code", "[train][cli]") {
   const fs::path dir = fresh_dir("cli");
   fs::create_directories(dir);
