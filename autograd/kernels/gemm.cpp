@@ -441,13 +441,6 @@ void check_operand(const GemmOperand& x, const char* name, int64_t rows, int64_t
   }
 }
 
-GemmOperand batch_member(const GemmOperand& x, int64_t i) {
-  GemmOperand member = x;
-  member.data = static_cast<const char*>(x.data) +
-                i * x.batch_stride * static_cast<int64_t>(element_size(x.dtype));
-  return member;
-}
-
 }  // namespace
 
 // batch x [op(A): (M,K), op(B): (K,N) -> C: (M,N), ldc]
@@ -472,8 +465,8 @@ void gemm_batched(float* c, int64_t ldc, int64_t c_batch_stride, const GemmOpera
   const int64_t tasks = batch * parts;
   const auto run = [&](int64_t t) {
     const int64_t i = t / parts;
-    HWY_DYNAMIC_DISPATCH(GemmPartImpl)(c + i * c_batch_stride, ldc, batch_member(a, i),
-                                       batch_member(b, i), m, n, k, options.accumulate, t % parts,
+    HWY_DYNAMIC_DISPATCH(GemmPartImpl)(c + i * c_batch_stride, ldc, a.member(i),
+                                       b.member(i), m, n, k, options.accumulate, t % parts,
                                        parts);
   };
   if (team == 1) {  // no OpenMP region at all: even an inactive one costs a team setup

@@ -23,6 +23,13 @@ struct GemmOperand {
   bool transposed = false;
   int64_t batch_stride = 0;    // gemm_batched only: elements from one matrix to the next
                                // (0 reuses one matrix for the whole batch)
+
+  // Matrix i of a batch: data advanced by i * batch_stride elements.
+  GemmOperand member(int64_t i) const {
+    GemmOperand m = *this;
+    m.data = static_cast<const char*>(data) + i * batch_stride * static_cast<int64_t>(element_size(dtype));
+    return m;
+  }
 };
 
 struct GemmOptions {

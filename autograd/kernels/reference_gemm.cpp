@@ -15,13 +15,6 @@ float element(const GemmOperand& x, int64_t r, int64_t c) {
                                : precision::decode<precision::kBFloat16>(bits);
 }
 
-GemmOperand batch_member(const GemmOperand& x, int64_t i) {
-  GemmOperand member = x;
-  member.data = static_cast<const char*>(x.data) +
-                i * x.batch_stride * static_cast<int64_t>(element_size(x.dtype));
-  return member;
-}
-
 }  // namespace
 
 // op(A): (M,K), op(B): (K,N) -> C: (M,N), ldc
@@ -41,7 +34,7 @@ void reference_gemm_batched(float* c, int64_t ldc, int64_t c_batch_stride, const
                             const GemmOperand& b, int64_t batch, int64_t m, int64_t n, int64_t k,
                             GemmOptions options) {
   for (int64_t i = 0; i < batch; ++i) {
-    reference_gemm(c + i * c_batch_stride, ldc, batch_member(a, i), batch_member(b, i), m, n, k,
+    reference_gemm(c + i * c_batch_stride, ldc, a.member(i), b.member(i), m, n, k,
                    options);
   }
 }

@@ -77,18 +77,13 @@ TEST_CASE("modes set the model dtype, the optimizer's tensors and the scaler", "
 
 namespace {
 
+// A one-layer classifier over 32 token ids, small enough to train in a test.
+constexpr nn::ClassifierConfig kTiny{.vocab = 32, .max_len = 8, .d_model = 32, .heads = 2, .d_ff = 64, .layers = 1,
+                                     .classes = 4, .dropout = 0.0f};
+
 // Trains a tiny classifier on one fixed batch; returns the final accuracy on it.
 float overfit(Precision precision, OptLevel level) {
-  nn::ClassifierConfig config;
-  config.vocab = 32;
-  config.max_len = 8;
-  config.d_model = 32;
-  config.heads = 2;
-  config.d_ff = 64;
-  config.layers = 1;
-  config.classes = 4;
-  config.dropout = 0.0f;
-  nn::TextClassifier model(config, 7);
+  nn::TextClassifier model(kTiny, 7);
   MixedPrecision mp(model, {.precision = precision, .opt_level = level});
   AdamW opt(decay_groups(mp.optimizer_parameters(), 3e-3f, 0.01f));
   Generator gen(11);
@@ -127,16 +122,8 @@ TEST_CASE("without loss scaling small fp16 gradients underflow to zero; scaling 
   // A loss multiplied by 2^-20 stands in for a loss whose gradients are tiny: most f16
   // parameter gradients fall below 2^-24 and flush to zero, unless the loss is first
   // multiplied by the scaler's 2^16.
-  nn::ClassifierConfig config;
-  config.vocab = 32;
-  config.max_len = 8;
-  config.d_model = 32;
-  config.heads = 2;
-  config.d_ff = 64;
-  config.layers = 1;
-  config.dropout = 0.0f;
   auto zero_share = [&](LossScaling::Kind kind) {
-    nn::TextClassifier model(config, 5);
+    nn::TextClassifier model(kTiny, 5);
     MixedPrecision mp(model, {.precision = Precision::kFp16, .opt_level = OptLevel::kO2, .loss_scaling = {kind}});
     const Indices x({1, 5, 9, 2, 7, 3, 30, 4, 11, 6, 8, 12, 13, 14, 15, 16}, {2, 8}), m(std::vector<int32_t>(16, 1), {2, 8});
     Autocast ac = mp.autocast();
