@@ -1,12 +1,13 @@
-// Elementwise ops, each forward followed by its backward. Kernels are f32 loops over one
-// chunk (ops/map.h handles broadcasting, dtypes and the single rounding).
+// Elementwise ops, each forward followed by its backward. The f32 kernels are
+// autograd/kernels/elementwise.h, called once per chunk (ops/map.h handles broadcasting, dtypes
+// and the single rounding).
 #include "autograd/ops/elementwise.h"
 
-#include <cmath>
-#include <numbers>
+#include <vector>
 
 #include "autograd/autocast.h"
 #include "autograd/error.h"
+#include "autograd/kernels/elementwise.h"
 #include "autograd/ops/map.h"
 #include "autograd/tape.h"
 
@@ -18,32 +19,26 @@ using Ptrs = std::array<const float*, K>;
 
 namespace {
 
-// Binary op with broadcasting: y[i] = f(a[i], b[i]) in f32.
-template <class F>
-Tensor binary(const Tensor& a, const Tensor& b, const char* op, F f) {
+using BinaryKernel = void (*)(float*, const float*, const float*, int64_t);
+using UnaryKernel = void (*)(float*, const float*, int64_t);
+
+// Binary op with broadcasting: y = kernel(a, b) in f32.
+Tensor binary(const Tensor& a, const Tensor& b, const char* op, BinaryKernel kernel) {
   const Shape shape = detail::broadcast_shapes(a.shape(), b.shape(), op);
   const DType dtype = autocast_dtype(CastPolicy::kPromote, {a, b});
-  return map<2>(shape, dtype, {a, b}, [f](float* y, const Ptrs<2>& x, int64_t n) {
-    for (int64_t i = 0; i < n; ++i) y[i] = f(x[0][i], x[1][i]);
-  });
+  return map<2>(shape, dtype, {a, b}, [kernel](float* y, const Ptrs<2>& x, int64_t n) { kernel(y, x[0], x[1], n); });
 }
 
-// Unary op: y[i] = f(x[i]) in f32, output in `dtype`.
-template <class F>
-Tensor unary(const Tensor& x, DType dtype, F f) {
-  return map<1>(x.shape(), dtype, {x}, [f](float* y, const Ptrs<1>& in, int64_t n) {
-    for (int64_t i = 0; i < n; ++i) y[i] = f(in[0][i]);
-  });
+// Unary op: y = kernel(x) in f32, output in `dtype`.
+Tensor unary(const Tensor& x, DType dtype, UnaryKernel kernel) {
+  return map<1>(x.shape(), dtype, {x}, [kernel](float* y, const Ptrs<1>& in, int64_t n) { kernel(y, in[0], n); });
 }
 
-// Gradient of a unary op from one saved tensor s (the input or the output):
-// dx[i] = dy[i] * f'(s[i]), rounded once.
-template <class F>
-Tensor unary_grad(const Tensor& dy, const Tensor& saved, F derivative) {
+// Gradient of a unary op from one saved tensor s (the input or the output): dx = kernel(dy, s),
+// dx = dy * f'(s) rounded once.
+Tensor unary_grad(const Tensor& dy, const Tensor& saved, BinaryKernel kernel) {
   return map<2>(dy.shape(), promote(dy.dtype(), saved.dtype()), {dy, saved},
-                [derivative](float* y, const Ptrs<2>& x, int64_t n) {
-                  for (int64_t i = 0; i < n; ++i) y[i] = x[0][i] * derivative(x[1][i]);
-                });
+                [kernel](float* dx, const Ptrs<2>& x, int64_t n) { kernel(dx, x[0], x[1], n); });
 }
 
 // Runs an f32-policy op: casts x to f32 under autocast.
@@ -54,7 +49,7 @@ Tensor f32_policy_input(const Tensor& x) {
 }  // namespace
 
 Tensor add(const Tensor& a, const Tensor& b) {
-  Tensor y = binary(a, b, "add", [](float p, float q) { return p + q; });
+  Tensor y = binary(a, b, "add", kernels::add);
   return record("add", y, {a, b}, [a, b](const Tensor& dy) {
     accumulate_grad(a, dy);
     accumulate_grad(b, dy);
@@ -62,7 +57,7 @@ Tensor add(const Tensor& a, const Tensor& b) {
 }
 
 Tensor sub(const Tensor& a, const Tensor& b) {
-  Tensor y = binary(a, b, "sub", [](float p, float q) { return p - q; });
+  Tensor y = binary(a, b, "sub", kernels::sub);
   return record("sub", y, {a, b}, [a, b](const Tensor& dy) {
     accumulate_grad(a, dy);
     if (b.requires_grad()) accumulate_grad(b, neg(dy));
@@ -70,7 +65,7 @@ Tensor sub(const Tensor& a, const Tensor& b) {
 }
 
 Tensor mul(const Tensor& a, const Tensor& b) {
-  Tensor y = binary(a, b, "mul", [](float p, float q) { return p * q; });
+  Tensor y = binary(a, b, "mul", kernels::mul);
   return record("mul", y, {a, b}, [a, b](const Tensor& dy) {
     if (a.requires_grad()) accumulate_grad(a, mul(dy, b.detach()));
     if (b.requires_grad()) accumulate_grad(b, mul(dy, a.detach()));
@@ -78,117 +73,98 @@ Tensor mul(const Tensor& a, const Tensor& b) {
 }
 
 Tensor div(const Tensor& a, const Tensor& b) {
-  Tensor y = binary(a, b, "div", [](float p, float q) { return p / q; });
+  Tensor y = binary(a, b, "div", kernels::div);
   return record("div", y, {a, b}, [a, b](const Tensor& dy) {
     // d(a/b)/da = 1/b; d(a/b)/db = -a/b^2, computed in one f32 expression, rounded once.
     if (a.requires_grad()) accumulate_grad(a, div(dy, b.detach()));
     if (b.requires_grad()) {
       const Shape shape = detail::broadcast_shapes(dy.shape(), a.shape(), "div backward");
-      const Tensor bb = b.detach(), aa = a.detach();
-      accumulate_grad(b, map<3>(shape, promote(dy.dtype(), b.dtype()), {dy, aa, bb},
-                                [](float* y, const Ptrs<3>& x, int64_t n) {
-                                  for (int64_t i = 0; i < n; ++i) y[i] = -x[0][i] * x[1][i] / (x[2][i] * x[2][i]);
+      accumulate_grad(b, map<3>(shape, promote(dy.dtype(), b.dtype()), {dy, a.detach(), b.detach()},
+                                [](float* db, const Ptrs<3>& x, int64_t n) {
+                                  kernels::div_backward_divisor(db, x[0], x[1], x[2], n);
                                 }));
     }
   });
 }
 
 Tensor neg(const Tensor& x) {
-  Tensor y = unary(x, x.dtype(), [](float v) { return -v; });
+  Tensor y = unary(x, x.dtype(), kernels::neg);
   return record("neg", y, {x}, [x](const Tensor& dy) { accumulate_grad(x, neg(dy)); });
 }
 
 Tensor add_scalar(const Tensor& x, float s) {
-  Tensor y = unary(x, x.dtype(), [s](float v) { return v + s; });
+  Tensor y = map<1>(x.shape(), x.dtype(), {x}, [s](float* out, const Ptrs<1>& in, int64_t n) {
+    kernels::add_scalar(out, in[0], s, n);
+  });
   return record("add_scalar", y, {x}, [x](const Tensor& dy) { accumulate_grad(x, dy); });
 }
 
 Tensor mul_scalar(const Tensor& x, float s) {
-  Tensor y = unary(x, x.dtype(), [s](float v) { return v * s; });
+  Tensor y = map<1>(x.shape(), x.dtype(), {x}, [s](float* out, const Ptrs<1>& in, int64_t n) {
+    kernels::mul_scalar(out, in[0], s, n);
+  });
   return record("mul_scalar", y, {x}, [x, s](const Tensor& dy) { accumulate_grad(x, mul_scalar(dy, s)); });
 }
 
 Tensor pow_scalar(const Tensor& x0, float p) {
   const Tensor x = f32_policy_input(x0);
-  Tensor y = unary(x, x.dtype(), [p](float v) { return std::pow(v, p); });
+  Tensor y = map<1>(x.shape(), x.dtype(), {x}, [p](float* out, const Ptrs<1>& in, int64_t n) {
+    kernels::pow_scalar(out, in[0], p, n);
+  });
   return record("pow", y, {x}, [x, p](const Tensor& dy) {
-    accumulate_grad(x, unary_grad(dy, x.detach(), [p](float v) { return p * std::pow(v, p - 1.0f); }));
+    // d/dx x^p = p x^(p-1)
+    accumulate_grad(x, map<2>(dy.shape(), promote(dy.dtype(), x.dtype()), {dy, x.detach()},
+                              [p](float* dx, const Ptrs<2>& in, int64_t n) {
+                                kernels::pow_scalar_backward(dx, in[0], in[1], p, n);
+                              }));
   });
 }
 
 Tensor exp(const Tensor& x0) {
   const Tensor x = f32_policy_input(x0);
-  Tensor y = unary(x, x.dtype(), [](float v) { return std::exp(v); });
+  Tensor y = unary(x, x.dtype(), kernels::exp);
   // d exp(x) = exp(x): backward reads the output.
   const Tensor saved = y.detach();
-  return record("exp", y, {x}, [x, saved](const Tensor& dy) {
-    accumulate_grad(x, unary_grad(dy, saved, [](float e) { return e; }));
-  });
+  return record("exp", y, {x}, [x, saved](const Tensor& dy) { accumulate_grad(x, unary_grad(dy, saved, kernels::mul)); });
 }
 
 Tensor log(const Tensor& x0) {
   const Tensor x = f32_policy_input(x0);
-  Tensor y = unary(x, x.dtype(), [](float v) { return std::log(v); });
-  return record("log", y, {x}, [x](const Tensor& dy) {
-    accumulate_grad(x, unary_grad(dy, x.detach(), [](float v) { return 1.0f / v; }));
-  });
+  Tensor y = unary(x, x.dtype(), kernels::log);
+  // d log(x) = 1/x: dy / x, rounded once.
+  return record("log", y, {x}, [x](const Tensor& dy) { accumulate_grad(x, unary_grad(dy, x.detach(), kernels::div)); });
 }
 
 Tensor sqrt(const Tensor& x0) {
   const Tensor x = f32_policy_input(x0);
-  Tensor y = unary(x, x.dtype(), [](float v) { return std::sqrt(v); });
+  Tensor y = unary(x, x.dtype(), kernels::sqrt);
   const Tensor saved = y.detach();
   return record("sqrt", y, {x}, [x, saved](const Tensor& dy) {
-    accumulate_grad(x, unary_grad(dy, saved, [](float r) { return 0.5f / r; }));
+    accumulate_grad(x, unary_grad(dy, saved, kernels::sqrt_backward));
   });
 }
 
 Tensor tanh(const Tensor& x) {
-  Tensor y = unary(x, x.dtype(), [](float v) { return std::tanh(v); });
+  Tensor y = unary(x, x.dtype(), kernels::tanh);
   const Tensor saved = y.detach();
   return record("tanh", y, {x}, [x, saved](const Tensor& dy) {
-    accumulate_grad(x, unary_grad(dy, saved, [](float t) { return 1.0f - t * t; }));
+    accumulate_grad(x, unary_grad(dy, saved, kernels::tanh_backward));
   });
 }
 
 Tensor relu(const Tensor& x) {
-  Tensor y = unary(x, x.dtype(), [](float v) { return v > 0.0f ? v : 0.0f; });
+  Tensor y = unary(x, x.dtype(), kernels::relu);
   return record("relu", y, {x}, [x](const Tensor& dy) {
-    // relu'(0) = 0, as torch.
-    accumulate_grad(x, unary_grad(dy, x.detach(), [](float v) { return v > 0.0f ? 1.0f : 0.0f; }));
+    // relu'(0) = 0, as torch; dy is passed where x > 0 (or NaN), else 0 (torch's threshold_backward).
+    accumulate_grad(x, unary_grad(dy, x.detach(), kernels::relu_backward));
   });
 }
 
-namespace {
-
-constexpr float kSqrt2OverPi = 0.7978845608028654f;  // sqrt(2/pi)
-constexpr float kGeluCubic = 0.044715f;
-constexpr float kInvSqrt2 = 0.7071067811865476f;
-constexpr float kInvSqrt2Pi = 0.3989422804014327f;  // 1/sqrt(2 pi)
-
-float gelu_tanh(float x) {
-  return 0.5f * x * (1.0f + std::tanh(kSqrt2OverPi * (x + kGeluCubic * x * x * x)));
-}
-float gelu_tanh_derivative(float x) {
-  const float u = kSqrt2OverPi * (x + kGeluCubic * x * x * x);
-  const float t = std::tanh(u);
-  const float du = kSqrt2OverPi * (1.0f + 3.0f * kGeluCubic * x * x);
-  return 0.5f * (1.0f + t) + 0.5f * x * (1.0f - t * t) * du;
-}
-float gelu_erf(float x) { return 0.5f * x * (1.0f + std::erf(x * kInvSqrt2)); }
-// d/dx x Phi(x) = Phi(x) + x phi(x)
-float gelu_erf_derivative(float x) {
-  return 0.5f * (1.0f + std::erf(x * kInvSqrt2)) + x * kInvSqrt2Pi * std::exp(-0.5f * x * x);
-}
-
-}  // namespace
-
 Tensor gelu(const Tensor& x, GeluApproximation approximation) {
   const bool tanh_form = approximation == GeluApproximation::kTanh;
-  Tensor y = tanh_form ? unary(x, x.dtype(), gelu_tanh) : unary(x, x.dtype(), gelu_erf);
+  Tensor y = unary(x, x.dtype(), tanh_form ? kernels::gelu_tanh : kernels::gelu);
   return record("gelu", y, {x}, [x, tanh_form](const Tensor& dy) {
-    accumulate_grad(x, tanh_form ? unary_grad(dy, x.detach(), gelu_tanh_derivative)
-                                 : unary_grad(dy, x.detach(), gelu_erf_derivative));
+    accumulate_grad(x, unary_grad(dy, x.detach(), tanh_form ? kernels::gelu_tanh_backward : kernels::gelu_backward));
   });
 }
 
@@ -200,11 +176,11 @@ Tensor masked_fill(const Tensor& x, const Indices& mask, float value) {
   std::vector<float> m(mask.values.begin(), mask.values.end());
   const Tensor keep = Tensor::from_vector(m, mask.shape);
   Tensor y = map<2>(shape, x.dtype(), {x, keep}, [value](float* out, const Ptrs<2>& in, int64_t n) {
-    for (int64_t i = 0; i < n; ++i) out[i] = in[1][i] != 0.0f ? value : in[0][i];
+    kernels::masked_fill(out, in[0], in[1], value, n);
   });
   return record("masked_fill", y, {x}, [x, keep](const Tensor& dy) {
     accumulate_grad(x, map<2>(dy.shape(), dy.dtype(), {dy, keep}, [](float* out, const Ptrs<2>& in, int64_t n) {
-      for (int64_t i = 0; i < n; ++i) out[i] = in[1][i] != 0.0f ? 0.0f : in[0][i];
+      kernels::masked_fill(out, in[0], in[1], 0.0f, n);
     }));
   });
 }

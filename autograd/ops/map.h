@@ -1,10 +1,13 @@
-// The elementwise engine behind every pointwise op (internal to autograd/ops): broadcasting,
-// and `map`, which computes an output chunk by chunk in f32: widen the inputs of a chunk
-// (exact), run an f32 kernel on it, round the chunk once into the output's dtype with the
-// active RoundingScope. Chunks are fixed-size and independent, so OpenMP may split them any
-// way without changing a bit.
+// The elementwise and row engines behind the pointwise and row ops (internal to autograd/ops):
+// broadcasting; `map`, which computes an output chunk by chunk in f32: widen the inputs of a
+// chunk (exact), run an f32 kernel on it, round the chunk once into the output's dtype with the
+// active RoundingScope; and `for_rows`/`map_rows`, the same over blocks of whole rows. Chunks
+// and row blocks are fixed by the shape alone and independent, so OpenMP may split them any way
+// without changing a bit. f32 inputs and outputs are used in place (widening or narrowing f32
+// is a copy).
 #pragma once
 
+#include <algorithm>
 #include <array>
 #include <cstdint>
 #include <vector>
@@ -16,6 +19,11 @@
 namespace hg::detail {
 
 inline constexpr int64_t kChunk = 2048;
+// Elements below which an op runs on the calling thread: waking the team costs microseconds,
+// more than a pass over this many elements (and far more when a core is busy).
+inline constexpr int64_t kParallelElements = 1 << 15;
+// Elements per row block of for_rows (at least one row per block).
+inline constexpr int64_t kRowBlockElements = 1 << 14;
 
 // numpy broadcasting of two shapes; throws naming `op` and both shapes when incompatible.
 Shape broadcast_shapes(const Shape& a, const Shape& b, const char* op);
@@ -24,7 +32,7 @@ Shape broadcast_shapes(const Shape& a, const Shape& b, const char* op);
 void widen_broadcast(float* dst, const Tensor& in, const Shape& out_shape, int64_t start, int64_t n);
 
 // out = kernel(inputs...) over `shape`. kernel(float* y, const std::array<const float*, K>& x,
-// int64_t n) sees each input already broadcast to `shape` and widened.
+// int64_t n) sees each input already broadcast to `shape` and widened; y does not alias x.
 template <size_t K, class Kernel>
 Tensor map(const Shape& shape, DType dtype, const std::array<Tensor, K>& inputs, Kernel kernel) {
   Tensor out = Tensor::empty(shape, dtype);
@@ -33,7 +41,12 @@ Tensor map(const Shape& shape, DType dtype, const std::array<Tensor, K>& inputs,
   const precision::RoundingOptions rounding = current_rounding();
   const uint64_t seed = current_rounding_seed();
   const uint64_t events = dtype == DType::f32 ? 0 : reserve_rounding_events(uint64_t(n));
-#pragma omp parallel for schedule(static) if (chunks > 8)
+  std::array<const float*, K> in_place{};  // f32 inputs of the output's shape, else null
+  for (size_t i = 0; i < K; ++i) {
+    if (inputs[i].dtype() == DType::f32 && inputs[i].shape() == shape) in_place[i] = inputs[i].template data<float>();
+  }
+  float* const out_f32 = dtype == DType::f32 ? out.data<float>() : nullptr;
+#pragma omp parallel for schedule(static) if (n >= kParallelElements)
   for (int64_t c = 0; c < chunks; ++c) {
     const int64_t start = c * kChunk;
     const int64_t len = std::min(kChunk, n - start);
@@ -41,43 +54,96 @@ Tensor map(const Shape& shape, DType dtype, const std::array<Tensor, K>& inputs,
     alignas(64) float y[kChunk];
     std::array<const float*, K> xs;
     for (size_t i = 0; i < K; ++i) {
-      widen_broadcast(x[i], inputs[i], shape, start, len);
-      xs[i] = x[i];
+      if (in_place[i]) {
+        xs[i] = in_place[i] + start;
+      } else {
+        widen_broadcast(x[i], inputs[i], shape, start, len);
+        xs[i] = x[i];
+      }
     }
-    kernel(y, xs, len);
-    kernels::narrow(out.bytes(), dtype, start, y, len, rounding, seed, events + uint64_t(start));
+    if (out_f32) {
+      kernel(out_f32 + start, xs, len);
+    } else {
+      kernel(y, xs, len);
+      kernels::narrow(out.bytes(), dtype, start, y, len, rounding, seed, events + uint64_t(start));
+    }
   }
   return out;
 }
 
-// Row-wise ops (softmax, layer_norm, ...): every input holds `rows` rows of `width` elements
-// (no broadcasting). kernel(float* y, const std::array<const float*, K>& x, int64_t row) maps
-// one widened row to one f32 output row of `out_width` elements, rounded once into `dtype`.
+// A block of consecutive rows: block `index` holds rows [first, first + count).
+struct RowBlock {
+  int64_t index, first, count;
+};
+
+// Rows per block for rows of `width` elements: fixed by the width, so per-block partial results
+// combined in block order do not depend on the thread count.
+inline int64_t rows_per_block(int64_t width) { return std::max<int64_t>(1, kRowBlockElements / std::max<int64_t>(width, 1)); }
+inline int64_t row_blocks(int64_t rows, int64_t width) {
+  const int64_t per = rows_per_block(width);
+  return (rows + per - 1) / per;
+}
+
+// body(const std::array<const float*, K>& x, RowBlock block, float* scratch) for every block of
+// `rows` rows of `width` elements; x[i] points at the block's rows of input i widened to f32
+// (no broadcasting: every input holds rows * width elements); scratch holds block.count * width
+// floats private to the calling thread (allocated only if `scratch` is true). Blocks run in
+// parallel when there is enough work.
+template <size_t K, class Body>
+void for_rows(const std::array<Tensor, K>& inputs, int64_t rows, int64_t width, bool scratch, Body body) {
+  const int64_t per = rows_per_block(width);
+  const int64_t blocks = row_blocks(rows, width);
+  std::array<const float*, K> in_place{};
+  for (size_t i = 0; i < K; ++i) {
+    if (inputs[i].dtype() == DType::f32) in_place[i] = inputs[i].template data<float>();
+  }
+#pragma omp parallel if (blocks > 1 && rows * width >= kParallelElements)
+  {
+    size_t widened = 0;
+    for (size_t i = 0; i < K; ++i) widened += in_place[i] ? 0 : 1;
+    std::vector<float> buffer(size_t(per * width) * (widened + (scratch ? 1 : 0)));
+#pragma omp for schedule(static)
+    for (int64_t b = 0; b < blocks; ++b) {
+      const RowBlock block{b, b * per, std::min(per, rows - b * per)};
+      const int64_t start = block.first * width, len = block.count * width;
+      std::array<const float*, K> xs;
+      float* next = buffer.data();
+      for (size_t i = 0; i < K; ++i) {
+        if (in_place[i]) {
+          xs[i] = in_place[i] + start;
+        } else {
+          kernels::widen(next, inputs[i].bytes(), inputs[i].dtype(), start, len);
+          xs[i] = next;
+          next += per * width;
+        }
+      }
+      body(xs, block, scratch ? next : nullptr);
+    }
+  }
+}
+
+// Row-wise ops (softmax, layer_norm, ...): out (shape, dtype) from inputs of the same number of
+// elements, viewed as rows of shape[-1]. kernel(float* y, const std::array<const float*, K>& x,
+// RowBlock block) maps the block's widened rows to its f32 output rows, rounded once into `dtype`.
 template <size_t K, class Kernel>
-Tensor map_rows(const Shape& shape, DType dtype, int64_t width, const std::array<Tensor, K>& inputs,
-                Kernel kernel) {
+Tensor map_rows(const Shape& shape, DType dtype, const std::array<Tensor, K>& inputs, Kernel kernel) {
   Tensor out = Tensor::empty(shape, dtype);
-  const int64_t out_width = shape.ndim() ? shape[-1] : 1;
-  const int64_t rows = out_width ? shape.numel() / out_width : 0;
+  const int64_t width = shape.ndim() ? shape[-1] : 1;
+  const int64_t rows = width ? shape.numel() / width : 0;
   const precision::RoundingOptions rounding = current_rounding();
   const uint64_t seed = current_rounding_seed();
   const uint64_t events = dtype == DType::f32 ? 0 : reserve_rounding_events(uint64_t(shape.numel()));
-#pragma omp parallel if (rows * width > 65536)
-  {
-    std::vector<float> x(K * size_t(width));
-    std::vector<float> y(static_cast<size_t>(out_width));
-#pragma omp for schedule(static)
-    for (int64_t r = 0; r < rows; ++r) {
-      std::array<const float*, K> xs;
-      for (size_t i = 0; i < K; ++i) {
-        kernels::widen(&x[i * size_t(width)], inputs[i].bytes(), inputs[i].dtype(), r * width, width);
-        xs[i] = &x[i * size_t(width)];
-      }
-      kernel(y.data(), xs, r);
-      kernels::narrow(out.bytes(), dtype, r * out_width, y.data(), out_width, rounding, seed,
-                      events + uint64_t(r * out_width));
-    }
-  }
+  float* const out_f32 = dtype == DType::f32 ? out.data<float>() : nullptr;
+  for_rows<K>(inputs, rows, width, out_f32 == nullptr,
+              [&](const std::array<const float*, K>& xs, RowBlock block, float* scratch) {
+                const int64_t start = block.first * width;
+                float* y = out_f32 ? out_f32 + start : scratch;
+                kernel(y, xs, block);
+                if (!out_f32) {
+                  kernels::narrow(out.bytes(), dtype, start, y, block.count * width, rounding, seed,
+                                  events + uint64_t(start));
+                }
+              });
   return out;
 }
 

@@ -1,6 +1,7 @@
 // The transformer's fused ops, each forward followed by its backward. Row-wise math runs in
-// f32 on widened rows (ops/map.h) and rounds once; cross-row sums (weight gradients) run in
-// row order so results do not depend on the thread count.
+// the f32 row kernels (autograd/kernels/rows.h) on blocks of widened rows (ops/map.h) and rounds
+// once; cross-row sums (layer_norm's weight gradients) are summed per fixed row block and the
+// block sums combined in block order, so results do not depend on the thread count.
 #include "autograd/ops/nn.h"
 
 #include <cmath>
@@ -9,6 +10,8 @@
 
 #include "autograd/autocast.h"
 #include "autograd/error.h"
+#include "autograd/kernels/elementwise.h"
+#include "autograd/kernels/rows.h"
 #include "autograd/ops/elementwise.h"
 #include "autograd/ops/map.h"
 #include "autograd/ops/matmul.h"
@@ -19,6 +22,7 @@
 namespace hg {
 
 using detail::map_rows;
+using detail::RowBlock;
 template <size_t K>
 using Rows = std::array<const float*, K>;
 
@@ -29,46 +33,21 @@ int64_t last_dim(const Tensor& x, const char* op) {
   return x.shape()[-1];
 }
 
-// softmax of one row in f32. A row that is -inf everywhere (every key masked) gives zeros
-// instead of torch's NaN, so a fully padded sequence cannot poison a batch.
-void softmax_row(float* y, const float* x, int64_t c) {
-  float m = -std::numeric_limits<float>::infinity();
-  for (int64_t j = 0; j < c; ++j) m = std::max(m, x[j]);
-  if (m == -std::numeric_limits<float>::infinity()) {
-    std::fill(y, y + c, 0.0f);
-    return;
-  }
-  float total = 0.0f;
-  for (int64_t j = 0; j < c; ++j) total += (y[j] = std::exp(x[j] - m));
-  const float inv = 1.0f / total;
-  for (int64_t j = 0; j < c; ++j) y[j] *= inv;
-}
-
-// log_softmax of one row: x - max - log(sum exp(x - max)).
-void log_softmax_row(float* y, const float* x, int64_t c) {
-  float m = -std::numeric_limits<float>::infinity();
-  for (int64_t j = 0; j < c; ++j) m = std::max(m, x[j]);
-  float total = 0.0f;
-  for (int64_t j = 0; j < c; ++j) total += std::exp(x[j] - m);
-  const float shift = m + std::log(total);
-  for (int64_t j = 0; j < c; ++j) y[j] = x[j] - shift;
-}
-
 }  // namespace
 
+// A row that is -inf everywhere (every key masked) gives zeros instead of torch's NaN, so a
+// fully padded sequence cannot poison a batch (kernels::softmax_forward).
 Tensor softmax(const Tensor& x0) {
   const Tensor x = autocast_input(x0, autocast_dtype(CastPolicy::kFloat32, {x0}));
   const int64_t c = last_dim(x, "softmax");
-  Tensor y = map_rows<1>(x.shape(), x.dtype(), c, {x}, [c](float* out, const Rows<1>& in, int64_t) {
-    softmax_row(out, in[0], c);
+  Tensor y = map_rows<1>(x.shape(), x.dtype(), {x}, [c](float* out, const Rows<1>& in, RowBlock block) {
+    kernels::softmax_forward(out, in[0], block.count, c);
   });
   const Tensor saved = y.detach();
   return record("softmax", y, {x}, [x, saved, c](const Tensor& dy) {
     // dx = y * (dy - sum_j dy_j y_j)
-    accumulate_grad(x, map_rows<2>(x.shape(), dy.dtype(), c, {dy, saved}, [c](float* out, const Rows<2>& in, int64_t) {
-      float dot = 0.0f;
-      for (int64_t j = 0; j < c; ++j) dot += in[0][j] * in[1][j];
-      for (int64_t j = 0; j < c; ++j) out[j] = in[1][j] * (in[0][j] - dot);
+    accumulate_grad(x, map_rows<2>(x.shape(), dy.dtype(), {dy, saved}, [c](float* out, const Rows<2>& in, RowBlock block) {
+      kernels::softmax_backward(out, in[0], in[1], block.count, c);
     }));
   });
 }
@@ -76,16 +55,14 @@ Tensor softmax(const Tensor& x0) {
 Tensor log_softmax(const Tensor& x0) {
   const Tensor x = autocast_input(x0, autocast_dtype(CastPolicy::kFloat32, {x0}));
   const int64_t c = last_dim(x, "log_softmax");
-  Tensor y = map_rows<1>(x.shape(), x.dtype(), c, {x}, [c](float* out, const Rows<1>& in, int64_t) {
-    log_softmax_row(out, in[0], c);
+  Tensor y = map_rows<1>(x.shape(), x.dtype(), {x}, [c](float* out, const Rows<1>& in, RowBlock block) {
+    kernels::log_softmax_forward(out, in[0], block.count, c);
   });
   const Tensor saved = y.detach();
   return record("log_softmax", y, {x}, [x, saved, c](const Tensor& dy) {
     // dx = dy - exp(y) * sum_j dy_j
-    accumulate_grad(x, map_rows<2>(x.shape(), dy.dtype(), c, {dy, saved}, [c](float* out, const Rows<2>& in, int64_t) {
-      float total = 0.0f;
-      for (int64_t j = 0; j < c; ++j) total += in[0][j];
-      for (int64_t j = 0; j < c; ++j) out[j] = in[0][j] - std::exp(in[1][j]) * total;
+    accumulate_grad(x, map_rows<2>(x.shape(), dy.dtype(), {dy, saved}, [c](float* out, const Rows<2>& in, RowBlock block) {
+      kernels::log_softmax_backward(out, in[0], in[1], block.count, c);
     }));
   });
 }
@@ -101,55 +78,44 @@ Tensor layer_norm(const Tensor& x0, const Tensor& weight0, const Tensor& bias0, 
           p->defined() ? p->shape().str() : "", " for input ", x.shape().str());
   }
   const int64_t rows = c ? x.numel() / c : 0;
-  const std::vector<float> w = weight.defined() ? weight.to_vector() : std::vector<float>(size_t(c), 1.0f);
-  const std::vector<float> b = bias.defined() ? bias.to_vector() : std::vector<float>(size_t(c), 0.0f);
+  // The parameters widened once (C elements each); empty when undefined (the kernel's null).
+  const auto widened = [](const Tensor& t) { return t.defined() ? t.to_vector() : std::vector<float>(); };
+  const std::vector<float> w = widened(weight), b = widened(bias);
+  const float* const w_ptr = w.empty() ? nullptr : w.data();
+  const float* const b_ptr = b.empty() ? nullptr : b.data();
   // Saved per row for backward: mean and 1/sqrt(var + eps) (biased variance, as torch).
-  auto stats = std::make_shared<std::vector<float>>(size_t(2 * rows));
-  Tensor y = map_rows<1>(x.shape(), x.dtype(), c, {x}, [&, c](float* out, const Rows<1>& in, int64_t r) {
-    float mu = 0.0f;
-    for (int64_t j = 0; j < c; ++j) mu += in[0][j];
-    mu /= float(c);
-    float var = 0.0f;
-    for (int64_t j = 0; j < c; ++j) var += (in[0][j] - mu) * (in[0][j] - mu);
-    const float rstd = 1.0f / std::sqrt(var / float(c) + eps);
-    for (int64_t j = 0; j < c; ++j) out[j] = (in[0][j] - mu) * rstd * w[size_t(j)] + b[size_t(j)];
-    (*stats)[size_t(2 * r)] = mu;
-    (*stats)[size_t(2 * r + 1)] = rstd;
+  auto mean = std::make_shared<std::vector<float>>(size_t(rows));
+  auto rstd = std::make_shared<std::vector<float>>(size_t(rows));
+  Tensor y = map_rows<1>(x.shape(), x.dtype(), {x}, [&](float* out, const Rows<1>& in, RowBlock block) {
+    kernels::layer_norm_forward(out, mean->data() + block.first, rstd->data() + block.first, in[0], w_ptr,
+                                b_ptr, block.count, c, eps);
   });
-  return record("layer_norm", y, {x, weight, bias}, [x, weight, bias, stats, w, c, rows](const Tensor& dy) {
-    const std::vector<float> xs = x.to_vector(), g = dy.to_vector();
+  return record("layer_norm", y, {x, weight, bias}, [x, weight, bias, mean, rstd, w, c, rows](const Tensor& dy) {
+    const float* const w_ptr = w.empty() ? nullptr : w.data();
+    const bool need_dw = weight.defined() && weight.requires_grad();
+    const bool need_db = bias.defined() && bias.requires_grad();
+    // dw and db: each row block accumulates its own partial sums (in row order), then the
+    // partials are summed in block order.
+    const int64_t blocks = detail::row_blocks(rows, c);
+    std::vector<float> partial_w(need_dw ? size_t(blocks * c) : 0, 0.0f), partial_b(need_db ? size_t(blocks * c) : 0, 0.0f);
+    const auto kernel = [&](float* dx, const Rows<2>& in, RowBlock block) {
+      kernels::layer_norm_backward(dx, need_dw ? &partial_w[size_t(block.index * c)] : nullptr,
+                                   need_db ? &partial_b[size_t(block.index * c)] : nullptr, in[0], in[1], w_ptr,
+                                   mean->data() + block.first, rstd->data() + block.first, block.count, c);
+    };
     if (x.requires_grad()) {
       // dx = rstd * (g w - mean(g w) - xhat * mean(g w xhat)), xhat = (x - mean) rstd.
-      accumulate_grad(x, map_rows<2>(x.shape(), dy.dtype(), c, {dy, x}, [&](float* out, const Rows<2>& in, int64_t r) {
-        const float mu = (*stats)[size_t(2 * r)], rstd = (*stats)[size_t(2 * r + 1)];
-        float mean_gw = 0.0f, mean_gwx = 0.0f;
-        for (int64_t j = 0; j < c; ++j) {
-          const float gw = in[0][j] * w[size_t(j)];
-          mean_gw += gw;
-          mean_gwx += gw * (in[1][j] - mu) * rstd;
-        }
-        mean_gw /= float(c);
-        mean_gwx /= float(c);
-        for (int64_t j = 0; j < c; ++j) {
-          const float xhat = (in[1][j] - mu) * rstd;
-          out[j] = rstd * (in[0][j] * w[size_t(j)] - mean_gw - xhat * mean_gwx);
-        }
-      }));
+      accumulate_grad(x, map_rows<2>(x.shape(), dy.dtype(), {dy, x}, kernel));
+    } else if (need_dw || need_db) {
+      detail::for_rows<2>({dy, x}, rows, c, false, [&](const Rows<2>& in, RowBlock block, float*) { kernel(nullptr, in, block); });
     }
-    const bool dw = weight.defined() && weight.requires_grad(), db = bias.defined() && bias.requires_grad();
-    if (dw || db) {  // sums over rows in row order
-      std::vector<float> gw(size_t(c), 0.0f), gb(size_t(c), 0.0f);
-      for (int64_t r = 0; r < rows; ++r) {
-        const float mu = (*stats)[size_t(2 * r)], rstd = (*stats)[size_t(2 * r + 1)];
-        for (int64_t j = 0; j < c; ++j) {
-          const size_t i = size_t(r * c + j);
-          gw[size_t(j)] += g[i] * (xs[i] - mu) * rstd;
-          gb[size_t(j)] += g[i];
-        }
-      }
-      if (dw) accumulate_grad(weight, Tensor::from_vector(gw, weight.shape(), DType::f32));
-      if (db) accumulate_grad(bias, Tensor::from_vector(gb, bias.shape(), DType::f32));
-    }
+    const auto sum_blocks_into = [&](const std::vector<float>& partial, const Tensor& param) {
+      std::vector<float> total(static_cast<size_t>(c));
+      kernels::column_sums(total.data(), partial.data(), blocks, c, c);
+      accumulate_grad(param, Tensor::from_vector(total, param.shape(), DType::f32));
+    };
+    if (need_dw) sum_blocks_into(partial_w, weight);
+    if (need_db) sum_blocks_into(partial_b, bias);
   });
 }
 
@@ -162,9 +128,7 @@ Tensor dropout(const Tensor& x, float p, Generator& gen, bool training) {
   const float scale = 1.0f / (1.0f - p);
   for (float& v : u) v = v >= p ? scale : 0.0f;
   const Tensor mask = Tensor::from_vector(u, x.shape());
-  auto apply = [](float* out, const std::array<const float*, 2>& in, int64_t n) {
-    for (int64_t i = 0; i < n; ++i) out[i] = in[0][i] * in[1][i];
-  };
+  auto apply = [](float* out, const std::array<const float*, 2>& in, int64_t n) { kernels::mul(out, in[0], in[1], n); };
   Tensor y = detail::map<2>(x.shape(), x.dtype(), {x, mask}, apply);
   return record("dropout", y, {x}, [x, mask, apply](const Tensor& dy) {
     accumulate_grad(x, detail::map<2>(dy.shape(), dy.dtype(), {dy, mask}, apply));
@@ -212,14 +176,13 @@ Tensor cross_entropy(const Tensor& logits, const Indices& targets, const CrossEn
   }
   // Row losses in f32: -(1 - eps) logp[t] - eps/K sum_j logp[j] (torch's label smoothing).
   const std::vector<float> z = logits.to_vector();
-  std::vector<float> logp(z.size());
+  std::vector<float> logp(z.size()), sum_logp(static_cast<size_t>(n));
+  kernels::log_softmax_forward(logp.data(), z.data(), n, k);
+  kernels::row_sums(sum_logp.data(), logp.data(), n, k);
   float total = 0.0f;
   for (int64_t i = 0; i < n; ++i) {
-    log_softmax_row(&logp[size_t(i * k)], &z[size_t(i * k)], k);
     if (targets[i] == options.ignore_index) continue;
-    float sum_logp = 0.0f;
-    for (int64_t j = 0; j < k; ++j) sum_logp += logp[size_t(i * k + j)];
-    total += -(1.0f - eps) * logp[size_t(i * k + targets[i])] - eps / float(k) * sum_logp;
+    total += -(1.0f - eps) * logp[size_t(i * k + targets[i])] - eps / float(k) * sum_logp[size_t(i)];
   }
   // torch returns NaN for a batch whose every target is ignored (0/0); so do we.
   const float loss = counted ? total / float(counted) : std::numeric_limits<float>::quiet_NaN();
@@ -230,9 +193,11 @@ Tensor cross_entropy(const Tensor& logits, const Indices& targets, const CrossEn
     std::vector<float> dz(size_t(n * k), 0.0f);
     for (int64_t i = 0; i < n; ++i) {
       if (targets[i] == options.ignore_index) continue;
+      float* row = &dz[size_t(i * k)];
+      kernels::exp(row, &logp[size_t(i * k)], k);  // softmax
       for (int64_t j = 0; j < k; ++j) {
         const float target = (j == targets[i] ? 1.0f - eps : 0.0f) + eps / float(k);
-        dz[size_t(i * k + j)] = (std::exp(logp[size_t(i * k + j)]) - target) * scale;
+        row[j] = (row[j] - target) * scale;
       }
     }
     accumulate_grad(logits, Tensor::from_vector(dz, logits.shape()));

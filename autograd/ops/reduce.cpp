@@ -1,12 +1,18 @@
-// Reductions over a dim viewed as (outer, D, inner): f32 accumulation in a fixed order, one
-// rounding of each result. Backward broadcasts the gradient back (via ops/map.h).
+// Reductions over a dim viewed as (outer, D, inner): f32 sums in a fixed order (the row kernels'
+// lane order along a contiguous dim, blocks of 256 along a strided one), one rounding of each
+// result. Backward broadcasts the gradient back (via ops/map.h). sum_to, the tape's reduction
+// of broadcast gradients, is the same sum over one or more runs of dims.
 #include "autograd/ops/reduce.h"
 
+#include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <limits>
 
 #include "autograd/autocast.h"
 #include "autograd/error.h"
+#include "autograd/kernels/elementwise.h"
+#include "autograd/kernels/rows.h"
 #include "autograd/ops/map.h"
 #include "autograd/rounding_scope.h"
 #include "autograd/tape.h"
@@ -33,22 +39,76 @@ Split split(const Shape& shape, int dim) {
   return {shape.outer(dim), shape[dim], inner};
 }
 
-// Sum of n f32 values in blocks of 256 (each summed left to right, then the block sums left
-// to right): a fixed order whose error grows like n/256 + 256 instead of n.
-float blocked_sum(const float* x, int64_t n, int64_t stride) {
-  float total = 0.0f;
-  for (int64_t b = 0; b < n; b += 256) {
-    float block = 0.0f;
-    for (int64_t i = b; i < std::min(n, b + 256); ++i) block += x[i * stride];
-    total += block;
+// A contiguous dim longer than this is summed in pieces of this many elements (in parallel),
+// and the pieces' sums are summed in order.
+constexpr int64_t kSumPiece = 1 << 16;
+// Columns per task of a strided sum, and the rows of column_sums' blocks (rows.h).
+constexpr int64_t kColumnTile = 512;
+constexpr int64_t kColumnBlock = 256;
+
+// result (outer, inner) = sum over d of x viewed as (outer, d, inner), in f32, in an order fixed
+// by the shape: f16/bf16 inputs give the same sums as their values widened to f32.
+void sum_dim(float* result, const Tensor& x, const Split& s) {
+  const bool f32 = x.dtype() == DType::f32;
+  const float* const data = f32 ? x.data<float>() : nullptr;
+  const bool parallel = s.outer * s.d * s.inner >= detail::kParallelElements;
+  if (s.inner == 1 && s.d <= kSumPiece) {  // rows: the lane order
+    detail::for_rows<1>({x}, s.outer, s.d, false, [&](const std::array<const float*, 1>& in, detail::RowBlock block, float*) {
+      kernels::row_sums(result + block.first, in[0], block.count, s.d);
+    });
+  } else if (s.inner == 1) {  // long rows: pieces, then the pieces' sums
+    const int64_t pieces = (s.d + kSumPiece - 1) / kSumPiece;
+    std::vector<float> partial(size_t(s.outer * pieces));
+#pragma omp parallel if (parallel)
+    {
+      std::vector<float> buffer(f32 ? 0 : size_t(kSumPiece));
+#pragma omp for schedule(static)
+      for (int64_t t = 0; t < s.outer * pieces; ++t) {
+        const int64_t start = t / pieces * s.d + t % pieces * kSumPiece;
+        const int64_t len = std::min(kSumPiece, s.d - t % pieces * kSumPiece);
+        if (!f32) kernels::widen(buffer.data(), x.bytes(), x.dtype(), start, len);
+        kernels::row_sums(&partial[size_t(t)], f32 ? data + start : buffer.data(), 1, len);
+      }
+    }
+    kernels::row_sums(result, partial.data(), s.outer, pieces);
+  } else {  // a strided dim: column sums of (d, inner) matrices, in tiles of columns
+    const int64_t tiles = (s.inner + kColumnTile - 1) / kColumnTile;
+#pragma omp parallel if (parallel && s.outer * tiles > 1)
+    {
+      std::vector<float> buffer(f32 ? 0 : size_t(kColumnBlock * kColumnTile)), block_sum(f32 ? 0 : size_t(kColumnTile));
+#pragma omp for schedule(static)
+      for (int64_t t = 0; t < s.outer * tiles; ++t) {
+        const int64_t o = t / tiles, j0 = t % tiles * kColumnTile, width = std::min(kColumnTile, s.inner - j0);
+        float* const out = result + o * s.inner + j0;
+        const int64_t origin = o * s.d * s.inner + j0;
+        if (f32) {
+          kernels::column_sums(out, data + origin, s.d, width, s.inner);
+          continue;
+        }
+        // Widened a block of column_sums' rows at a time; adding the block sums in order is
+        // column_sums' own order.
+        std::fill_n(out, width, 0.0f);
+        for (int64_t r0 = 0; r0 < s.d; r0 += kColumnBlock) {
+          const int64_t rows = std::min(kColumnBlock, s.d - r0);
+          for (int64_t r = 0; r < rows; ++r) {
+            kernels::widen(&buffer[size_t(r * width)], x.bytes(), x.dtype(), origin + (r0 + r) * s.inner, width);
+          }
+          kernels::column_sums(block_sum.data(), buffer.data(), rows, width, width);
+          kernels::add(out, out, block_sum.data(), width);
+        }
+      }
+    }
   }
-  return total;
 }
 
-// y (shape) broadcast to `shape_out` in dtype: the backward of every reduction.
+// y (shape) broadcast to `shape_out` in dtype, times `scale`: the backward of every reduction.
 Tensor broadcast_to(const Tensor& y, const Shape& shape_out, DType dtype, float scale = 1.0f) {
   return detail::map<1>(shape_out, dtype, {y}, [scale](float* out, const std::array<const float*, 1>& in, int64_t n) {
-    for (int64_t i = 0; i < n; ++i) out[i] = in[0][i] * scale;
+    if (scale == 1.0f) {
+      std::memcpy(out, in[0], size_t(n) * sizeof(float));
+    } else {
+      kernels::mul_scalar(out, in[0], scale, n);
+    }
   });
 }
 
@@ -56,15 +116,10 @@ Tensor reduce_sum(const Tensor& x0, int dim, bool keepdim, bool average, const c
   const Tensor x = autocast_input(x0, autocast_dtype(CastPolicy::kFloat32, {x0}));
   const int axis = x.shape().axis(dim, op);
   const Split s = split(x.shape(), axis);
-  const std::vector<float> values = x.to_vector();
   std::vector<float> result(size_t(s.outer * s.inner));
+  sum_dim(result.data(), x, s);
   const float scale = average ? 1.0f / float(s.d) : 1.0f;
-#pragma omp parallel for schedule(static) if (s.outer * s.inner > 64 && values.size() > 65536)
-  for (int64_t o = 0; o < s.outer; ++o) {
-    for (int64_t i = 0; i < s.inner; ++i) {
-      result[size_t(o * s.inner + i)] = blocked_sum(&values[size_t(o * s.d * s.inner + i)], s.d, s.inner) * scale;
-    }
-  }
+  if (average) kernels::mul_scalar(result.data(), result.data(), scale, int64_t(result.size()));
   const Shape kept = x.shape().with(axis, 1);
   Tensor y = store(result, keepdim ? kept : x.shape().without(axis), x.dtype());
   return record(op, y, {x}, [x, kept, scale](const Tensor& dy) {
@@ -81,9 +136,10 @@ namespace {
 
 Tensor reduce_all(const Tensor& x0, bool average, const char* op) {
   const Tensor x = autocast_input(x0, autocast_dtype(CastPolicy::kFloat32, {x0}));
-  const std::vector<float> values = x.to_vector();
-  const float scale = average ? 1.0f / float(std::max<size_t>(values.size(), 1)) : 1.0f;
-  Tensor y = store({blocked_sum(values.data(), int64_t(values.size()), 1) * scale}, {}, x.dtype());
+  float total = 0.0f;
+  sum_dim(&total, x, {1, x.numel(), 1});
+  const float scale = average ? 1.0f / float(std::max<int64_t>(x.numel(), 1)) : 1.0f;
+  Tensor y = store({total * scale}, {}, x.dtype());
   return record(op, y, {x}, [x, scale](const Tensor& dy) {
     accumulate_grad(x, broadcast_to(dy, x.shape(), dy.dtype(), scale));
   });
@@ -136,27 +192,38 @@ Tensor sum_to(const Tensor& x, const Shape& shape) {
   if (x.shape() == shape) return x;
   const Shape check_shape = detail::broadcast_shapes(shape, x.shape(), "sum_to");
   check(check_shape == x.shape(), "sum_to: cannot sum shape ", x.shape().str(), " to ", shape.str());
-  // Accumulate every element of x into the element of `shape` it was broadcast from, in
-  // x's element order (fixed).
-  const std::vector<float> values = x.to_vector();
-  std::vector<float> acc(size_t(shape.numel()), 0.0f);
+  // x's dims as runs of summed and kept dims (size-1 dims dropped, neighbours of one kind
+  // merged), e.g. (B, T, C) -> (C) is one summed run B*T and one kept run C.
+  struct Run {
+    int64_t size;
+    bool summed;
+  };
+  std::vector<Run> runs;
   const int nd = x.ndim();
-  std::array<int64_t, Shape::kMaxDims> stride{};
-  int64_t st = 1;
-  for (int i = nd - 1; i >= 0; --i) {
+  for (int i = 0; i < nd; ++i) {
     const int ii = shape.ndim() - nd + i;
-    const int64_t d = ii >= 0 ? shape[ii] : 1;
-    stride[size_t(i)] = d == 1 ? 0 : st;
-    st *= d;
+    const int64_t d = x.shape()[i];
+    if (d == 1) continue;
+    const bool summed = (ii >= 0 ? shape[ii] : 1) == 1;
+    if (!runs.empty() && runs.back().summed == summed) {
+      runs.back().size *= d;
+    } else {
+      runs.push_back({d, summed});
+    }
   }
-  std::array<int64_t, Shape::kMaxDims> index{};
-  for (size_t e = 0; e < values.size(); ++e) {
-    int64_t offset = 0;
-    for (int i = 0; i < nd; ++i) offset += index[size_t(i)] * stride[size_t(i)];
-    acc[size_t(offset)] += values[e];
-    for (int i = nd - 1; i >= 0 && ++index[size_t(i)] == x.shape()[i]; --i) index[size_t(i)] = 0;
+  // Sum the summed runs innermost first, each as (outer, D, inner), through f32 intermediates.
+  Tensor current = x;
+  for (size_t r = runs.size(); r-- > 0;) {
+    if (!runs[r].summed) continue;
+    int64_t outer = 1, inner = 1;
+    for (size_t i = 0; i < r; ++i) outer *= runs[i].size;
+    for (size_t i = r + 1; i < runs.size(); ++i) inner *= runs[i].size;
+    Tensor next = Tensor::empty({outer * inner}, DType::f32);
+    sum_dim(next.data<float>(), current, {outer, runs[r].size, inner});
+    current = next;
+    runs.erase(runs.begin() + std::ptrdiff_t(r));
   }
-  Tensor y = store(acc, shape, x.dtype());
+  Tensor y = store(current.to_vector(), shape, x.dtype());  // the sums (or x, if only 1-dims differ)
   return record("sum_to", y, {x}, [x](const Tensor& dy) {
     accumulate_grad(x, broadcast_to(dy, x.shape(), dy.dtype()));
   });

@@ -1,0 +1,60 @@
+// Row kernels: softmax, log_softmax and layer_norm forward and backward over the last dim, and
+// the f32 sums every reduction uses, as Highway SIMD loops over rows of plain arrays (dynamic
+// dispatch picks the target). Serial: the ops layer (ops/nn.cpp, ops/reduce.cpp) splits rows
+// between threads, so that no result depends on the thread count. Scalar twins: reference.h.
+//
+// Shapes: x: (N, C) row-major, N rows of C elements. Outputs do not overlap inputs.
+//
+// Fixed summation order ("lane order"), used for every sum over a row: element j of a row is
+// added to partial sum j mod 32, each partial summed in increasing j; every 4096 elements the 32
+// partials are added to 32 running totals and restarted; at the end the totals are combined
+// pairwise, t[k] += t[k + w] for w = 16, 8, 4, 2, 1, and t[0] is the sum. The order does not
+// depend on the target's vector width, so the sums (pure additions) are bit-identical on every
+// target and in the scalar twin; with 32 partials the rounding error grows like C/32 + 128.
+// Products inside sums (softmax backward's dot, layer_norm's variance) are rounded before the
+// addition, never fused.
+//
+// Accuracy against the scalar twin, on every target (tests/autograd/kernels/test_rows.cpp):
+// row_sums, column_sums, layer_norm forward and backward and softmax_backward are bit for bit
+// (IEEE operations in the twin's order). The others inherit exp's error (elementwise.h, <= 1 ulp
+// on either side, per term): softmax within 4 ulp (e^(x - max) and the sum each carry one exp
+// error, the reciprocal and the scaling a rounding each); log_softmax within 2 ulp of the
+// larger of |x_j| and |shift| (its output is x_j - shift, shift = max + log(sum e^(x - max)),
+// which cancels); log_softmax_backward within 2 ulp of the larger of |dy_j| and |e^y_j sum dy|.
+#pragma once
+
+#include <cstdint>
+
+namespace hg::kernels {
+
+// x: (N, C) -> y: (N, C), each row's softmax (torch.softmax(x, -1)). A row that is -inf
+// everywhere gives zeros (torch: NaN), so a fully masked attention row cannot poison a batch;
+// any NaN in a row makes it all NaN.
+void softmax_forward(float* y, const float* x, int64_t n, int64_t c);
+// dy, y: (N, C) -> dx: (N, C) = y (dy - sum_j dy_j y_j), y the forward's output.
+void softmax_backward(float* dx, const float* dy, const float* y, int64_t n, int64_t c);
+
+// x: (N, C) -> y: (N, C) = x - max - log(sum_j e^(x_j - max)) (torch.log_softmax(x, -1));
+// an all -inf row gives NaN, as torch.
+void log_softmax_forward(float* y, const float* x, int64_t n, int64_t c);
+// dy, y: (N, C) -> dx: (N, C) = dy - e^y sum_j dy_j, y the forward's output.
+void log_softmax_backward(float* dx, const float* dy, const float* y, int64_t n, int64_t c);
+
+// x: (N, C), w, b: (C) or null (1 and 0) -> y: (N, C) = (x - mean) rstd w + b; saves mean,
+// rstd: (N), rstd = 1 / sqrt(var + eps) with the biased variance (torch.nn.functional.layer_norm
+// over the last dim; Ba et al. 2016, "Layer Normalization").
+void layer_norm_forward(float* y, float* mean, float* rstd, const float* x, const float* w,
+                        const float* b, int64_t n, int64_t c, float eps);
+// dy, x: (N, C), w: (C) or null, mean, rstd: (N) -> dx: (N, C) written, or skipped if null;
+// dw += sum_rows dy xhat, db += sum_rows dy: (C), accumulated in row order, each may be null.
+// dx = rstd (g - mean_j g_j - xhat mean_j(g_j xhat_j)), g = dy w, xhat = (x - mean) rstd.
+void layer_norm_backward(float* dx, float* dw, float* db, const float* dy, const float* x,
+                         const float* w, const float* mean, const float* rstd, int64_t n, int64_t c);
+
+// x: (N, C) -> y: (N), y[i] = sum_j x[i, j] in lane order.
+void row_sums(float* y, const float* x, int64_t n, int64_t c);
+// x: (N, C) with row stride ld >= C -> y: (C), y[j] = sum_i x[i, j]: rows summed in order in
+// blocks of 256, the block sums added in order (error growth N/256 + 256).
+void column_sums(float* y, const float* x, int64_t n, int64_t c, int64_t ld);
+
+}  // namespace hg::kernels

@@ -1,0 +1,247 @@
+// Tests for autograd/kernels/rows.h on every compiled Highway target the CPU supports: sums,
+// layer_norm and softmax's backward equal their scalar twins (reference.h) bit for bit (the lane
+// order is target-independent); softmax, log_softmax and log_softmax's backward agree within
+// rows.h's stated tolerances; -inf and NaN rows; the lane order's accuracy against double sums.
+#include <catch2/catch.hpp>
+
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <cstring>
+#include <functional>
+#include <limits>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "autograd/kernels/reference.h"
+#include "autograd/kernels/rows.h"
+#include "hwy/targets.h"
+
+namespace hg::kernels {
+namespace {
+
+constexpr float kInf = std::numeric_limits<float>::infinity();
+constexpr float kNaN = std::numeric_limits<float>::quiet_NaN();
+constexpr float kSentinel = -12345.0f;
+constexpr int64_t kWidths[] = {1, 7, 17, 67, 1000, 5000};  // 5000: past one 4096-element block
+
+void for_each_target(const std::function<void()>& body) {
+  for (const int64_t target : hwy::SupportedAndGeneratedTargets()) {
+    hwy::SetSupportedTargetsForTest(target);
+    INFO("target " << hwy::TargetName(target));
+    body();
+  }
+  hwy::SetSupportedTargetsForTest(0);
+}
+
+uint32_t bits(float x) {
+  uint32_t u;
+  std::memcpy(&u, &x, sizeof u);
+  return u;
+}
+
+std::string hex(float x) {
+  char buffer[48];
+  std::snprintf(buffer, sizeof buffer, "%.9g (0x%08x)", double(x), bits(x));
+  return buffer;
+}
+
+double ulp_of(double v) {
+  const double a = std::fabs(v);
+  return a < 0x1p-126 ? 0x1p-149 : std::ldexp(1.0, std::ilogb(a) - 23);
+}
+
+std::vector<float> random(int64_t n, uint32_t seed, float low = -3.0f, float high = 3.0f) {
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> u(low, high);
+  std::vector<float> x(static_cast<size_t>(n));
+  for (float& v : x) v = u(rng);
+  return x;
+}
+
+std::vector<float> output(int64_t n) { return std::vector<float>(size_t(n) + 16, kSentinel); }
+
+void check_bits(const std::vector<float>& got, const std::vector<float>& want, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) {
+    if (bits(got[size_t(i)]) != bits(want[size_t(i)])) {
+      FAIL_CHECK("element " << i << " of " << n << ": got " << hex(got[size_t(i)]) << ", want " << hex(want[size_t(i)]));
+      return;
+    }
+  }
+  for (size_t i = size_t(n); i < got.size(); ++i) REQUIRE(bits(got[i]) == bits(kSentinel));
+}
+
+// |got - want| <= ulps * ulp(scale[i]) for every element.
+void check_close(const std::vector<float>& got, const std::vector<float>& want, const std::vector<double>& scale,
+                 double ulps) {
+  for (size_t i = 0; i < scale.size(); ++i) {
+    if (!(std::fabs(double(got[i]) - double(want[i])) <= ulps * ulp_of(scale[i]))) {
+      FAIL_CHECK("element " << i << ": got " << hex(got[i]) << ", want " << hex(want[i]) << ", scale " << scale[i]);
+      return;
+    }
+  }
+}
+
+}  // namespace
+
+TEST_CASE("row and column sums equal their twins bit for bit", "[simd][kernels]") {
+  for_each_target([] {
+    for (const int64_t c : kWidths) {
+      INFO("C = " << c);
+      const int64_t n = 3;
+      const std::vector<float> x = random(n * c, uint32_t(c));
+      std::vector<float> got = output(n), want = output(n);
+      row_sums(got.data(), x.data(), n, c);
+      reference::row_sums(want.data(), x.data(), n, c);
+      check_bits(got, want, n);
+    }
+    // Columns: blocks of 256 rows cross at 600; a row stride wider than the columns.
+    for (const int64_t c : {1, 7, 17, 67, 100}) {
+      INFO("columns C = " << c);
+      const int64_t rows = 600, ld = c + 3;
+      const std::vector<float> x = random(rows * ld, uint32_t(c) + 1);
+      std::vector<float> got = output(c), want = output(c);
+      column_sums(got.data(), x.data(), rows, c, ld);
+      reference::column_sums(want.data(), x.data(), rows, c, ld);
+      check_bits(got, want, c);
+    }
+  });
+}
+
+TEST_CASE("the lane order sums as accurately as it promises", "[simd][kernels]") {
+  // Error of a sum of n terms in this order: at most (n/32 + 4096/32 + 5) eps sum|x| (rows.h:
+  // each partial sums <= 128 terms per block, the blocks and the 5 pairwise levels add theirs).
+  const int64_t n = 100000;
+  const std::vector<float> x = random(n, 9, 0.0f, 1.0f);
+  double exact = 0, magnitude = 0;
+  for (const float v : x) exact += v, magnitude += std::fabs(v);
+  for_each_target([&] {
+    float got;
+    row_sums(&got, x.data(), 1, n);
+    const double bound = (double(n) / 32 + 128 + 5) * 0x1p-24 * magnitude;
+    CHECK(std::fabs(got - exact) <= bound);
+    CHECK(std::fabs(got - exact) <= 1e-6 * magnitude);  // in practice far inside the bound
+  });
+}
+
+TEST_CASE("layer_norm forward and backward equal their twins bit for bit", "[simd][kernels]") {
+  for_each_target([] {
+    for (const int64_t c : kWidths) {
+      const int64_t n = 3;
+      const std::vector<float> x = random(n * c, 1), dy = random(n * c, 2);
+      const std::vector<float> w = random(c, 3, 0.5f, 1.5f), b = random(c, 4);
+      for (int params = 0; params < 4; ++params) {
+        INFO("C = " << c << ", weight " << (params & 1) << ", bias " << (params >> 1));
+        const float* wp = params & 1 ? w.data() : nullptr;
+        const float* bp = params & 2 ? b.data() : nullptr;
+        std::vector<float> y = output(n * c), y_twin = output(n * c);
+        std::vector<float> mean(static_cast<size_t>(n)), rstd(mean), mean_twin(mean), rstd_twin(mean);
+        layer_norm_forward(y.data(), mean.data(), rstd.data(), x.data(), wp, bp, n, c, 1e-5f);
+        reference::layer_norm_forward(y_twin.data(), mean_twin.data(), rstd_twin.data(), x.data(), wp, bp, n, c, 1e-5f);
+        check_bits(y, y_twin, n * c);
+        CHECK(mean == mean_twin);
+        CHECK(rstd == rstd_twin);
+        // dw, db accumulate onto what is there.
+        std::vector<float> dx = output(n * c), dx_twin = output(n * c);
+        std::vector<float> dw = random(c, 5), db = random(c, 6), dw_twin = dw, db_twin = db;
+        layer_norm_backward(dx.data(), dw.data(), db.data(), dy.data(), x.data(), wp, mean.data(), rstd.data(), n, c);
+        reference::layer_norm_backward(dx_twin.data(), dw_twin.data(), db_twin.data(), dy.data(), x.data(), wp,
+                                       mean.data(), rstd.data(), n, c);
+        check_bits(dx, dx_twin, n * c);
+        dw.resize(dw.size() + 16, kSentinel);
+        dw_twin.resize(dw.size(), kSentinel);
+        db.resize(db.size() + 16, kSentinel);
+        db_twin.resize(db.size(), kSentinel);
+        check_bits(dw, dw_twin, c);
+        check_bits(db, db_twin, c);
+        // Null outputs are skipped.
+        std::vector<float> dw_only(size_t(c), 0.0f), dw_only_twin(size_t(c), 0.0f);
+        layer_norm_backward(nullptr, dw_only.data(), nullptr, dy.data(), x.data(), wp, mean.data(), rstd.data(), n, c);
+        reference::layer_norm_backward(nullptr, dw_only_twin.data(), nullptr, dy.data(), x.data(), wp, mean.data(),
+                                       rstd.data(), n, c);
+        CHECK(dw_only == dw_only_twin);
+      }
+    }
+  });
+}
+
+TEST_CASE("softmax and log_softmax agree with their twins", "[simd][kernels]") {
+  for_each_target([] {
+    for (const int64_t c : kWidths) {
+      INFO("C = " << c);
+      const int64_t n = 3;
+      const std::vector<float> x = random(n * c, 11, -20.0f, 20.0f), dy = random(n * c, 12);
+      std::vector<float> y = output(n * c), y_twin = output(n * c);
+      // softmax: exp's <= 1 ulp per term on both sides, through the sum and the scaling.
+      softmax_forward(y.data(), x.data(), n, c);
+      reference::softmax_forward(y_twin.data(), x.data(), n, c);
+      check_close(y, y_twin, std::vector<double>(y_twin.begin(), y_twin.begin() + n * c), 4);
+      // softmax backward: IEEE operations in the same order, given the same y.
+      std::vector<float> dx = output(n * c), dx_twin = output(n * c);
+      softmax_backward(dx.data(), dy.data(), y_twin.data(), n, c);
+      reference::softmax_backward(dx_twin.data(), dy.data(), y_twin.data(), n, c);
+      check_bits(dx, dx_twin, n * c);
+      // log_softmax: y = x - shift, shift = max + log(sum): 2 ulp of the larger of |x|, |shift|.
+      log_softmax_forward(y.data(), x.data(), n, c);
+      reference::log_softmax_forward(y_twin.data(), x.data(), n, c);
+      std::vector<double> scale(static_cast<size_t>(n * c));
+      for (size_t i = 0; i < scale.size(); ++i) scale[i] = std::fmax(std::fabs(x[i]), std::fabs(x[i] - y_twin[i]));
+      check_close(y, y_twin, scale, 2);
+      // log_softmax backward: dy - e^y sum(dy): 2 ulp of the larger of |dy|, |e^y sum(dy)|.
+      log_softmax_backward(dx.data(), dy.data(), y_twin.data(), n, c);
+      reference::log_softmax_backward(dx_twin.data(), dy.data(), y_twin.data(), n, c);
+      for (size_t i = 0; i < scale.size(); ++i) scale[i] = std::fmax(std::fabs(dy[i]), std::fabs(dy[i] - dx_twin[i]));
+      check_close(dx, dx_twin, scale, 2);
+    }
+  });
+}
+
+TEST_CASE("softmax rows with -inf and NaN", "[simd][kernels]") {
+  for_each_target([] {
+    // 17 entries, some masked with -inf: exactly 0 there, the rest as if they were absent.
+    std::vector<float> x = random(17, 21), y(17), dense(17);
+    std::vector<float> kept;
+    for (size_t j = 0; j < x.size(); ++j) {
+      if (j % 3 == 1) x[j] = -kInf;
+      else kept.push_back(x[j]);
+    }
+    softmax_forward(y.data(), x.data(), 1, 17);
+    softmax_forward(dense.data(), kept.data(), 1, int64_t(kept.size()));
+    float total = 0;
+    for (size_t j = 0, k = 0; j < x.size(); ++j) {
+      total += y[j];
+      if (j % 3 == 1) {
+        CHECK(bits(y[j]) == 0);
+      } else {
+        CHECK(y[j] == Approx(dense[k++]).epsilon(1e-6));
+      }
+    }
+    CHECK(total == Approx(1.0f).epsilon(1e-6));
+    // A row masked everywhere gives zeros (documented in rows.h and ops/nn.cpp), one with a NaN
+    // gives NaN everywhere, and log_softmax of an all -inf row is NaN (as torch).
+    std::vector<float> masked(67, -kInf), out(67, 1.0f);
+    softmax_forward(out.data(), masked.data(), 1, 67);
+    for (const float v : out) CHECK(bits(v) == 0);
+    masked[40] = kNaN;
+    softmax_forward(out.data(), masked.data(), 1, 67);
+    for (const float v : out) CHECK(std::isnan(v));
+    std::vector<float> with_nan = random(67, 22);
+    with_nan[5] = kNaN;
+    softmax_forward(out.data(), with_nan.data(), 1, 67);
+    for (const float v : out) CHECK(std::isnan(v));
+    masked.assign(67, -kInf);
+    log_softmax_forward(out.data(), masked.data(), 1, 67);
+    for (const float v : out) CHECK(std::isnan(v));
+    // Zero rows, and rows of width 1.
+    softmax_forward(nullptr, nullptr, 0, 5);
+    const float one = 3.5f;
+    float result = 0;
+    softmax_forward(&result, &one, 1, 1);
+    CHECK(result == 1.0f);
+    log_softmax_forward(&result, &one, 1, 1);
+    CHECK(result == 0.0f);
+  });
+}
+
+}  // namespace hg::kernels
