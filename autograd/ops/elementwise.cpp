@@ -170,8 +170,8 @@ Tensor gelu(const Tensor& x, GeluApproximation approximation) {
 
 Tensor masked_fill(const Tensor& x, const Indices& mask, float value) {
   const Shape shape = detail::broadcast_shapes(x.shape(), mask.shape, "masked_fill");
-  check(shape == x.shape(), "masked_fill: mask of shape ", mask.shape.str(),
-        " does not broadcast to x of shape ", x.shape().str());
+  check(shape == x.shape(), "masked_fill: mask of shape ", mask.shape,
+        " does not broadcast to x of shape ", x.shape());
   // The mask as a 0/1 f32 tensor, broadcast by map like any input.
   std::vector<float> m(mask.values.begin(), mask.values.end());
   const Tensor keep = Tensor::from_vector(m, mask.shape);

@@ -75,7 +75,7 @@ Tensor layer_norm(const Tensor& x0, const Tensor& weight0, const Tensor& bias0, 
   const int64_t c = last_dim(x, "layer_norm");
   for (const Tensor* p : {&weight, &bias}) {
     check(!p->defined() || (p->ndim() == 1 && p->shape()[0] == c), "layer_norm: parameter of shape ",
-          p->defined() ? p->shape().str() : "", " for input ", x.shape().str());
+          p->defined() ? p->shape() : Shape(), " for input ", x.shape());
   }
   const int64_t rows = c ? x.numel() / c : 0;
   // The parameters widened once (C elements each); empty when undefined (the kernel's null).
@@ -136,12 +136,12 @@ Tensor dropout(const Tensor& x, float p, Generator& gen, bool training) {
 }
 
 Tensor embedding(const Indices& ids, const Tensor& weight, int32_t padding_idx) {
-  check(weight.ndim() == 2, "embedding: weight must be (V, C), got ", weight.shape().str());
+  check(weight.ndim() == 2, "embedding: weight must be (V, C), got ", weight.shape());
   const int64_t v = weight.shape()[0], c = weight.shape()[1];
   for (int64_t i = 0; i < ids.numel(); ++i) {
     check(ids[i] >= 0 && ids[i] < v, "embedding: id ", ids[i], " at position ", i, " is outside the vocabulary [0, ", v, ")");
   }
-  check(ids.shape.ndim() < Shape::kMaxDims, "embedding: ids of shape ", ids.shape.str(), " have too many dims");
+  check(ids.shape.ndim() < Shape::kMaxDims, "embedding: ids of shape ", ids.shape, " have too many dims");
   std::vector<int64_t> dims(ids.shape.dims().begin(), ids.shape.dims().end());
   dims.push_back(c);
   Tensor y = Tensor::empty(Shape(std::span<const int64_t>(dims)), weight.dtype());
@@ -162,7 +162,7 @@ Tensor embedding(const Indices& ids, const Tensor& weight, int32_t padding_idx) 
 }
 
 Tensor cross_entropy(const Tensor& logits, const Indices& targets, const CrossEntropyOptions& options) {
-  check(logits.ndim() == 2, "cross_entropy: logits must be (N, K), got ", logits.shape().str());
+  check(logits.ndim() == 2, "cross_entropy: logits must be (N, K), got ", logits.shape());
   const int64_t n = logits.shape()[0], k = logits.shape()[1];
   check(targets.numel() == n, "cross_entropy: ", targets.numel(), " targets for ", n, " rows of logits");
   const float eps = options.label_smoothing;
@@ -208,13 +208,13 @@ Tensor scaled_dot_product_attention(const Tensor& q, const Tensor& k, const Tens
                                     const Indices& attention_mask, bool causal, float dropout_p,
                                     Generator* gen) {
   check(q.ndim() == 4 && k.shape() == q.shape() && v.shape() == q.shape(),
-        "attention: q, k, v must share one (B, H, T, D) shape, got ", q.shape().str(), ", ",
-        k.shape().str(), ", ", v.shape().str());
+        "attention: q, k, v must share one (B, H, T, D) shape, got ", q.shape(), ", ",
+        k.shape(), ", ", v.shape());
   const int64_t b = q.shape()[0], t = q.shape()[2], d = q.shape()[3];
   Tensor scores = mul_scalar(matmul_transposed(q, k), 1.0f / std::sqrt(float(d)));  // (B,H,T,T)
   if (attention_mask.numel() > 0 || causal) {
     check(attention_mask.numel() == 0 || attention_mask.shape == Shape{b, t},
-          "attention: mask of shape ", attention_mask.shape.str(), " for batch ", b, " and length ", t);
+          "attention: mask of shape ", attention_mask.shape, " for batch ", b, " and length ", t);
     // masked[b, 0, i, j] = 1 where key j is padding or (causal) j > i.
     std::vector<int32_t> masked(size_t(b * t * t), 0);
     for (int64_t bi = 0; bi < b; ++bi) {
@@ -238,7 +238,7 @@ Tensor scaled_dot_product_attention(const Tensor& q, const Tensor& k, const Tens
 
 Tensor masked_mean(const Tensor& x, const Indices& mask) {
   check(x.ndim() == 3 && mask.shape == Shape{x.shape()[0], x.shape()[1]}, "masked_mean: x ",
-        x.shape().str(), " needs a (B, T) mask, got ", mask.shape.str());
+        x.shape(), " needs a (B, T) mask, got ", mask.shape);
   const int64_t b = x.shape()[0], t = x.shape()[1];
   std::vector<float> keep(static_cast<size_t>(b * t));
   std::vector<float> inv_count(static_cast<size_t>(b));

@@ -153,7 +153,7 @@ Tensor mean(const Tensor& x) { return reduce_all(x, true, "mean"); }
 MaxResult max(const Tensor& x, int dim, bool keepdim) {
   const int axis = x.shape().axis(dim, "max");
   const Split s = split(x.shape(), axis);
-  check(s.d > 0, "max: dim ", dim, " of shape ", x.shape().str(), " is empty");
+  check(s.d > 0, "max: dim ", dim, " of shape ", x.shape(), " is empty");
   const std::vector<float> values = x.to_vector();
   std::vector<float> best(size_t(s.outer * s.inner));
   std::vector<int32_t> arg(best.size());
@@ -191,7 +191,7 @@ MaxResult max(const Tensor& x, int dim, bool keepdim) {
 Tensor sum_to(const Tensor& x, const Shape& shape) {
   if (x.shape() == shape) return x;
   const Shape check_shape = detail::broadcast_shapes(shape, x.shape(), "sum_to");
-  check(check_shape == x.shape(), "sum_to: cannot sum shape ", x.shape().str(), " to ", shape.str());
+  check(check_shape == x.shape(), "sum_to: cannot sum shape ", x.shape(), " to ", shape);
   // x's dims as runs of summed and kept dims (size-1 dims dropped, neighbours of one kind
   // merged), e.g. (B, T, C) -> (C) is one summed run B*T and one kept run C.
   struct Run {
