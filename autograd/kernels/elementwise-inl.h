@@ -158,27 +158,28 @@ HWY_INLINE hn::Vec<D> ErfSmall(D d, hn::Vec<D> u) {
 }
 
 // R(t) = log(erfc(t) / 2) + t^2 for t in [kErfSplit, kErfTailEnd] (t is clamped to the end),
-// as c + q: c exact, q = v P(v) with v = t - 1.75 on [0.921875, 3) and v = t - 6.5 on
-// [3, 10.0625] (exact subtractions on these ranges). Degree 11 on each piece: 1.2e-11 and
-// 7.5e-9 absolute, i.e. 0.0002 and 0.13 ulp relative to erfc. One polynomial over the whole
-// range would need degree 13 and lose ~4 ulp to the rounding of its own evaluation.
+// as c + q: c exact, q = v P(v) with v = t - 1.875 on [0.921875, 4) and v = t - 7 on
+// [4, 10.0625] (exact subtractions on these ranges). Degree 9 on each piece: 8.2e-9 and 2.2e-8
+// absolute, i.e. 0.14 and 0.36 ulp relative to erfc. One polynomial over the whole range would
+// need degree 13 and lose ~4 ulp to the rounding of its own evaluation.
 template <class D>
 HWY_INLINE hn::Vec<D> ErfcTailLog(D d, hn::Vec<D> t, hn::Vec<D>* c) {
   static constexpr float kNear[] = {
-      -1.9485106468200684f,    -0.4596109092235565f,    0.09005983173847198f,
-      -0.02053884230554104f,   0.004624924622476101f,   -0.0009640796924941242f,
-      0.00017454061890020967f, -2.3800017515895888e-05f, 8.1520033745619e-07f,
-      9.71578174358001e-07f,   -4.2174227132818487e-07f, 7.399732737667364e-08f};
+      -2.004593849182129f,     -0.43802371621131897f,   0.08277294039726257f,
+      -0.01837042346596718f,   0.0040625352412462234f,  -0.000841231201775372f,
+      0.00015313886979129165f, -2.1571395336650312e-05f, 1.7581900237928494e-06f,
+      -2.732473269873026e-08f};
   static constexpr float kFar[] = {
-      -3.148817300796509f,     -0.15040329098701477f,   0.011068031191825867f,
-      -0.001063379691913724f,  0.00011254617129452527f, -1.2449037967598997e-05f,
-      1.418951796949841e-06f,  -1.6165881788765546e-07f, 1.6234199762266144e-08f,
-      -1.8169076243523818e-09f, 3.546565818801639e-10f, -3.8622115922093414e-11f};
+      -3.2213783264160156f,    -0.14008019864559174f,  0.00962735153734684f,
+      -0.0008661155588924885f, 8.618775609647855e-05f, -8.98022608453175e-06f,
+      9.258034197046072e-07f,  -9.897170372141773e-08f, 1.4496811751030236e-08f,
+      -1.5734840097536562e-09f};
   constexpr size_t kN = std::size(kNear);
+  static_assert(std::size(kFar) == kN);
   t = hn::Min(t, hn::Set(d, kErfTailEnd));
-  const auto near = hn::Lt(t, hn::Set(d, 3.0f));
+  const auto near = hn::Lt(t, hn::Set(d, 4.0f));
   const auto coefficient = [&](size_t k) { return hn::IfThenElse(near, hn::Set(d, kNear[k]), hn::Set(d, kFar[k])); };
-  const auto v = hn::Sub(t, hn::IfThenElse(near, hn::Set(d, 1.75f), hn::Set(d, 6.5f)));
+  const auto v = hn::Sub(t, hn::IfThenElse(near, hn::Set(d, 1.875f), hn::Set(d, 7.0f)));
   auto p = coefficient(kN - 1);
   for (size_t k = kN - 1; k-- > 1;) p = hn::MulAdd(p, v, coefficient(k));
   *c = coefficient(0);

@@ -154,36 +154,41 @@ MaxResult max(const Tensor& x, int dim, bool keepdim) {
   const int axis = x.shape().axis(dim, "max");
   const Split s = split(x.shape(), axis);
   check(s.d > 0, "max: dim ", dim, " of shape ", x.shape(), " is empty");
-  const std::vector<float> values = x.to_vector();
   std::vector<float> best(size_t(s.outer * s.inner));
   std::vector<int32_t> arg(best.size());
-  for (int64_t o = 0; o < s.outer; ++o) {
-    for (int64_t i = 0; i < s.inner; ++i) {
-      const float* row = &values[size_t(o * s.d * s.inner + i)];
-      int64_t k = 0;
-      // NaN wins (torch.max propagates NaN); otherwise the first of equal maxima.
-      for (int64_t j = 1; j < s.d && !std::isnan(row[k * s.inner]); ++j) {
-        if (row[j * s.inner] > row[k * s.inner] || std::isnan(row[j * s.inner])) k = j;
+  // One (d, inner) slice of x per row of for_rows (read in place when f32).
+  detail::for_rows<1>({x}, s.outer, s.d * s.inner, false, [&](const std::array<const float*, 1>& in, detail::RowBlock block, float*) {
+    for (int64_t o = 0; o < block.count; ++o) {
+      for (int64_t i = 0; i < s.inner; ++i) {
+        const float* row = in[0] + o * s.d * s.inner + i;
+        int64_t k = 0;
+        // NaN wins (torch.max propagates NaN); otherwise the first of equal maxima.
+        for (int64_t j = 1; j < s.d && !std::isnan(row[k * s.inner]); ++j) {
+          if (row[j * s.inner] > row[k * s.inner] || std::isnan(row[j * s.inner])) k = j;
+        }
+        const size_t r = size_t((block.first + o) * s.inner + i);
+        best[r] = row[k * s.inner];
+        arg[r] = int32_t(k);
       }
-      best[size_t(o * s.inner + i)] = row[k * s.inner];
-      arg[size_t(o * s.inner + i)] = int32_t(k);
     }
-  }
+  });
   const Shape kept = x.shape().with(axis, 1);
   const Shape out_shape = keepdim ? kept : x.shape().without(axis);
   Tensor y = store(best, out_shape, x.dtype());  // exact: every value is an element of x
   Indices indices(arg, out_shape);
   y = record("max", y, {x}, [x, s, arg](const Tensor& dy) {
-    // Scatter dy to the argmax positions; every other element gets 0.
+    // Scatter dy to the argmax positions; every other element gets 0 (the tape rounds the f32
+    // gradient to x's dtype, exactly: its values are dy's).
     const std::vector<float> g = dy.to_vector();
-    std::vector<float> dx(size_t(x.numel()), 0.0f);
+    Tensor dx = Tensor::zeros(x.shape(), DType::f32);
+    float* const out = dx.data<float>();
     for (int64_t o = 0; o < s.outer; ++o) {
       for (int64_t i = 0; i < s.inner; ++i) {
         const size_t r = size_t(o * s.inner + i);
-        dx[size_t((o * s.d + arg[r]) * s.inner + i)] = g[r];
+        out[(o * s.d + arg[r]) * s.inner + i] = g[r];
       }
     }
-    accumulate_grad(x, Tensor::from_vector(dx, x.shape(), dy.dtype()));
+    accumulate_grad(x, dx);
   });
   return {y, std::move(indices)};
 }
