@@ -3,6 +3,8 @@
 // sums), alone and as one chain, on (N, C) tensors; one JSON object per line on stdout.
 // Each configuration is warmed up, then timed --reps times; "fwd_ms"/"bwd_ms" are medians.
 // Backward is seeded with a random gradient of the output's shape (no loss op in the timing).
+// --kernels instead times the f32 kernels alone (autograd/kernels, one thread, preallocated
+// arrays) beside their scalar twins: nanoseconds per element, best of --reps.
 #include <omp.h>
 
 #include <CLI/CLI.hpp>
@@ -12,8 +14,12 @@
 #include <cstdio>
 #include <functional>
 #include <string>
+#include <tuple>
 #include <vector>
 
+#include "autograd/kernels/elementwise.h"
+#include "autograd/kernels/reference.h"
+#include "autograd/kernels/rows.h"
 #include "autograd/ops.h"
 #include "autograd/tape.h"
 
@@ -88,6 +94,55 @@ void run(const Workload& work, int64_t n, int64_t c, hg::DType dtype, int thread
   std::fflush(stdout);
 }
 
+// Best-of-reps time of one call of each kernel and its twin on (N, C) = (2048, 512) floats.
+void run_kernels(int reps) {
+  namespace k = hg::kernels;
+  namespace twin = hg::kernels::reference;
+  const int64_t n = 2048, c = 512, total = n * c;
+  hg::Generator gen(7);
+  std::vector<float> x(static_cast<size_t>(total)), g(x.size()), y(x.size()), w(static_cast<size_t>(c), 1.0f);
+  std::vector<float> mean(static_cast<size_t>(n)), rstd(mean.size()), dw(w.size()), db(w.size());
+  gen.normal(x);
+  gen.normal(g);
+  using Body = std::function<void()>;
+  const std::vector<std::tuple<const char*, Body, Body>> kernels = {
+      {"add", [&] { k::add(y.data(), x.data(), g.data(), total); }, [&] { twin::add(y.data(), x.data(), g.data(), total); }},
+      {"exp", [&] { k::exp(y.data(), x.data(), total); }, [&] { twin::exp(y.data(), x.data(), total); }},
+      {"tanh", [&] { k::tanh(y.data(), x.data(), total); }, [&] { twin::tanh(y.data(), x.data(), total); }},
+      {"erf", [&] { k::erf(y.data(), x.data(), total); }, [&] { twin::erf(y.data(), x.data(), total); }},
+      {"gelu", [&] { k::gelu(y.data(), x.data(), total); }, [&] { twin::gelu(y.data(), x.data(), total); }},
+      {"gelu_backward", [&] { k::gelu_backward(y.data(), g.data(), x.data(), total); },
+       [&] { twin::gelu_backward(y.data(), g.data(), x.data(), total); }},
+      {"gelu_tanh", [&] { k::gelu_tanh(y.data(), x.data(), total); }, [&] { twin::gelu_tanh(y.data(), x.data(), total); }},
+      {"gelu_tanh_backward", [&] { k::gelu_tanh_backward(y.data(), g.data(), x.data(), total); },
+       [&] { twin::gelu_tanh_backward(y.data(), g.data(), x.data(), total); }},
+      {"softmax_forward", [&] { k::softmax_forward(y.data(), x.data(), n, c); },
+       [&] { twin::softmax_forward(y.data(), x.data(), n, c); }},
+      {"softmax_backward", [&] { k::softmax_backward(y.data(), g.data(), x.data(), n, c); },
+       [&] { twin::softmax_backward(y.data(), g.data(), x.data(), n, c); }},
+      {"layer_norm_forward", [&] { k::layer_norm_forward(y.data(), mean.data(), rstd.data(), x.data(), w.data(), w.data(), n, c, 1e-5f); },
+       [&] { twin::layer_norm_forward(y.data(), mean.data(), rstd.data(), x.data(), w.data(), w.data(), n, c, 1e-5f); }},
+      {"layer_norm_backward", [&] { k::layer_norm_backward(y.data(), dw.data(), db.data(), g.data(), x.data(), w.data(), mean.data(), rstd.data(), n, c); },
+       [&] { twin::layer_norm_backward(y.data(), dw.data(), db.data(), g.data(), x.data(), w.data(), mean.data(), rstd.data(), n, c); }},
+      {"row_sums", [&] { k::row_sums(y.data(), x.data(), n, c); }, [&] { twin::row_sums(y.data(), x.data(), n, c); }},
+  };
+  const auto best_ns = [&](const Body& body) {
+    body();
+    double best = 1e30;
+    for (int r = 0; r < reps; ++r) {
+      const auto start = Clock::now();
+      body();
+      best = std::min(best, ms_since(start));
+    }
+    return best * 1e6 / double(total);
+  };
+  for (const auto& [name, kernel, reference] : kernels) {
+    std::printf("{\"bench\":\"kernels\",\"kernel\":\"%s\",\"n\":%ld,\"c\":%ld,\"simd_ns\":%.3f,\"twin_ns\":%.3f}\n",
+                name, n, c, best_ns(kernel), best_ns(reference));
+    std::fflush(stdout);
+  }
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -97,12 +152,19 @@ int main(int argc, char** argv) {
   std::vector<std::string> ops;
   std::string dtype_text = "f32";
   int reps = 21;
+  bool kernels = false;
   app.add_option("--threads", thread_counts, "thread counts")->delimiter(',');
   app.add_option("--shape", shapes, "NxC of the (N, C) input")->delimiter(',');
   app.add_option("--op", ops, "workloads to run (default: all)")->delimiter(',');
   app.add_option("--dtype", dtype_text, "input dtype")->check(CLI::IsMember({"f32", "f16", "bf16"}));
   app.add_option("--reps", reps, "timed runs per configuration")->check(CLI::PositiveNumber);
+  app.add_flag("--kernels", kernels, "time the f32 kernels and their twins instead (1 thread)");
   CLI11_PARSE(app, argc, argv);
+  if (kernels) {
+    omp_set_num_threads(1);
+    run_kernels(reps);
+    return 0;
+  }
   const hg::DType dtype = dtype_text == "f32" ? hg::DType::f32
                           : dtype_text == "f16" ? hg::DType::f16
                                                 : hg::DType::bf16;

@@ -1,12 +1,12 @@
 // Per-target building blocks of the elementwise and row kernels (elementwise.cpp, rows.cpp): the
-// vector loop Transform, exp with an optional low-order argument, erf and the normal CDF
-// (Highway 1.0.3 has no erf), the logistic sigmoid, and Highway's Log and Tanh wrapped to give
-// IEEE results at the edges (0, inf, NaN). No threading or dtypes here. The measured accuracy of
-// each function is stated in elementwise.h, where the kernels built on them are declared.
+// vector loop Transform, exp with an optional low-order argument, erf and the normal CDF and
+// density (Highway 1.0.3 has no erf), the logistic sigmoid, and Highway's Log and Tanh wrapped
+// to give IEEE results at the edges (0, inf, NaN). No threading or dtypes here. The measured
+// accuracy of each function is stated in elementwise.h, where the kernels built on them are.
 //
-// Polynomial coefficients are minimax fits (Lawson's algorithm on 400-800 Chebyshev
-// nodes, mpmath at 30 digits) rounded to f32; the fitted functions and intervals are named at
-// each polynomial, with the fit error before rounding.
+// Polynomial coefficients are weighted minimax fits (Lawson's iteratively reweighted least
+// squares on 200-300 Chebyshev nodes, mpmath at 30 digits, weight 1/f for a relative fit) rounded
+// to f32; each polynomial names the function, the interval and the fit error before rounding.
 
 #if defined(HG_AUTOGRAD_KERNELS_ELEMENTWISE_INL_H_) == defined(HWY_TARGET_TOGGLE)
 #ifdef HG_AUTOGRAD_KERNELS_ELEMENTWISE_INL_H_
@@ -64,7 +64,7 @@ HWY_INLINE hn::Vec<D> Polynomial(D d, hn::Vec<D> x, const float (&c)[kN]) {
 // hi = k ln2 + r (ln2 split so that k ln2_hi is exact for |k| <= 2^8), e^r = 1 + r + r^2 P(r) on
 // |r| <= ln2/2, then 2^k applied in two exact steps so that a subnormal result is rounded once.
 // Overflow gives inf, underflow 0 (the argument is clamped to [-104, 89], beyond which the
-// result is 0 or inf in f32 anyway), NaN stays NaN. <= 1 ulp (measured, elementwise.h).
+// result is 0 or inf in f32 anyway), NaN stays NaN. 1.01 ulp at worst (elementwise.h).
 template <bool kWithLo, class D>
 HWY_INLINE hn::Vec<D> ExpCore(D d, hn::Vec<D> hi, hn::Vec<D> lo) {
   const hn::RebindToSigned<D> di;
@@ -107,22 +107,13 @@ HWY_INLINE hn::Vec<D> TanhF(D d, hn::Vec<D> x) {
   return hn::IfThenElse(hn::IsNaN(x), x, hn::Tanh(d, x));
 }
 
-// e^(c + q - k s^2), k = 1 or 1/2 (kHalf), for an exact c (a constant), a small q and s^2
-// taken exactly: s = z + (s - z) with z holding 12 significant bits, so z^2 is exact and
-// s^2 - z^2 = (s - z)(s + z) is small. The exponent is carried as an f32 pair through two
-// TwoSums into exp's low-order argument, so that its only roundings are q's and the small
-// terms'. (Rounding the exponent to one f32 would cost up to |exponent| 2^-24 relative: 50 ulp
-// at s = 10.) |s| is clamped to 15, beyond which every result here is 0.
+// e^(-k s^2), k = 1 or 1/2 (kHalf), with s^2 taken exactly: s = z + (s - z), z holding 12
+// significant bits, so z^2 is exact and s^2 - z^2 = (s - z)(s + z) is small and goes into exp's
+// low-order argument. (Rounding s^2 to one f32 would cost up to s^2 2^-24 relative: 80 ulp at
+// s = 9.) |s| is clamped to 15, beyond which the result is 0.
 template <bool kHalf, class D>
-HWY_INLINE hn::Vec<D> ExpOfSum(D d, hn::Vec<D> c, hn::Vec<D> q, hn::Vec<D> s) {
+HWY_INLINE hn::Vec<D> ExpMinusSquare(D d, hn::Vec<D> s) {
   const hn::RebindToUnsigned<D> du;
-  // hi + lo = a + b exactly (Knuth's TwoSum, 6 operations, no condition on the magnitudes).
-  const auto two_sum = [](hn::Vec<D> a, hn::Vec<D> b, hn::Vec<D>* lo) {
-    const auto hi = hn::Add(a, b);
-    const auto bb = hn::Sub(hi, a);
-    *lo = hn::Add(hn::Sub(a, hn::Sub(hi, bb)), hn::Sub(b, bb));
-    return hi;
-  };
   s = hn::Min(hn::Abs(s), hn::Set(d, 15.0f));
   const auto z = hn::BitCast(d, hn::And(hn::BitCast(du, s), hn::Set(du, 0xFFFFF000u)));
   auto z2 = hn::Mul(z, z);                           // exact
@@ -131,19 +122,18 @@ HWY_INLINE hn::Vec<D> ExpOfSum(D d, hn::Vec<D> c, hn::Vec<D> q, hn::Vec<D> s) {
     z2 = hn::Mul(z2, hn::Set(d, 0.5f));
     rest = hn::Mul(rest, hn::Set(d, 0.5f));
   }
-  hn::Vec<D> e1, e2;
-  const auto s1 = two_sum(c, hn::Neg(z2), &e1);
-  const auto s2 = two_sum(s1, q, &e2);
-  return ExpCore<true>(d, s2, hn::Sub(hn::Add(e1, e2), rest));
+  return ExpCore<true>(d, hn::Neg(z2), hn::Neg(rest));
 }
 
 // ---------------------------------------------------------------------------------------------
 // erf and the normal CDF. Two pieces, split at |u| = kErfSplit:
 //   |u| <  kErfSplit: erf(u) = u + u P(u^2), no cancellation;
-//   |u| >= kErfSplit: erfc(t) / 2 = exp(R(t) - t^2), t = |u|, R a polynomial in t; then
-//                     erf(u) = sign(u) (1 - 2 exp(...)), and Phi(x) = exp(...) for x < 0.
-// Computing the tail as an exponential (never as 1 - erf) keeps the normal CDF's left tail
-// accurate to a few ulp down to the subnormals, where 1 + erf(u) would lose every digit.
+//   |u| >= kErfSplit: erfc(t) / 2 = e^(-t^2) G(t), t = |u|, G(t) = erfc(t) e^(t^2) / 2 smooth
+//                     (about 1 / (2 sqrt(pi) t)); then erf(u) = sign(u) (1 - 2 e^(-t^2) G(t)),
+//                     and Phi(x) = e^(-x^2/2) G(t) for x < 0, t = |x| / sqrt 2.
+// Computing the tail as a product (never as 1 - erf) keeps the normal CDF's left tail accurate
+// to a few ulp down to the subnormals, where 1 + erf(u) would lose every digit; and the normal
+// density phi(x) = e^(-x^2/2) / sqrt(2 pi) shares the exponential.
 inline constexpr float kErfSplit = 0.921875f;
 inline constexpr float kErfTailEnd = 10.0625f;  // erfc(t) / 2 < 2^-150 beyond: rounds to 0
 
@@ -157,68 +147,70 @@ HWY_INLINE hn::Vec<D> ErfSmall(D d, hn::Vec<D> u) {
   return hn::MulAdd(Polynomial(d, hn::Mul(u, u), kP), u, u);
 }
 
-// R(t) = log(erfc(t) / 2) + t^2 for t in [kErfSplit, kErfTailEnd] (t is clamped to the end),
-// as c + q: c exact, q = v P(v) with v = t - 1.875 on [0.921875, 4) and v = t - 7 on
-// [4, 10.0625] (exact subtractions on these ranges). Degree 9 on each piece: 8.2e-9 and 2.2e-8
-// absolute, i.e. 0.14 and 0.36 ulp relative to erfc. One polynomial over the whole range would
-// need degree 13 and lose ~4 ulp to the rounding of its own evaluation.
-template <class D>
-HWY_INLINE hn::Vec<D> ErfcTailLog(D d, hn::Vec<D> t, hn::Vec<D>* c) {
+// G(t) = erfc(t) e^(t^2) / 2 for t in [kErfSplit, kErfTailEnd] (t is clamped to the end): on
+// [0.921875, 2.5) a polynomial in v = t - 1.75, on [2.5, 10.0625] w H(w) with w = 1/t and H a
+// polynomial in w - 0.25 (G is about w / (2 sqrt pi), so H is nearly constant and neither piece
+// cancels). Degree 9 on each: 0.13 and 0.0002 ulp relative. t = s for erf and s / sqrt 2 for the
+// normal CDF (kNormal), s = |x| >= 0; v and w are formed from s directly (for erf, t - 1.75 is
+// exact), so t itself is never rounded.
+template <bool kNormal, class D>
+HWY_INLINE hn::Vec<D> ScaledHalfErfc(D d, hn::Vec<D> s) {
   static constexpr float kNear[] = {
-      -2.004593849182129f,     -0.43802371621131897f,   0.08277294039726257f,
-      -0.01837042346596718f,   0.0040625352412462234f,  -0.000841231201775372f,
-      0.00015313886979129165f, -2.1571395336650312e-05f, 1.7581900237928494e-06f,
-      -2.732473269873026e-08f};
+      0.14248612523078918f,   -0.06548817455768585f,  0.02788173221051693f,
+      -0.0111298318952322f,   0.0042032175697386265f, -0.0015117924194782972f,
+      0.0005149182979948819f, -0.00016787269851192832f, 6.316715007415041e-05f,
+      -2.142171433661133e-05f};
   static constexpr float kFar[] = {
-      -3.2213783264160156f,    -0.14008019864559174f,  0.00962735153734684f,
-      -0.0008661155588924885f, 8.618775609647855e-05f, -8.98022608453175e-06f,
-      9.258034197046072e-07f,  -9.897170372141773e-08f, 1.4496811751030236e-08f,
-      -1.5734840097536562e-09f};
+      0.2739989161491394f,   -0.059723466634750366f, -0.08389309048652649f, 0.10975659638643265f,
+      -0.014045844785869122f, -0.13640321791172028f, 0.20591914653778076f,  -0.04700992628931999f,
+      -0.37540334463119507f, 0.6636476516723633f};
   constexpr size_t kN = std::size(kNear);
   static_assert(std::size(kFar) == kN);
-  t = hn::Min(t, hn::Set(d, kErfTailEnd));
-  const auto near = hn::Lt(t, hn::Set(d, 4.0f));
-  const auto coefficient = [&](size_t k) { return hn::IfThenElse(near, hn::Set(d, kNear[k]), hn::Set(d, kFar[k])); };
-  const auto v = hn::Sub(t, hn::IfThenElse(near, hn::Set(d, 1.875f), hn::Set(d, 7.0f)));
-  auto p = coefficient(kN - 1);
-  for (size_t k = kN - 1; k-- > 1;) p = hn::MulAdd(p, v, coefficient(k));
-  *c = coefficient(0);
-  return hn::Mul(v, p);
+  // t / s and s / t; for the normal CDF t / s = 1/sqrt 2 is carried as a sum of two floats and
+  // s / t = sqrt 2 corrected by its relative rounding error (either alone, rounded to f32, would
+  // move t by 1.7e-8 relative: 0.3 ulp of G).
+  constexpr float kScale = kNormal ? 0.7071067690849304f : 1.0f, kScaleLo = 1.2101617485882343e-08f;
+  constexpr float kInvScale = kNormal ? 1.4142135381698608f : 1.0f, kInvScaleError = 1.7114e-08f;
+  s = hn::Min(s, hn::Set(d, kErfTailEnd * kInvScale));
+  const auto near = hn::Lt(s, hn::Set(d, 2.5f * kInvScale));
+  auto v_near = hn::MulAdd(s, hn::Set(d, kScale), hn::Set(d, -1.75f));  // t - 1.75
+  auto w = hn::Div(hn::Set(d, kInvScale), s);                             // 1 / t
+  if constexpr (kNormal) {
+    v_near = hn::MulAdd(s, hn::Set(d, kScaleLo), v_near);
+    w = hn::MulAdd(w, hn::Set(d, kInvScaleError), w);
+  }
+  const auto v = hn::IfThenElse(near, v_near, hn::Sub(w, hn::Set(d, 0.25f)));
+  auto p = hn::IfThenElse(near, hn::Set(d, kNear[kN - 1]), hn::Set(d, kFar[kN - 1]));
+  for (size_t k = kN - 1; k-- > 0;) p = hn::MulAdd(p, v, hn::IfThenElse(near, hn::Set(d, kNear[k]), hn::Set(d, kFar[k])));
+  return hn::IfThenElse(near, p, hn::Mul(w, p));
 }
 
 // erf(x), odd, +-1 beyond |x| = 3.92, NaN kept.
 template <class D>
 HWY_INLINE hn::Vec<D> ErfF(D d, hn::Vec<D> x) {
   const auto t = hn::Abs(x);
-  hn::Vec<D> c;
-  const auto q = ErfcTailLog(d, t, &c);
-  const auto half_erfc = ExpOfSum<false>(d, c, q, t);
+  const auto half_erfc = hn::Mul(ExpMinusSquare<false>(d, t), ScaledHalfErfc<false>(d, t));
   const auto tail = hn::NegMulAdd(hn::Set(d, 2.0f), half_erfc, hn::Set(d, 1.0f));  // exact 2x
   const auto y = hn::IfThenElse(hn::Lt(t, hn::Set(d, kErfSplit)), ErfSmall(d, x),
                                 hn::CopySignToAbs(tail, x));
   return hn::IfThenElse(hn::IsNaN(x), x, y);
 }
 
-// Phi(x) = (1 + erf(x / sqrt 2)) / 2, the standard normal CDF; NaN kept. The tail's square is
-// x^2 / 2 taken from x itself, so the rounding of u = x / sqrt 2 only enters through R.
-template <class D>
-HWY_INLINE hn::Vec<D> NormalCdfF(D d, hn::Vec<D> x) {
+// Phi(x) = (1 + erf(x / sqrt 2)) / 2, the standard normal CDF, and (kDensity) the density
+// phi(x) = e^(-x^2/2) / sqrt(2 pi) into *density; NaN kept. Both the exponential and G are
+// computed from x itself; u = x / sqrt 2 is rounded only to pick the piece.
+template <bool kDensity, class D>
+HWY_INLINE hn::Vec<D> NormalCdfF(D d, hn::Vec<D> x, hn::Vec<D>* density = nullptr) {
   const auto half = hn::Set(d, 0.5f);
   const auto u = hn::Mul(x, hn::Set(d, 0.7071067811865476f));
   const auto t = hn::Abs(u);
   const auto small = hn::MulAdd(half, ErfSmall(d, u), half);  // 0.5 erf exact: fused or not
-  hn::Vec<D> c;
-  const auto q = ErfcTailLog(d, t, &c);
-  const auto tail = ExpOfSum<true>(d, c, q, x);  // Phi(-|x|)
+  const auto gauss = ExpMinusSquare<true>(d, x);               // e^(-x^2/2)
+  const auto tail = hn::Mul(gauss, ScaledHalfErfc<true>(d, hn::Abs(x)));  // Phi(-|x|)
   const auto large = hn::IfThenElse(hn::Lt(x, hn::Zero(d)), tail, hn::Sub(hn::Set(d, 1.0f), tail));
   const auto y = hn::IfThenElse(hn::Lt(t, hn::Set(d, kErfSplit)), small, large);
+  if constexpr (kDensity) *density = hn::Mul(hn::Set(d, 0.3989422804014327f), gauss);
   return hn::IfThenElse(hn::IsNaN(x), x, y);
-}
-
-// phi(x) = e^(-x^2 / 2) / sqrt(2 pi), the standard normal density, x^2 exact.
-template <class D>
-HWY_INLINE hn::Vec<D> NormalPdfF(D d, hn::Vec<D> x) {
-  return hn::Mul(hn::Set(d, 0.3989422804014327f), ExpOfSum<true>(d, hn::Zero(d), hn::Zero(d), x));
 }
 
 // sigmoid(v) = 1 / (1 + e^-v) from e = e^-|v| <= 1, so neither side cancels or overflows.

@@ -89,13 +89,15 @@ void ErfImpl(float* y, const float* x, size_t n) {
   Transform(y, n, [](VF v) { return ErfF(DF(), v); }, x);
 }
 void GeluImpl(float* y, const float* x, size_t n) {
-  Transform(y, n, [](VF v) { return hn::Mul(v, NormalCdfF(DF(), v)); }, x);
+  Transform(y, n, [](VF v) { return hn::Mul(v, NormalCdfF<false>(DF(), v)); }, x);
 }
 // Phi(x) + x phi(x), phi(x) = e^(-x^2/2) / sqrt(2 pi).
 void GeluBackwardImpl(float* dx, const float* dy, const float* x, size_t n) {
   const DF d;
   Transform(dx, n, [d](VF g, VF v) {
-    return hn::Mul(g, hn::Add(NormalCdfF(d, v), hn::Mul(v, NormalPdfF(d, v))));
+    VF density;
+    const VF cdf = NormalCdfF<true>(d, v, &density);
+    return hn::Mul(g, hn::Add(cdf, hn::Mul(v, density)));
   }, dy, x);
 }
 
