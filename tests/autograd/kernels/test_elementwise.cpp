@@ -19,35 +19,15 @@
 #include "autograd/kernels/reference.h"
 #include "hwy/targets.h"
 
+#include "tests/autograd/kernels/kernel_test_util.h"
+
 namespace hg::kernels {
+
+using namespace test_util;
+
 namespace {
 
-constexpr float kInf = std::numeric_limits<float>::infinity();
-constexpr float kNaN = std::numeric_limits<float>::quiet_NaN();
 constexpr int64_t kSizes[] = {0, 1, 7, 17, 67, 1000};
-constexpr float kSentinel = -12345.0f;
-
-// Runs `body` once per compiled target this CPU supports, with dispatch forced to it.
-void for_each_target(const std::function<void()>& body) {
-  for (const int64_t target : hwy::SupportedAndGeneratedTargets()) {
-    hwy::SetSupportedTargetsForTest(target);
-    INFO("target " << hwy::TargetName(target));
-    body();
-  }
-  hwy::SetSupportedTargetsForTest(0);
-}
-
-uint32_t bits(float x) {
-  uint32_t u;
-  std::memcpy(&u, &x, sizeof u);
-  return u;
-}
-
-std::string hex(float x) {
-  char buffer[48];
-  std::snprintf(buffer, sizeof buffer, "%.9g (0x%08x)", double(x), bits(x));
-  return buffer;
-}
 
 // Floats mapped to integers in value order (-0 and +0 adjacent), for ulp distances.
 int64_t ordered(float x) {
@@ -279,28 +259,6 @@ Accuracy measure(Unary kernel, const std::vector<float>& xs, const std::function
     if (e > a.worst) a = {e, xs[i]};
   }
   return a;
-}
-
-// Max ulp distance between kernel and twin over xs.
-Accuracy against_twin(Unary kernel, Unary twin, const std::vector<float>& xs) {
-  std::vector<float> y(xs.size()), z(xs.size());
-  kernel(y.data(), xs.data(), int64_t(xs.size()));
-  twin(z.data(), xs.data(), int64_t(xs.size()));
-  Accuracy a;
-  for (size_t i = 0; i < xs.size(); ++i) {
-    const double e = ulps_between(y[i], z[i]);
-    if (e > a.worst) a = {e, xs[i]};
-  }
-  return a;
-}
-
-double exact_gelu_slope(double x) {
-  return 0.5 * std::erfc(-x * 0.70710678118654752440) + x * 0.39894228040143267794 * std::exp(-0.5 * x * x);
-}
-// The larger of |Phi(x)| and |x phi(x)|: the scale of the gelu derivative's error bound.
-double gelu_slope_scale(double x) {
-  return std::fmax(0.5 * std::erfc(-x * 0.70710678118654752440),
-                   std::fabs(x * 0.39894228040143267794 * std::exp(-0.5 * x * x)));
 }
 
 }  // namespace

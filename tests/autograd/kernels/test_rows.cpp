@@ -22,34 +22,15 @@
 #include "autograd/tape.h"
 #include "hwy/targets.h"
 
+#include "tests/autograd/kernels/kernel_test_util.h"
+
 namespace hg::kernels {
+
+using namespace test_util;
+
 namespace {
 
-constexpr float kInf = std::numeric_limits<float>::infinity();
-constexpr float kNaN = std::numeric_limits<float>::quiet_NaN();
-constexpr float kSentinel = -12345.0f;
 constexpr int64_t kWidths[] = {1, 7, 17, 67, 1000, 5000};  // 5000: past one 4096-element block
-
-void for_each_target(const std::function<void()>& body) {
-  for (const int64_t target : hwy::SupportedAndGeneratedTargets()) {
-    hwy::SetSupportedTargetsForTest(target);
-    INFO("target " << hwy::TargetName(target));
-    body();
-  }
-  hwy::SetSupportedTargetsForTest(0);
-}
-
-uint32_t bits(float x) {
-  uint32_t u;
-  std::memcpy(&u, &x, sizeof u);
-  return u;
-}
-
-std::string hex(float x) {
-  char buffer[48];
-  std::snprintf(buffer, sizeof buffer, "%.9g (0x%08x)", double(x), bits(x));
-  return buffer;
-}
 
 double ulp_of(double v) {
   const double a = std::fabs(v);
