@@ -5,7 +5,8 @@
 // Every kernel has a scalar twin in reference.h.
 //
 // Shapes: every array holds n elements, x: (N) -> y: (N). The output may be one of the inputs
-// (in place); no other overlap. n = 0 is a no-op.
+// (in place); no other overlap. n = 0 is a no-op. Backward kernels write dx (the tape adds it to
+// the gradient, rounding once to the gradient's dtype).
 //
 // Accuracy, on every target (tests/autograd/kernels/test_elementwise.cpp checks each bound):
 //   add, sub, mul, div, add_scalar, mul_scalar, neg, sqrt, relu, masked_fill, sqrt_backward,
