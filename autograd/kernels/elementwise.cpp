@@ -1,6 +1,6 @@
 // elementwise.cpp: the kernels of elementwise.h, one per-target body each around the shared loop
-// Transform (elementwise-inl.h, with the transcendental functions), then the dispatch wrappers. Not here: threads (the ops layer splits
-// tensors into chunks) and dtypes.
+// Transform (elementwise-inl.h, with the transcendental functions), then the dispatch wrappers.
+// Not here: threads (the ops layer splits tensors into chunks) and dtypes.
 //
 // GCC contracts a * b + c into an FMA on the AVX2/AVX-512 targets by default (-ffp-contract=fast
 // holds even in ISO C++ mode), which would make these kernels differ from their scalar twins and

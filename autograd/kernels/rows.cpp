@@ -3,7 +3,8 @@
 // elementwise-inl.h, the scalar log of a row's sum from <cmath>. Not here: threads, dtypes.
 //
 // Contraction of a * b + c into FMA is off (see elementwise.cpp): every operation rounds as
-// written, which is what makes layer_norm and the sums bit-identical to the scalar twins.
+// written, which is what makes the sums, layer_norm and softmax_backward bit-identical to the
+// scalar twins.
 #pragma GCC optimize("fp-contract=off")
 
 #include "autograd/kernels/rows.h"

@@ -16,7 +16,7 @@
 //
 // Accuracy against the scalar twin, on every target (tests/autograd/kernels/test_rows.cpp):
 // row_sums, column_sums, layer_norm forward and backward and softmax_backward are bit for bit
-// (IEEE operations in the twin's order). The others inherit exp's error (elementwise.h, <= 1 ulp
+// (IEEE operations in the twin's order). The others inherit exp's error (elementwise.h, ~1 ulp
 // on either side, per term): softmax within 4 ulp (e^(x - max) and the sum each carry one exp
 // error, the reciprocal and the scaling a rounding each); log_softmax within 2 ulp of the
 // larger of |x_j| and |shift| (its output is x_j - shift, shift = max + log(sum e^(x - max)),
