@@ -2,7 +2,9 @@
 # Installs the Debian 12 packages halfgrad builds with, only those that are missing.
 # Sourced by scripts/main.sh and scripts/test.sh; uses sudo when not run as root.
 set -euo pipefail
-HALFGRAD_PACKAGES=(g++ cmake make libhwy-dev catch2 libcli11-dev nlohmann-json3-dev libopenblas-dev)
+HALFGRAD_PACKAGES=(g++ cmake make libhwy-dev catch2 libcli11-dev nlohmann-json3-dev libopenblas-dev
+  # Debian's word lists: the language-id data set of the main job (data/dataset.h).
+  wamerican wngerman wfrench wspanish witalian wportuguese wdutch)
 missing=()
 for p in "${HALFGRAD_PACKAGES[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
