@@ -24,6 +24,7 @@ thread_local Anomaly t_anomaly;
 thread_local const char* t_backward_op = "";
 thread_local std::map<int, GradObserver> t_observers;
 thread_local int t_next_observer = 0;
+thread_local std::map<int, ForwardObserver> t_forward_observers;
 
 bool has_non_finite(const Tensor& t) {
   const std::vector<float> values = t.to_vector();
@@ -51,6 +52,7 @@ NoGrad::~NoGrad() { t_grad_enabled = previous_; }
 
 Tensor record(const char* op, Tensor output, const std::vector<Tensor>& inputs, BackwardFn backward) {
   if (t_anomaly_mode != 0 && has_non_finite(output)) report_anomaly(op, output, "forward");
+  for (const auto& [id, observer] : t_forward_observers) observer(op, output);
   if (!t_grad_enabled) return output;
   Node node{op, {}, output, std::move(backward)};
   for (const Tensor& input : inputs) {
@@ -150,6 +152,13 @@ int add_grad_observer(GradObserver observer) {
 }
 
 void remove_grad_observer(int id) { t_observers.erase(id); }
+
+int add_forward_observer(ForwardObserver observer) {
+  t_forward_observers[t_next_observer] = std::move(observer);
+  return t_next_observer++;
+}
+
+void remove_forward_observer(int id) { t_forward_observers.erase(id); }
 
 std::string Anomaly::message() const {
   return "anomaly: " + phase + " of op '" + op + "' produced inf/NaN in " +

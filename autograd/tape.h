@@ -82,6 +82,13 @@ using GradObserver = std::function<void(std::string_view op, const Tensor& tenso
 int add_grad_observer(GradObserver observer);  // returns an id for remove_grad_observer
 void remove_grad_observer(int id);
 
+// Global forward observers, the forward twin of the gradient observers: called by record() for
+// the output of every op, recording or not (NoGrad), with the op's name. The numerics inspector
+// reads activations through this; an observer must not run ops that record.
+using ForwardObserver = std::function<void(std::string_view op, const Tensor& output)>;
+int add_forward_observer(ForwardObserver observer);  // returns an id for remove_forward_observer
+void remove_forward_observer(int id);
+
 // Anomaly detection: while a guard lives, the first op whose forward output or backward
 // gradient holds inf/NaN is reported (op name, tensor name, shape, phase): thrown as hg::Error
 // (like torch.autograd.detect_anomaly) or, with throw_on_anomaly = false, recorded for

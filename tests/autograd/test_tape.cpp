@@ -70,6 +70,22 @@ TEST_CASE("tensor hooks see and may replace a gradient; observers see every grad
   CHECK(log == std::vector<std::string>{"sum:h", "mul_scalar:x"});
 }
 
+TEST_CASE("forward observers see every op's output, under NoGrad too, until removed", "[tape]") {
+  Tensor x = Tensor::from_vector({1, -2}, {2}).set_requires_grad();
+  std::vector<std::string> log;
+  const int id = add_forward_observer([&](std::string_view op, const Tensor& out) {
+    log.push_back(std::string(op) + ":" + std::to_string(out.to_vector()[1]));
+  });
+  const Tensor y = relu(mul_scalar(x, 3.0f));
+  {
+    NoGrad no_grad;
+    neg(x);
+  }
+  remove_forward_observer(id);
+  neg(y);
+  CHECK(log == std::vector<std::string>{"mul_scalar:-6.000000", "relu:0.000000", "neg:2.000000"});
+}
+
 TEST_CASE("anomaly detection names the first op producing inf/NaN, forward and backward", "[tape]") {
   SECTION("forward") {
     DetectAnomaly guard;

@@ -1,0 +1,133 @@
+// NumericsInspector on graphs whose numbers are known by hand: which tensors it sees (parameter
+// gradients by name, activations as "<op>#k", their gradients under the same name), the shares
+// it reports against values chosen on either side of fp16's limits, the every-N schedule, the
+// op it names when a step overflows, and the Trainer callback's files.
+#include <catch2/catch.hpp>
+
+#include <cmath>
+#include <filesystem>
+#include <sstream>
+
+#include "autograd/ops.h"
+#include "data/dataset.h"
+#include "tests/train/temp_dir.h"
+#include "train/numerics_inspector.h"
+
+namespace hg::train {
+namespace {
+
+const TensorNumerics& find(const StepNumerics& step, const std::string& name, TensorKind kind) {
+  for (const TensorNumerics& t : step.tensors) {
+    if (t.name == name && t.kind == kind) return t;
+  }
+  FAIL("no tensor " << name << " of kind " << kind_name(kind));
+  throw;
+}
+
+}  // namespace
+
+TEST_CASE("NumericsInspector reports parameter gradients, activations and activation gradients", "[inspector]") {
+  NumericsInspector inspector({.every = 1, .name_anomalies = false});
+  Tensor w = Tensor::from_vector({1e-9f, 1.0f, 0.0f, 3e-6f}, {4}).set_requires_grad();
+  w.set_name("w");
+  inspector.begin_step(0);
+  // y = w * 1e-8: {1e-17, 1e-8, 0, 3e-14}; dL/dy = 1; dL/dw = 1e-8 everywhere.
+  backward(sum(mul_scalar(w, 1e-8f)));
+  const StepNumerics* step = inspector.end_step(false);
+  REQUIRE(step != nullptr);
+
+  // 1e-8 < 2^-25 (half the smallest fp16 subnormal): every gradient element underflows.
+  const TensorNumerics& grad = find(*step, "w", TensorKind::kParamGrad);
+  CHECK(grad.count() == 4);
+  CHECK(grad.underflow_share() == 1.0);
+  CHECK(grad.zero_share() == 0.0);
+  CHECK(grad.abs_max == Approx(1e-8).epsilon(1e-6));
+  CHECK(grad.stats.input.count(-27) == 4);  // 2^-27 <= 1e-8 < 2^-26
+  CHECK(grad.headroom_log2() == Approx(std::log2(65504 / 1e-8)).epsilon(1e-6));
+
+  // The activation: one exact zero, three nonzero values all below 2^-25.
+  const TensorNumerics& act = find(*step, "mul_scalar#0", TensorKind::kActivation);
+  CHECK(act.zero_share() == 0.25);
+  CHECK(act.underflow_share() == 0.75);
+  CHECK(act.abs_min_nonzero == Approx(1e-17).epsilon(1e-6));
+
+  // Its gradient (ones, from sum's backward) keeps the activation's name; 1 is far from the limits.
+  const TensorNumerics& act_grad = find(*step, "mul_scalar#0", TensorKind::kActivationGrad);
+  CHECK(act_grad.op == "sum");
+  CHECK(act_grad.abs_max == 1.0);
+  CHECK(act_grad.underflow_share() == 0.0);
+  CHECK(act_grad.headroom_log2() == Approx(std::log2(65504.0)));
+
+  const precision::NumericsStats merged = step->merged(TensorKind::kParamGrad);
+  CHECK(merged.underflow == 4);
+  const std::string table = numerics_table(*step);
+  CHECK_THAT(table, Catch::Contains("numerics at step 0"));
+  CHECK_THAT(table, Catch::Contains("mul_scalar#0"));
+  const nlohmann::json j = numerics_json(*step);
+  CHECK(j.at("tensors").size() == step->tensors.size());
+  CHECK(j.at("tensors").at(0).contains("histogram"));
+}
+
+TEST_CASE("NumericsInspector inspects every N-th step and keeps a subnormal share", "[inspector]") {
+  NumericsInspector inspector({.every = 2, .activations = false, .name_anomalies = false});
+  Tensor w = Tensor::from_vector({1.0f, 1.0f}, {2}).set_requires_grad();
+  w.set_name("w");
+  inspector.begin_step(1);
+  CHECK_FALSE(inspector.inspecting());
+  backward(sum(mul_scalar(w, 1e-6f)));
+  CHECK(inspector.end_step(false) == nullptr);
+  inspector.begin_step(2);
+  backward(sum(mul_scalar(w, 1e-6f)));  // 1e-6 is an fp16 subnormal (below 2^-14)
+  const StepNumerics* step = inspector.end_step(false);
+  REQUIRE(step != nullptr);
+  CHECK(inspector.steps().size() == 1);
+  const TensorNumerics& grad = find(*step, "w", TensorKind::kParamGrad);
+  CHECK(grad.subnormal_share() == 1.0);
+  CHECK(grad.underflow_share() == 0.0);
+  for (const TensorNumerics& t : step->tensors) CHECK(t.kind != TensorKind::kActivation);
+}
+
+TEST_CASE("NumericsInspector names the op that first produced inf when a step is skipped", "[inspector]") {
+  NumericsInspector inspector;
+  Tensor w = Tensor::from_vector({1e30f, 1.0f}, {2}).set_requires_grad();
+  inspector.begin_step(0);
+  const Tensor big = mul_scalar(w, 1e9f);  // 1e39 > f32 max: inf, the first anomaly
+  backward(sum(exp(big)));
+  const StepNumerics* step = inspector.end_step(true);
+  REQUIRE(step != nullptr);
+  CHECK(step->skipped);
+  CHECK_THAT(step->anomaly, Catch::Contains("forward of op 'mul_scalar'"));
+  CHECK(find(*step, "mul_scalar#0", TensorKind::kActivation).nonfinite_share() == 0.5);
+  CHECK_THAT(numerics_table(*step), Catch::Contains("first inf/NaN: anomaly: forward of op 'mul_scalar'"));
+}
+
+TEST_CASE("InspectorCallback writes a JSONL line per inspected step and the histogram figure", "[inspector]") {
+  testing::TempDir dir("inspector_callback");
+  const data::Dataset train_set = data::synthetic_dataset(256, 2, 0);
+  nn::ClassifierConfig config{
+      .vocab = 256, .max_len = 16, .d_model = 16, .heads = 2, .d_ff = 32, .layers = 1, .classes = 2, .dropout = 0.0f};
+  nn::TextClassifier model(config, 0);
+  TrainingArguments args;
+  args.output_dir = dir.path.string();
+  args.max_steps = 4;
+  args.per_device_train_batch_size = 16;
+  args.save_strategy = "no";
+  args.fp16 = true;
+  Trainer trainer(model, args, train_set, nullptr, {}, {std::make_shared<InspectorCallback>(2, args.output_dir)});
+  trainer.train();
+  std::istringstream lines(testing::read_bytes(dir.path / "numerics.jsonl"));
+  std::vector<int64_t> steps;
+  for (std::string line; std::getline(lines, line);) {
+    const nlohmann::json j = nlohmann::json::parse(line);
+    steps.push_back(j.at("step"));
+    bool has_head_grad = false;
+    for (const auto& t : j.at("tensors")) has_head_grad = has_head_grad || t.at("name") == "head.weight";
+    CHECK(has_head_grad);
+  }
+  CHECK(steps == std::vector<int64_t>{2, 4});
+  const std::string svg = testing::read_bytes(dir.path / "numerics-grad-histogram.svg");
+  CHECK_THAT(svg, Catch::Contains("</svg>"));
+  CHECK_THAT(svg, Catch::Contains("exactly zero"));
+}
+
+}  // namespace hg::train

@@ -1,0 +1,224 @@
+// The inspector's observers, its per-step records and their renderings (table, JSON, figure).
+#include "train/numerics_inspector.h"
+
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+
+#include "autograd/error.h"
+#include "precision/convert.h"
+#include "precision/finfo.h"
+#include "precision/half.h"
+
+namespace hg::train {
+namespace {
+
+using precision::Log2Histogram;
+using precision::NumericsStats;
+
+double share(uint64_t part, uint64_t whole) { return whole ? double(part) / double(whole) : 0.0; }
+
+}  // namespace
+
+const char* kind_name(TensorKind kind) {
+  switch (kind) {
+    case TensorKind::kParamGrad: return "grad";
+    case TensorKind::kActivationGrad: return "act_grad";
+    case TensorKind::kActivation: return "act";
+  }
+  return "";
+}
+
+double TensorNumerics::zero_share() const { return share(stats.input.zero, count()); }
+double TensorNumerics::underflow_share() const { return share(stats.underflow, count()); }
+double TensorNumerics::subnormal_share() const { return share(stats.subnormal, count()); }
+double TensorNumerics::nonfinite_share() const { return share(stats.input.inf + stats.input.nan, count()); }
+double TensorNumerics::headroom_log2() const {
+  return abs_max > 0 ? std::log2(precision::finfo<half>().max / abs_max) : INFINITY;
+}
+
+NumericsStats StepNumerics::merged(TensorKind kind) const {
+  NumericsStats all;
+  for (const TensorNumerics& t : tensors) {
+    if (t.kind == kind) all.merge(t.stats);
+  }
+  return all;
+}
+
+NumericsInspector::NumericsInspector(InspectorOptions options) : options_(options) {
+  check(options_.every >= 1, "NumericsInspector: every must be >= 1, got ", options_.every);
+  if (options_.name_anomalies) anomaly_ = std::make_unique<DetectAnomaly>(/*throw_on_anomaly=*/false);
+  forward_id_ = add_forward_observer([this](std::string_view op, const Tensor& out) {
+    // Forward passes without gradients (evaluation) are not part of a training step.
+    if (current_ == nullptr || !grad_enabled()) return;
+    const std::string name = std::string(op) + "#" + std::to_string(op_counts_[std::string(op)]++);
+    activation_names_[&out.impl()] = name;
+    if (options_.activations) observe(entry(name, TensorKind::kActivation, op.data(), out), out);
+  });
+  grad_id_ = add_grad_observer([this](std::string_view op, const Tensor& tensor, const Tensor& grad) {
+    if (current_ == nullptr) return;
+    if (tensor.is_leaf()) {
+      if (!tensor.name().empty()) observe(entry(tensor.name(), TensorKind::kParamGrad, op.data(), grad), grad);
+      return;
+    }
+    const auto it = activation_names_.find(&tensor.impl());
+    const std::string name = it != activation_names_.end() ? it->second : std::string(op) + "?";
+    observe(entry(name, TensorKind::kActivationGrad, op.data(), grad), grad);
+  });
+}
+
+NumericsInspector::~NumericsInspector() {
+  remove_forward_observer(forward_id_);
+  remove_grad_observer(grad_id_);
+}
+
+void NumericsInspector::begin_step(int64_t step) {
+  current_ = nullptr;
+  index_.clear();
+  activation_names_.clear();
+  op_counts_.clear();
+  if (anomaly_) reset_anomaly();
+  if (step % options_.every != 0) return;
+  steps_.push_back({.step = step});
+  current_ = &steps_.back();
+}
+
+const StepNumerics* NumericsInspector::end_step(bool skipped) {
+  StepNumerics* step = current_;
+  current_ = nullptr;
+  if (step == nullptr) return nullptr;
+  step->skipped = skipped;
+  if (skipped && anomaly_ && !last_anomaly().op.empty()) step->anomaly = last_anomaly().message();
+  return step;
+}
+
+TensorNumerics& NumericsInspector::entry(const std::string& name, TensorKind kind, const char* op, const Tensor& t) {
+  const std::string key = std::string(kind_name(kind)) + ":" + name;
+  const auto [it, inserted] = index_.try_emplace(key, current_->tensors.size());
+  if (inserted) current_->tensors.push_back({.name = name, .kind = kind, .op = op, .shape = t.shape(), .dtype = t.dtype()});
+  return current_->tensors[it->second];
+}
+
+void NumericsInspector::observe(TensorNumerics& entry, const Tensor& values) {
+  const std::vector<float> v = values.to_vector();
+  std::vector<uint16_t> bits(v.size());
+  precision::encode(precision::kBinary16, v, bits, {.stats = &entry.stats});
+  for (float x : v) {
+    const double a = std::abs(double(x));
+    if (!std::isfinite(a)) continue;
+    entry.abs_max = std::max(entry.abs_max, a);
+    if (a > 0 && (entry.abs_min_nonzero == 0 || a < entry.abs_min_nonzero)) entry.abs_min_nonzero = a;
+  }
+}
+
+std::string numerics_table(const StepNumerics& step) {
+  std::string out = "numerics at step " + std::to_string(step.step) + (step.skipped ? " (skipped)" : "") + "\n";
+  if (!step.anomaly.empty()) out += "  first inf/NaN: " + step.anomaly + "\n";
+  char line[256];
+  std::snprintf(line, sizeof line, "  %-40s %-8s %-5s %9s %9s %6s %6s %6s %7s %8s\n", "tensor", "kind", "dtype", "absmax",
+                "min|x|>0", "zero%", "->0%", "subn%", "nan/inf", "headroom");
+  out += line;
+  for (const TensorNumerics& t : step.tensors) {
+    std::snprintf(line, sizeof line, "  %-40.40s %-8s %-5s %9.2e %9.2e %6.2f %6.2f %6.2f %7.2f %8.1f\n", t.name.c_str(),
+                  kind_name(t.kind), std::string(dtype_name(t.dtype)).c_str(), t.abs_max, t.abs_min_nonzero,
+                  100 * t.zero_share(), 100 * t.underflow_share(), 100 * t.subnormal_share(), 100 * t.nonfinite_share(),
+                  t.headroom_log2());
+    out += line;
+  }
+  return out;
+}
+
+nlohmann::json numerics_json(const StepNumerics& step) {
+  nlohmann::json tensors = nlohmann::json::array();
+  for (const TensorNumerics& t : step.tensors) {
+    nlohmann::json histogram = nlohmann::json::object();
+    for (int e = Log2Histogram::kMinExponent; e <= Log2Histogram::kMaxExponent; ++e) {
+      if (t.stats.input.count(e) > 0) histogram[std::to_string(e)] = t.stats.input.count(e);
+    }
+    const double headroom = t.headroom_log2();
+    tensors.push_back({{"name", t.name},
+                       {"kind", kind_name(t.kind)},
+                       {"op", t.op},
+                       {"dtype", std::string(dtype_name(t.dtype))},
+                       {"shape", t.shape.str()},
+                       {"count", t.count()},
+                       {"abs_max", t.abs_max},
+                       {"abs_min_nonzero", t.abs_min_nonzero},
+                       {"zero", t.zero_share()},
+                       {"underflow", t.underflow_share()},
+                       {"subnormal", t.subnormal_share()},
+                       {"nonfinite", t.nonfinite_share()},
+                       {"headroom_log2", std::isfinite(headroom) ? nlohmann::json(headroom) : nlohmann::json(nullptr)},
+                       {"histogram", histogram}});
+  }
+  return {{"step", step.step}, {"skipped", step.skipped}, {"anomaly", step.anomaly}, {"tensors", tensors}};
+}
+
+SvgPlot histogram_figure(const std::string& title, const std::vector<std::string>& names,
+                         const std::vector<Log2Histogram>& histograms, const std::string& annotation) {
+  check(names.size() == histograms.size(), "histogram_figure: ", names.size(), " names for ", histograms.size(),
+        " histograms");
+  SvgPlot plot({.title = title, .x_label = "log2 |x|", .y_label = "share of values"});
+  int lo = 0, hi = -60;
+  double top = 0;
+  for (size_t i = 0; i < histograms.size(); ++i) {
+    std::vector<double> x, y;
+    const double total = double(histograms[i].total());
+    for (int e = Log2Histogram::kMinExponent; e <= Log2Histogram::kMaxExponent; ++e) {
+      if (histograms[i].count(e) == 0) continue;
+      x.push_back(e);
+      y.push_back(double(histograms[i].count(e)) / total);
+      top = std::max(top, y.back());
+      lo = std::min(lo, e);
+      hi = std::max(hi, e + 1);
+    }
+    plot.add_line(names[i], std::move(x), std::move(y), /*steps=*/true);
+  }
+  lo = std::min(lo, -34);
+  hi = std::max(hi, 18);
+  plot.set_x_range(lo, hi);
+  // fp16: below 2^-25 rounds to 0; [2^-25, 2^-14) subnormal; normal to 65504 < 2^16.
+  plot.add_region(lo, -25, "fp16 -> 0");
+  plot.add_region(-25, -14, "subnormal");
+  plot.add_region(-14, 16, "normal");
+  plot.add_region(16, hi, "inf");
+  plot.add_text(lo + 1, 0.9 * top, annotation);
+  return plot;
+}
+
+InspectorCallback::InspectorCallback(int64_t every, std::string output_dir)
+    : every_(every), output_dir_(std::move(output_dir)) {}
+
+void InspectorCallback::on_train_begin(const TrainerState& state, const TrainingArguments&) {
+  inspector_ = std::make_unique<NumericsInspector>(InspectorOptions{.every = every_});
+  inspector_->begin_step(state.global_step + 1);
+}
+
+void InspectorCallback::on_step_end(const TrainerState& state, const nlohmann::json& step_info) {
+  if (const StepNumerics* step = inspector_->end_step(!step_info.at("stepped").get<bool>())) {
+    std::printf("%s", numerics_table(*step).c_str());
+    std::ofstream out(std::filesystem::path(output_dir_) / "numerics.jsonl", std::ios::app);
+    out << numerics_json(*step).dump() << '\n';
+    check(out.good(), output_dir_, "/numerics.jsonl: cannot write");
+  }
+  inspector_->begin_step(state.global_step + 1);
+}
+
+void InspectorCallback::on_train_end(const TrainerState&) {
+  const auto& steps = inspector_->steps();
+  if (!steps.empty()) {
+    // Gradients stored in f16 lost their small values when the op rounded them: they are
+    // counted among the zeros (with structural zeros such as padding), not as underflow.
+    const NumericsStats grads = steps.back().merged(TensorKind::kActivationGrad);
+    char text[96];
+    std::snprintf(text, sizeof text, "%.1f%% exactly zero, %.1f%% more become zero in fp16",
+                  100 * share(grads.input.zero, grads.total()), 100 * share(grads.underflow, grads.total()));
+    histogram_figure("activation gradients at step " + std::to_string(steps.back().step), {"activation gradients"},
+                     {grads.input}, text)
+        .save((std::filesystem::path(output_dir_) / "numerics-grad-histogram.svg").string());
+  }
+  inspector_.reset();
+}
+
+}  // namespace hg::train

@@ -1,0 +1,127 @@
+// NumericsInspector: what fp16 does to a real model's numbers, per tensor, every N steps. It
+// watches three kinds of tensors through the tape's observers (autograd/tape.h): each named
+// parameter's gradient, each activation's gradient, and each forward activation (an op's
+// output; activations are named "<op>#<k>", the k-th output of that op in the step's forward,
+// and their gradients carry the same name). For each it keeps what a cast of the values as seen
+// to fp16 does (precision::NumericsStats: log2 histogram, underflow, subnormal, overflow) plus
+// abs-max and abs-min-nonzero. A tensor already stored in f16 has lost its small values inside
+// the op that rounded it; for it the inspector's cast is exact, and the loss shows as zeros.
+//
+// With name_anomalies, anomaly mode records (without throwing) the first op whose forward output
+// or backward gradient held inf/NaN, so a skipped step names where the overflow began.
+// Output: a compact text table, one JSON object per inspected step (a JSONL line), SVG figures.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "autograd/tape.h"
+#include "autograd/tensor.h"
+#include "precision/numerics_stats.h"
+#include "train/svg_plot.h"
+#include "train/trainer.h"
+
+namespace hg::train {
+
+enum class TensorKind { kParamGrad, kActivationGrad, kActivation };
+const char* kind_name(TensorKind kind);  // "grad", "act_grad", "act"
+
+// One tensor at one inspected step (several contributions to one gradient are merged).
+struct TensorNumerics {
+  std::string name;
+  TensorKind kind = TensorKind::kActivation;
+  std::string op;  // the op that produced it (for gradients: whose backward did)
+  Shape shape;
+  DType dtype = DType::f32;
+  precision::NumericsStats stats;  // of casting the values as seen to fp16
+  double abs_max = 0, abs_min_nonzero = 0;
+
+  uint64_t count() const { return stats.total(); }
+  double zero_share() const;
+  double underflow_share() const;  // nonzero values the cast to fp16 made zero
+  double subnormal_share() const;  // values that are fp16 subnormals after the cast
+  double nonfinite_share() const;  // inf or NaN
+  double headroom_log2() const;    // log2(65504 / abs_max): doublings left before fp16 overflows
+};
+
+struct StepNumerics {
+  int64_t step = 0;
+  bool skipped = false;
+  std::string anomaly;  // when skipped: the first op that produced inf/NaN (Anomaly::message)
+  std::vector<TensorNumerics> tensors;  // in the order first seen
+  // Every tensor of `kind` merged.
+  precision::NumericsStats merged(TensorKind kind) const;
+};
+
+struct InspectorOptions {
+  int64_t every = 1;  // inspect steps 0, every, 2 * every, ...
+  bool activations = true;
+  bool name_anomalies = true;  // anomaly mode for the life of the inspector (costs a scan per op)
+};
+
+class NumericsInspector {
+ public:
+  // Starts observing on this thread (the tape's observers are per thread).
+  explicit NumericsInspector(InspectorOptions options = {});
+  ~NumericsInspector();
+  NumericsInspector(const NumericsInspector&) = delete;
+  NumericsInspector& operator=(const NumericsInspector&) = delete;
+
+  // Opens step `step`; tensors are recorded only if step % every == 0.
+  void begin_step(int64_t step);
+  // Closes the step; `skipped`: the loss scaler skipped it (then the anomaly, if any, is named).
+  // Returns the step's record if it was inspected, else nullptr.
+  const StepNumerics* end_step(bool skipped);
+  bool inspecting() const { return current_ != nullptr; }
+  const std::vector<StepNumerics>& steps() const { return steps_; }
+
+ private:
+  TensorNumerics& entry(const std::string& name, TensorKind kind, const char* op, const Tensor& t);
+  void observe(TensorNumerics& entry, const Tensor& values);
+
+  InspectorOptions options_;
+  int forward_id_ = -1, grad_id_ = -1;
+  std::unique_ptr<DetectAnomaly> anomaly_;
+  std::vector<StepNumerics> steps_;
+  StepNumerics* current_ = nullptr;
+  std::unordered_map<std::string, size_t> index_;  // (kind, name) -> position in current_->tensors
+  std::unordered_map<const TensorImpl*, std::string> activation_names_;
+  std::unordered_map<std::string, int64_t> op_counts_;
+};
+
+// The per-tensor table of one step, e.g.
+//   tensor                     kind      dtype  absmax    min|x|>0   zero%  ->0%  subn%  nan/inf  headroom
+//   encoder.layers.0.ff.w1     grad      f32    3.1e-03   2.4e-11    0.00   0.41  12.30  0.00     24.3
+std::string numerics_table(const StepNumerics& step);
+// One JSON object: step, skipped, anomaly, and per tensor every number of the table plus the
+// non-empty histogram bins {"log2 bin": count}.
+nlohmann::json numerics_json(const StepNumerics& step);
+
+// Micikevicius et al. 2018, Figure 3: share of values per log2|x| bin, fp16's underflow,
+// subnormal, normal and overflow regions shaded, one series per histogram, and `annotation`
+// (e.g. "12.3% become zero in fp16") written on the figure.
+SvgPlot histogram_figure(const std::string& title, const std::vector<std::string>& names,
+                         const std::vector<precision::Log2Histogram>& histograms, const std::string& annotation);
+
+// Attaches an inspector to a Trainer: inspects every N-th optimizer step, prints the table of
+// each inspected step, appends numerics.jsonl to output_dir, and at the end of training writes
+// numerics-grad-histogram.svg (the last inspected step's activation gradients) there.
+class InspectorCallback : public TrainerCallback {
+ public:
+  InspectorCallback(int64_t every, std::string output_dir);
+  void on_train_begin(const TrainerState& state, const TrainingArguments& args) override;
+  void on_step_end(const TrainerState& state, const nlohmann::json& step_info) override;
+  void on_train_end(const TrainerState& state) override;
+
+ private:
+  int64_t every_;
+  std::string output_dir_;
+  std::unique_ptr<NumericsInspector> inspector_;
+};
+
+}  // namespace hg::train
