@@ -87,9 +87,10 @@ void NumericsInspector::begin_step(int64_t step) {
 const StepNumerics* NumericsInspector::end_step(bool skipped) {
   StepNumerics* step = current_;
   current_ = nullptr;
+  anomaly_message_ = skipped && anomaly_ && !last_anomaly().op.empty() ? last_anomaly().message() : "";
   if (step == nullptr) return nullptr;
   step->skipped = skipped;
-  if (skipped && anomaly_ && !last_anomaly().op.empty()) step->anomaly = last_anomaly().message();
+  step->anomaly = anomaly_message_;
   return step;
 }
 

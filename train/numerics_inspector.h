@@ -78,6 +78,9 @@ class NumericsInspector {
   // Returns the step's record if it was inspected, else nullptr.
   const StepNumerics* end_step(bool skipped);
   bool inspecting() const { return current_ != nullptr; }
+  // The first inf/NaN (Anomaly::message) of the step end_step() just closed, inspected or not,
+  // if it was skipped; else empty.
+  const std::string& anomaly() const { return anomaly_message_; }
   const std::vector<StepNumerics>& steps() const { return steps_; }
 
  private:
@@ -87,6 +90,7 @@ class NumericsInspector {
   InspectorOptions options_;
   int forward_id_ = -1, grad_id_ = -1;
   std::unique_ptr<DetectAnomaly> anomaly_;
+  std::string anomaly_message_;
   std::vector<StepNumerics> steps_;
   StepNumerics* current_ = nullptr;
   std::unordered_map<std::string, size_t> index_;  // (kind, name) -> position in current_->tensors

@@ -99,6 +99,18 @@ TEST_CASE("NumericsInspector names the op that first produced inf when a step is
   CHECK_THAT(step->anomaly, Catch::Contains("forward of op 'mul_scalar'"));
   CHECK(find(*step, "mul_scalar#0", TensorKind::kActivation).nonfinite_share() == 0.5);
   CHECK_THAT(numerics_table(*step), Catch::Contains("first inf/NaN: anomaly: forward of op 'mul_scalar'"));
+  CHECK(inspector.anomaly() == step->anomaly);
+
+  // A step that is not inspected still names its overflow; a clean one names nothing.
+  NumericsInspector every_other({.every = 2});
+  every_other.begin_step(1);
+  backward(sum(exp(mul_scalar(w, 1e9f))));
+  CHECK(every_other.end_step(true) == nullptr);
+  CHECK_THAT(every_other.anomaly(), Catch::Contains("forward of op 'mul_scalar'"));
+  every_other.begin_step(3);
+  backward(sum(mul_scalar(w, 1.0f)));
+  every_other.end_step(false);
+  CHECK(every_other.anomaly().empty());
 }
 
 TEST_CASE("InspectorCallback writes a JSONL line per inspected step and the histogram figure", "[inspector]") {

@@ -1,0 +1,188 @@
+// The training run the teaching demos (loss_scaling, master_weights, formats, underflow) share:
+// the main job's language-id classifier, trained from one seed under one mixed-precision
+// setting through the Accelerator (API level 2), with a NumericsInspector counting zero
+// gradients along the way, and evaluated on the test split. Header-only because every
+// demos/*.cpp is its own program. What differs between the demos is only the RunSpec.
+#pragma once
+
+#include <omp.h>
+
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "autograd/ops.h"
+#include "autograd/rounding_scope.h"
+#include "data/data_loader.h"
+#include "data/dataset.h"
+#include "nn/text_classifier.h"
+#include "optim/adam.h"
+#include "optim/lr_scheduler.h"
+#include "optim/param_groups.h"
+#include "train/accelerator.h"
+#include "train/evaluation.h"
+#include "train/numerics_inspector.h"
+
+namespace hg::demos {
+
+struct RunSpec {
+  std::string label;
+  std::string precision = "no";  // Accelerator's mixed_precision: "no" | "fp16" | "bf16" | "pure_fp16"
+  std::string opt_level = "O2";
+  std::string loss_scale = "dynamic";  // "dynamic" | "none" | a static scale
+  bool flush_to_zero = false;          // RoundingScope::flush_to_zero() around the whole run
+  bool track_weight_changes = false;   // share of model weight elements an optimizer step changed
+};
+
+struct RunSettings {
+  int64_t steps = 600;
+  uint64_t seed = 0;
+  int64_t batch = 64;
+  float lr = 1e-3f;
+  int64_t log_every = 25;      // loss curve resolution
+  int64_t inspect_every = 10;  // NumericsInspector (gradients only) on every n-th step
+};
+
+struct RunResult {
+  std::string label;
+  std::vector<double> log_steps, losses;  // mean training loss over each log window
+  double final_loss = 0;                  // mean over the last log window
+  double test_accuracy = 0;
+  // Over the inspected steps: shares of parameter-gradient and activation-gradient elements that
+  // were exactly zero, and of activation-gradient elements that a cast to fp16 would flush (only
+  // nonzero where the gradient is still wider than fp16, e.g. the f32 run).
+  double param_grad_zero = 0, act_grad_zero = 0, act_grad_fp16_underflow = 0;
+  int64_t skipped = 0;
+  std::vector<double> scales, skipped_steps;  // scale of every step; steps that were skipped
+  std::string first_anomaly;                  // of the first skipped step, if any
+  std::vector<double> weights_unchanged;      // per step, with track_weight_changes
+  double seconds = 0;
+};
+
+// The main job's model (README: d_model 128, 4 heads, 2 layers, d_ff 512, max_len 32, dropout 0.1).
+inline nn::ClassifierConfig language_id_config(int64_t classes) {
+  return {.vocab = 256, .max_len = 32, .d_model = 128, .heads = 4, .d_ff = 512, .layers = 2, .classes = classes};
+}
+
+// Trains `model` (built by the caller from language_id_config and the seed) and evaluates it.
+inline RunResult train_language_id(const data::Split& split, const RunSpec& spec, const RunSettings& settings,
+                                   nn::TextClassifier& model) {
+  const auto start = std::chrono::steady_clock::now();
+  std::optional<RoundingScope> ftz;
+  if (spec.flush_to_zero) ftz.emplace(precision::RoundingOptions{.flush_subnormals = true});
+  optim::AdamW optimizer(optim::decay_groups(model.named_parameters(), settings.lr, 0.01f));
+  optim::LrScheduler scheduler(optimizer, optim::Schedule::kCosine, std::min<int64_t>(100, settings.steps / 10),
+                               settings.steps);
+  train::Accelerator accelerator(
+      {.mixed_precision = spec.precision, .fp16_opt_level = spec.opt_level, .loss_scale = spec.loss_scale});
+  const auto prepared = accelerator.prepare(model, optimizer, &scheduler);
+  data::DataLoader loader(split.train, data::ByteTokenizer(),
+                          {.batch_size = settings.batch, .seed = settings.seed, .max_len = model.config.max_len});
+  train::NumericsInspector inspector(
+      {.every = settings.inspect_every, .activations = false, .name_anomalies = spec.loss_scale != "none"});
+
+  RunResult r{.label = spec.label};
+  double window = 0;
+  int64_t window_n = 0;
+  model.train();
+  for (int64_t step = 0; step < settings.steps; ++step) {
+    loader.set_epoch(step / loader.num_batches());
+    const data::Batch batch = loader.batch(step % loader.num_batches());
+    std::vector<std::vector<float>> before;
+    if (spec.track_weight_changes) {
+      for (const Tensor& p : model.parameters()) before.push_back(p.to_vector());
+    }
+    inspector.begin_step(step);
+    const Tensor loss = cross_entropy(prepared.forward(batch.ids, batch.attention_mask), batch.labels);
+    r.scales.push_back(accelerator.mixed_precision().scaler().get_scale());
+    accelerator.backward(loss);
+    accelerator.clip_grad_norm(1.0f);
+    const bool stepped = accelerator.step();
+    inspector.end_step(!stepped);
+    if (!inspector.anomaly().empty() && r.first_anomaly.empty()) {
+      r.first_anomaly = "step " + std::to_string(step) + ": " + inspector.anomaly();
+    }
+    if (!stepped) r.skipped_steps.push_back(double(step));
+    if (spec.track_weight_changes) {
+      int64_t same = 0, total = 0;
+      const std::vector<Tensor> params = model.parameters();
+      for (size_t i = 0; i < params.size(); ++i) {
+        const std::vector<float> after = params[i].to_vector();
+        for (size_t j = 0; j < after.size(); ++j) same += after[j] == before[i][j] ? 1 : 0;
+        total += int64_t(after.size());
+      }
+      if (stepped) r.weights_unchanged.push_back(double(same) / double(total));
+    }
+    window += loss.item();
+    if (++window_n == settings.log_every || step + 1 == settings.steps) {
+      r.log_steps.push_back(double(step + 1));
+      r.losses.push_back(window / double(window_n));
+      window = 0;
+      window_n = 0;
+    }
+  }
+  r.final_loss = r.losses.back();
+  r.skipped = int64_t(r.skipped_steps.size());
+  precision::NumericsStats params, activations;
+  for (const train::StepNumerics& s : inspector.steps()) {
+    params.merge(s.merged(train::TensorKind::kParamGrad));
+    activations.merge(s.merged(train::TensorKind::kActivationGrad));
+  }
+  auto share = [](uint64_t part, uint64_t whole) { return whole ? double(part) / double(whole) : 0.0; };
+  r.param_grad_zero = share(params.input.zero, params.total());
+  r.act_grad_zero = share(activations.input.zero, activations.total());
+  r.act_grad_fp16_underflow = share(activations.underflow, activations.total());
+  const train::EvalPrediction eval =
+      train::run_evaluation(model, split.test, 256, accelerator.mixed_precision().autocast_dtype());
+  int64_t correct = 0;
+  for (size_t i = 0; i < eval.predictions.size(); ++i) correct += eval.predictions[i] == eval.label_ids[i] ? 1 : 0;
+  r.test_accuracy = double(correct) / double(eval.predictions.size());
+  r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  return r;
+}
+
+inline RunResult train_language_id(const data::Split& split, const RunSpec& spec, const RunSettings& settings) {
+  nn::TextClassifier model(language_id_config(int64_t(split.train.label_names.size())), settings.seed);
+  return train_language_id(split, spec, settings, model);
+}
+
+// The common flags of every teaching demo, and the setup they imply.
+struct DemoFlags {
+  int64_t steps;
+  uint64_t seed = 0;
+  std::string out = "demo-output";
+  int threads = 1;
+  int64_t eval_size = 1000;  // test words per language
+
+  // Sets the OpenMP thread count and creates the output directory.
+  void apply() const {
+    omp_set_num_threads(threads);
+    std::filesystem::create_directories(out);
+  }
+  std::string path(const std::string& file) const { return (std::filesystem::path(out) / file).string(); }
+};
+
+template <class App>
+void add_demo_flags(App& app, DemoFlags& flags) {
+  app.add_option("--steps", flags.steps, "optimizer steps of each training run")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
+  app.add_option("--seed", flags.seed, "random seed (model, data order, split)")->capture_default_str();
+  app.add_option("--out", flags.out, "directory for the SVG figures")->capture_default_str();
+  app.add_option("--threads", flags.threads, "OpenMP threads")->capture_default_str()->check(CLI::Range(1, 256));
+  app.add_option("--eval-size", flags.eval_size, "test words per language (1000: the whole test split)")
+      ->capture_default_str()
+      ->check(CLI::Range(int64_t{1}, int64_t{1000}));
+}
+
+inline data::Split language_id_split(const DemoFlags& flags) {
+  data::Split split = data::language_id_dataset({.test_per_language = flags.eval_size, .seed = flags.seed});
+  std::printf("data: %s\n      %s\n\n", split.train.summary().c_str(), split.test.summary().c_str());
+  return split;
+}
+
+}  // namespace hg::demos
