@@ -22,6 +22,7 @@
 #include "train/evaluation.h"
 #include "train/metrics.h"
 #include "train/model_config.h"
+#include "train/numerics_inspector.h"
 #include "train/trainer.h"
 
 namespace {
@@ -93,6 +94,7 @@ struct TrainOptions {
   int64_t d_model = 128, heads = 4, layers = 2, d_ff = 512, max_len = 32;
   float dropout = 0.1f;
   int64_t early_stopping = 0;
+  int64_t inspect = 0;  // NumericsInspector every N optimizer steps (0: off)
   int64_t train_per_language = 6000, test_per_language = 1000;
   train::TrainingArguments args;
 };
@@ -159,6 +161,10 @@ void add_train_flags(CLI::App& app, TrainOptions& o) {
   app.add_option("--early-stopping", o.early_stopping, "stop after N evaluations without improvement")
       ->check(CLI::PositiveNumber);
   app.add_flag("--detect-anomaly", a.detect_anomaly, "name the first op that produces inf/NaN");
+  app.add_option("--inspect", o.inspect,
+                 "every N steps print per-tensor fp16 numerics (zeros, underflow, subnormals, headroom) and append "
+                 "them to output_dir/numerics.jsonl; a skipped step names its first inf/NaN op")
+      ->check(CLI::Range(int64_t{1}, int64_t{1} << 40));
   app.add_option("--max-len", o.max_len, "maximum tokens (bytes) per text")
       ->capture_default_str()
       ->check(CLI::Range(1, 4096));
@@ -231,6 +237,7 @@ int run_train(TrainOptions& o) {
   std::vector<std::shared_ptr<train::TrainerCallback>> callbacks;
   callbacks.push_back(std::make_shared<ConsoleCallback>(has_eval && a.eval_strategy != "no"));
   if (o.early_stopping > 0) callbacks.push_back(std::make_shared<train::EarlyStoppingCallback>(a, o.early_stopping));
+  if (o.inspect > 0) callbacks.push_back(std::make_shared<train::InspectorCallback>(o.inspect, a.output_dir));
   train::Trainer trainer(model, a, train_set, has_eval ? &eval_set : nullptr, {}, callbacks);
   const int64_t truncated =
       data::DataLoader(train_set, data::ByteTokenizer(config.pooling == nn::Pooling::kCls), {.max_len = config.max_len})
