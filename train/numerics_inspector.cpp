@@ -166,8 +166,13 @@ SvgPlot histogram_figure(const std::string& title, const std::vector<std::string
   for (size_t i = 0; i < histograms.size(); ++i) {
     std::vector<double> x, y;
     const double total = double(histograms[i].total());
+    int first = Log2Histogram::kMaxExponent + 1, last = Log2Histogram::kMinExponent - 1;
     for (int e = Log2Histogram::kMinExponent; e <= Log2Histogram::kMaxExponent; ++e) {
       if (histograms[i].count(e) == 0) continue;
+      first = std::min(first, e);
+      last = std::max(last, e);
+    }
+    for (int e = first; e <= last; ++e) {  // empty bins inside the range drawn at 0
       x.push_back(e);
       y.push_back(double(histograms[i].count(e)) / total);
       top = std::max(top, y.back());

@@ -98,9 +98,10 @@ class NumericsInspector {
   std::unordered_map<std::string, int64_t> op_counts_;
 };
 
-// The per-tensor table of one step, e.g.
-//   tensor                     kind      dtype  absmax    min|x|>0   zero%  ->0%  subn%  nan/inf  headroom
-//   encoder.layers.0.ff.w1     grad      f32    3.1e-03   2.4e-11    0.00   0.41  12.30  0.00     24.3
+// The per-tensor table of one step: name, kind, dtype, abs-max, abs-min-nonzero, then the
+// shares (%) exactly zero, flushed to zero by the cast to fp16, fp16 subnormal, inf/NaN, and
+// the headroom in doublings, e.g.
+//   encoder.layers.0.attn.k_proj.bias  grad  f32  5.61e-04  7.15e-06  0.00  0.00  31.25  0.00  26.8
 std::string numerics_table(const StepNumerics& step);
 // One JSON object: step, skipped, anomaly, and per tensor every number of the table plus the
 // non-empty histogram bins {"log2 bin": count}.
