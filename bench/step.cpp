@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "autograd/ops.h"
+#include "autograd/parallel.h"
 #include "nn/text_classifier.h"
 #include "optim/adam.h"
 #include "train/accelerator.h"
@@ -81,6 +82,7 @@ int main(int argc, char** argv) {
   app.add_option("--steps", steps, "timed steps")->check(CLI::PositiveNumber);
   app.add_option("--warmup", warmup, "untimed steps first")->check(CLI::NonNegativeNumber);
   CLI11_PARSE(app, argc, argv);
+  hg::use_default_wait_policy(argv);  // re-executes once unless OMP_WAIT_POLICY/GOMP_SPINCOUNT are set
   omp_set_num_threads(threads);
 
   const StepConfig& c = kConfigs.at(config);
@@ -132,6 +134,7 @@ int main(int argc, char** argv) {
                               {"best_ms", sorted.front()},
                               {"gflops", step_flops(c) / (median * 1e-3) / 1e9},
                               {"peak_rss_mb", peak_rss_mb()},
+                              {"wait_policy", hg::thread_wait_policy()},
                               {"loss_first", first_loss},
                               {"loss_last", last_loss}};
   std::printf("%s\n", out.dump().c_str());
