@@ -1,6 +1,7 @@
 // The OpenMP wait-policy default and its report (see parallel.h).
 #include "autograd/parallel.h"
 
+#include <omp.h>
 #include <unistd.h>
 
 #include <cstdlib>
@@ -21,6 +22,10 @@ std::string thread_wait_policy() {
   if (policy != nullptr) out = std::string("OMP_WAIT_POLICY=") + policy;
   if (spin != nullptr) out += (out.empty() ? "" : " ") + std::string("GOMP_SPINCOUNT=") + spin;
   return out.empty() ? "libgomp default (spins ~300000 iterations)" : out;
+}
+
+bool use_team(int64_t work, int64_t threshold) {
+  return work >= threshold && omp_get_max_threads() > 1 && !omp_in_parallel();
 }
 
 }  // namespace hg

@@ -6,8 +6,14 @@
 // libgomp reads its environment once, when it is loaded, before main(): a setenv() in main, in a
 // static constructor or even in the executable's .preinit_array (glibc's own initialiser resets
 // the environment after it) comes too late. So the default is applied by re-executing the program.
+//
+// Below: when an op opens an OpenMP team at all. A region that runs on one thread (an `if`
+// clause that is false, one thread allowed, or nested inside another region) is still a
+// GOMP_parallel call that sets up a team and ends with a futex wake: a system call per op, about
+// 35,000 per config-S training step on one thread.
 #pragma once
 
+#include <cstdint>
 #include <string>
 
 namespace hg {
@@ -23,5 +29,22 @@ void use_default_wait_policy(char** argv);
 // The policy in effect, for logs: "OMP_WAIT_POLICY=..." and/or "GOMP_SPINCOUNT=...", or
 // "libgomp default (spins ~300000 iterations)".
 std::string thread_wait_policy();
+
+// Whether a loop over `work` elements should open a team: at least `threshold` elements, more
+// than one thread allowed, and not already inside a parallel region.
+bool use_team(int64_t work, int64_t threshold);
+
+// Runs body() once on each thread of a new team when `parallel`, else once on the calling
+// thread. The body's `#pragma omp for` loops (orphaned worksharing) split across the team, or run
+// whole on the calling thread without touching libgomp's team machinery.
+template <class Body>
+void maybe_parallel(bool parallel, const Body& body) {
+  if (parallel) {
+#pragma omp parallel
+    body();
+  } else {
+    body();
+  }
+}
 
 }  // namespace hg

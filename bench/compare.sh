@@ -28,7 +28,7 @@ while [[ $# -gt 0 ]]; do
   esac
 done
 
-bench=build/bin/bench_step
+bench=${BENCH:-build/bin/bench_step}  # BENCH=path compares another build
 torch_step=../shared/bench/torch_step.py
 [[ -x $bench ]] || { echo "compare.sh: build $bench first (cmake --build build --target bench_step)" >&2; exit 1; }
 [[ -f $torch_step ]] || { echo "compare.sh: $torch_step not found" >&2; exit 1; }
