@@ -49,27 +49,27 @@ Tensor map(const Shape& shape, DType dtype, const std::array<Tensor, K>& inputs,
   float* const out_f32 = dtype == DType::f32 ? out.data<float>() : nullptr;
   maybe_parallel(use_team(n, kParallelElements), [&] {
 #pragma omp for schedule(static)
-  for (int64_t c = 0; c < chunks; ++c) {
-    const int64_t start = c * kChunk;
-    const int64_t len = std::min(kChunk, n - start);
-    alignas(64) float x[K == 0 ? 1 : K][kChunk];
-    alignas(64) float y[kChunk];
-    std::array<const float*, K> xs;
-    for (size_t i = 0; i < K; ++i) {
-      if (in_place[i]) {
-        xs[i] = in_place[i] + start;
+    for (int64_t c = 0; c < chunks; ++c) {
+      const int64_t start = c * kChunk;
+      const int64_t len = std::min(kChunk, n - start);
+      alignas(64) float x[K == 0 ? 1 : K][kChunk];
+      alignas(64) float y[kChunk];
+      std::array<const float*, K> xs;
+      for (size_t i = 0; i < K; ++i) {
+        if (in_place[i]) {
+          xs[i] = in_place[i] + start;
+        } else {
+          widen_broadcast(x[i], inputs[i], shape, start, len);
+          xs[i] = x[i];
+        }
+      }
+      if (out_f32) {
+        kernel(out_f32 + start, xs, len);
       } else {
-        widen_broadcast(x[i], inputs[i], shape, start, len);
-        xs[i] = x[i];
+        kernel(y, xs, len);
+        kernels::narrow(out.bytes(), dtype, start, y, len, rounding, seed, events + uint64_t(start));
       }
     }
-    if (out_f32) {
-      kernel(out_f32 + start, xs, len);
-    } else {
-      kernel(y, xs, len);
-      kernels::narrow(out.bytes(), dtype, start, y, len, rounding, seed, events + uint64_t(start));
-    }
-  }
   });
   return out;
 }
