@@ -10,7 +10,7 @@
 # torch_step.py --malloc tuned in fp32 twice, with OPENBLAS_CORETYPE unset (OpenBLAS picks its
 # kernels for the CPU: the fast setting) and set (as exported, else Haswell), and in bf16
 # autocast (oneDNN, not OpenBLAS: CORETYPE unset only). Without AVX512-BF16 PyTorch's bf16 step
-# is ~40x slower than its fp32 step, so --bf16-steps N times it over N steps after 1 warm-up
+# is 5-40x slower than its fp32 step, so --bf16-steps N times it over N steps after 1 warm-up
 # (default: --steps and --warmup; 0 skips it). bench_step does not use OpenBLAS, so it runs once.
 # Every measurement is appended as one JSON line to $LOG (default build/compare.jsonl); the table
 # gives the median over rounds of each run's median ms per step, and the ratios:
