@@ -4,8 +4,8 @@
 
 #include <cstdio>
 #include <cstring>
-#include <new>
 
+#include "autograd/allocator.h"
 #include "autograd/error.h"
 #include "autograd/kernels/cast.h"
 #include "autograd/ops/shape_ops.h"
@@ -13,14 +13,6 @@
 
 namespace hg {
 namespace {
-
-constexpr std::align_val_t kAlignment{64};
-
-std::shared_ptr<std::byte> allocate(size_t bytes) {
-  // At least one byte so every tensor, even an empty one, has a distinct valid pointer.
-  auto* raw = static_cast<std::byte*>(::operator new(bytes ? bytes : 1, kAlignment));
-  return std::shared_ptr<std::byte>(raw, [](std::byte* p) { ::operator delete(p, kAlignment); });
-}
 
 // Rounds f32 values into a tensor of any dtype with nearest-even (creation is not an op, so
 // the rounding scope does not apply).
@@ -39,7 +31,7 @@ Tensor Tensor::empty(const Shape& shape, DType dtype) {
   auto impl = std::make_shared<TensorImpl>();
   impl->shape = shape;
   impl->dtype = dtype;
-  impl->storage = allocate(size_t(shape.numel()) * element_size(dtype));
+  impl->storage = allocate_storage(size_t(shape.numel()) * element_size(dtype));
   return Tensor(std::move(impl));
 }
 
@@ -116,7 +108,7 @@ float Tensor::at(std::initializer_list<int64_t> index) const {
   int64_t flat = 0, dim = 0;
   for (int64_t i : index) {
     check(i >= 0 && i < shape()[int(dim)], "Tensor::at: index ", i, " out of range in dim ", dim,
-          " of shape ", shape().str());
+          " of shape ", shape());
     flat = flat * shape()[int(dim++)] + i;
   }
   float value;
@@ -165,7 +157,7 @@ void Tensor::set_grad(const Tensor& grad) {
   if (grad.defined()) {
     check(grad.shape() == shape() && grad.dtype() == dtype(), "set_grad: gradient ",
           grad.shape(), " ", dtype_name(grad.dtype()), " does not match tensor ",
-          shape().str(), " ", dtype_name(dtype()));
+          shape(), " ", dtype_name(dtype()));
   }
   impl().grad = grad.impl_ptr();
 }

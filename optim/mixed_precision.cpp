@@ -99,7 +99,8 @@ void MixedPrecision::unscale_gradients(Optimizer& optimizer) {
 
 float MixedPrecision::clip_gradients(Optimizer& optimizer, float max_norm) {
   unscale_gradients(optimizer);
-  return clip_grad_norm(optimizer.parameters(), max_norm);
+  grad_norm_ = clip_grad_norm(optimizer.parameters(), max_norm);
+  return *grad_norm_;
 }
 
 bool MixedPrecision::finish_step(Optimizer& optimizer) {
@@ -107,13 +108,14 @@ bool MixedPrecision::finish_step(Optimizer& optimizer) {
   bool stepped = false;
   if (scaler_.is_enabled()) {
     stepped = scaler_.step(optimizer, /*allow_fp16=*/options_.precision == Precision::kPureFp16);
-  } else if (std::isfinite(grad_norm(optimizer.parameters()))) {  // no scaler: never step on inf/NaN
-    optimizer.step();
+  } else if (std::isfinite(grad_norm_ ? *grad_norm_ : grad_norm(optimizer.parameters()))) {
+    optimizer.step();  // no scaler: never step on inf/NaN
     stepped = true;
   }
   if (masters_ && stepped) masters_->copy_masters_to_model();
   scaler_.update();
   unscaled_ = false;
+  grad_norm_.reset();
   return stepped;
 }
 
@@ -121,7 +123,11 @@ StepResult MixedPrecision::step(Optimizer& optimizer, float max_grad_norm) {
   StepResult result;
   result.scale = scaler_.get_scale();
   unscale_gradients(optimizer);
-  result.grad_norm = max_grad_norm > 0 ? clip_gradients(optimizer, max_grad_norm) : grad_norm(optimizer.parameters());
+  if (max_grad_norm > 0) {
+    result.grad_norm = clip_gradients(optimizer, max_grad_norm);
+  } else {
+    grad_norm_ = result.grad_norm = grad_norm(optimizer.parameters());
+  }
   result.stepped = finish_step(optimizer);
   return result;
 }

@@ -89,6 +89,9 @@ class MixedPrecision {
   GradScaler scaler_;
   std::unique_ptr<MasterWeights> masters_;
   bool unscaled_ = false;  // within the current step
+  // The unscaled gradients' norm before clipping, once step() or clip_gradients() computed it in
+  // the current step: finish_step() checks it for inf/NaN instead of computing it again.
+  std::optional<float> grad_norm_;
 };
 
 }  // namespace hg::optim

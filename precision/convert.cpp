@@ -3,6 +3,8 @@
 // sizes, split long spans into fixed chunks for OpenMP and merge per-chunk NumericsStats in chunk
 // order. Default options without stats take the shortcuts of DemoteF32To: F16C for f16 on
 // AVX2/AVX3, a 10-operation sequence for bf16.
+#include <omp.h>
+
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
@@ -181,10 +183,18 @@ void for_chunks(size_t n, NumericsStats* stats, const Kernel& kernel) {
   const size_t chunk = std::max(kMinChunk, ((n + kMaxChunks - 1) / kMaxChunks + 63) / 64 * 64);
   const ptrdiff_t count = ptrdiff_t((n + chunk - 1) / chunk);
   std::vector<NumericsStats> partial(stats != nullptr ? size_t(count) : 0);
-#pragma omp parallel for schedule(static) if (n >= kParallelMin)
-  for (ptrdiff_t c = 0; c < count; ++c) {
+  const auto run = [&](ptrdiff_t c) {
     const size_t begin = size_t(c) * chunk;
     kernel(begin, std::min(n, begin + chunk), stats != nullptr ? &partial[size_t(c)] : nullptr);
+  };
+  // No OpenMP region at all for short spans, one thread or a call from inside a region: even a
+  // region that stays on one thread sets up a team and makes a futex system call (the autograd
+  // ops narrow every 2048-element chunk through here).
+  if (n < kParallelMin || count == 1 || omp_get_max_threads() == 1 || omp_in_parallel()) {
+    for (ptrdiff_t c = 0; c < count; ++c) run(c);
+  } else {
+#pragma omp parallel for schedule(static)
+    for (ptrdiff_t c = 0; c < count; ++c) run(c);
   }
   if (stats != nullptr) {
     for (const NumericsStats& p : partial) stats->merge(p);

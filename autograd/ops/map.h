@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "autograd/kernels/cast.h"
+#include "autograd/parallel.h"
 #include "autograd/rounding_scope.h"
 #include "autograd/tensor.h"
 
@@ -46,28 +47,30 @@ Tensor map(const Shape& shape, DType dtype, const std::array<Tensor, K>& inputs,
     if (inputs[i].dtype() == DType::f32 && inputs[i].shape() == shape) in_place[i] = inputs[i].template data<float>();
   }
   float* const out_f32 = dtype == DType::f32 ? out.data<float>() : nullptr;
-#pragma omp parallel for schedule(static) if (n >= kParallelElements)
-  for (int64_t c = 0; c < chunks; ++c) {
-    const int64_t start = c * kChunk;
-    const int64_t len = std::min(kChunk, n - start);
-    alignas(64) float x[K == 0 ? 1 : K][kChunk];
-    alignas(64) float y[kChunk];
-    std::array<const float*, K> xs;
-    for (size_t i = 0; i < K; ++i) {
-      if (in_place[i]) {
-        xs[i] = in_place[i] + start;
+  maybe_parallel(use_team(n, kParallelElements), [&] {
+#pragma omp for schedule(static)
+    for (int64_t c = 0; c < chunks; ++c) {
+      const int64_t start = c * kChunk;
+      const int64_t len = std::min(kChunk, n - start);
+      alignas(64) float x[K == 0 ? 1 : K][kChunk];
+      alignas(64) float y[kChunk];
+      std::array<const float*, K> xs;
+      for (size_t i = 0; i < K; ++i) {
+        if (in_place[i]) {
+          xs[i] = in_place[i] + start;
+        } else {
+          widen_broadcast(x[i], inputs[i], shape, start, len);
+          xs[i] = x[i];
+        }
+      }
+      if (out_f32) {
+        kernel(out_f32 + start, xs, len);
       } else {
-        widen_broadcast(x[i], inputs[i], shape, start, len);
-        xs[i] = x[i];
+        kernel(y, xs, len);
+        kernels::narrow(out.bytes(), dtype, start, y, len, rounding, seed, events + uint64_t(start));
       }
     }
-    if (out_f32) {
-      kernel(out_f32 + start, xs, len);
-    } else {
-      kernel(y, xs, len);
-      kernels::narrow(out.bytes(), dtype, start, y, len, rounding, seed, events + uint64_t(start));
-    }
-  }
+  });
   return out;
 }
 
@@ -97,8 +100,7 @@ void for_rows(const std::array<Tensor, K>& inputs, int64_t rows, int64_t width, 
   for (size_t i = 0; i < K; ++i) {
     if (inputs[i].dtype() == DType::f32) in_place[i] = inputs[i].template data<float>();
   }
-#pragma omp parallel if (blocks > 1 && rows * width >= kParallelElements)
-  {
+  maybe_parallel(blocks > 1 && use_team(rows * width, kParallelElements), [&] {
     size_t widened = 0;
     for (size_t i = 0; i < K; ++i) widened += in_place[i] ? 0 : 1;
     std::vector<float> buffer(size_t(per * width) * (widened + (scratch ? 1 : 0)));
@@ -119,7 +121,7 @@ void for_rows(const std::array<Tensor, K>& inputs, int64_t rows, int64_t width, 
       }
       body(xs, block, scratch ? next : nullptr);
     }
-  }
+  });
 }
 
 // Row-wise ops (softmax, layer_norm, ...): out (shape, dtype) from inputs of the same number of

@@ -4,6 +4,7 @@
 // block sums combined in block order, so results do not depend on the thread count.
 #include "autograd/ops/nn.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <limits>
@@ -212,21 +213,28 @@ Tensor scaled_dot_product_attention(const Tensor& q, const Tensor& k, const Tens
         k.shape(), ", ", v.shape());
   const int64_t b = q.shape()[0], t = q.shape()[2], d = q.shape()[3];
   Tensor scores = mul_scalar(matmul_transposed(q, k), 1.0f / std::sqrt(float(d)));  // (B,H,T,T)
-  if (attention_mask.numel() > 0 || causal) {
-    check(attention_mask.numel() == 0 || attention_mask.shape == Shape{b, t},
-          "attention: mask of shape ", attention_mask.shape, " for batch ", b, " and length ", t);
-    // masked[b, 0, i, j] = 1 where key j is padding or (causal) j > i.
+  check(attention_mask.numel() == 0 || attention_mask.shape == Shape{b, t}, "attention: mask of shape ",
+        attention_mask.shape, " for batch ", b, " and length ", t);
+  const bool padded = std::find(attention_mask.values.begin(), attention_mask.values.end(), 0) !=
+                      attention_mask.values.end();
+  if (causal) {
+    // masked[b, 0, i, j] = 1 where key j is padding or j > i.
     std::vector<int32_t> masked(size_t(b * t * t), 0);
     for (int64_t bi = 0; bi < b; ++bi) {
       for (int64_t i = 0; i < t; ++i) {
         for (int64_t j = 0; j < t; ++j) {
-          const bool pad = attention_mask.numel() > 0 && attention_mask[bi * t + j] == 0;
-          masked[size_t((bi * t + i) * t + j)] = (pad || (causal && j > i)) ? 1 : 0;
+          const bool pad = padded && attention_mask[bi * t + j] == 0;
+          masked[size_t((bi * t + i) * t + j)] = (pad || j > i) ? 1 : 0;
         }
       }
     }
-    scores = masked_fill(scores, Indices(std::move(masked), {b, 1, t, t}),
-                         -std::numeric_limits<float>::infinity());
+    scores = masked_fill(scores, Indices(std::move(masked), {b, 1, t, t}), -std::numeric_limits<float>::infinity());
+  } else if (padded) {
+    // masked[b, 0, 0, j] = 1 where key j is padding, broadcast over heads and queries. Without
+    // padding nothing is masked and the fill (an identity) is skipped.
+    std::vector<int32_t> masked(size_t(b * t));
+    for (int64_t i = 0; i < b * t; ++i) masked[size_t(i)] = attention_mask[i] == 0 ? 1 : 0;
+    scores = masked_fill(scores, Indices(std::move(masked), {b, 1, 1, t}), -std::numeric_limits<float>::infinity());
   }
   Tensor probabilities = softmax(scores);
   if (dropout_p > 0.0f) {

@@ -14,6 +14,7 @@
 #include "autograd/kernels/elementwise.h"
 #include "autograd/kernels/rows.h"
 #include "autograd/ops/map.h"
+#include "autograd/parallel.h"
 #include "autograd/rounding_scope.h"
 #include "autograd/tape.h"
 
@@ -51,7 +52,7 @@ constexpr int64_t kColumnBlock = 256;
 void sum_dim(float* result, const Tensor& x, const Split& s) {
   const bool f32 = x.dtype() == DType::f32;
   const float* const data = f32 ? x.data<float>() : nullptr;
-  const bool parallel = s.outer * s.d * s.inner >= detail::kParallelElements;
+  const bool parallel = use_team(s.outer * s.d * s.inner, detail::kParallelElements);
   if (s.inner == 1 && s.d <= kSumPiece) {  // rows: the lane order
     detail::for_rows<1>({x}, s.outer, s.d, false, [&](const std::array<const float*, 1>& in, detail::RowBlock block, float*) {
       kernels::row_sums(result + block.first, in[0], block.count, s.d);
@@ -59,8 +60,7 @@ void sum_dim(float* result, const Tensor& x, const Split& s) {
   } else if (s.inner == 1) {  // long rows: pieces, then the pieces' sums
     const int64_t pieces = (s.d + kSumPiece - 1) / kSumPiece;
     std::vector<float> partial(size_t(s.outer * pieces));
-#pragma omp parallel if (parallel)
-    {
+    maybe_parallel(parallel, [&] {
       std::vector<float> buffer(f32 ? 0 : size_t(kSumPiece));
 #pragma omp for schedule(static)
       for (int64_t t = 0; t < s.outer * pieces; ++t) {
@@ -69,12 +69,11 @@ void sum_dim(float* result, const Tensor& x, const Split& s) {
         if (!f32) kernels::widen(buffer.data(), x.bytes(), x.dtype(), start, len);
         kernels::row_sums(&partial[size_t(t)], f32 ? data + start : buffer.data(), 1, len);
       }
-    }
+    });
     kernels::row_sums(result, partial.data(), s.outer, pieces);
   } else {  // a strided dim: column sums of (d, inner) matrices, in tiles of columns
     const int64_t tiles = (s.inner + kColumnTile - 1) / kColumnTile;
-#pragma omp parallel if (parallel && s.outer * tiles > 1)
-    {
+    maybe_parallel(parallel && s.outer * tiles > 1, [&] {
       std::vector<float> buffer(f32 ? 0 : size_t(kColumnBlock * kColumnTile)), block_sum(f32 ? 0 : size_t(kColumnTile));
 #pragma omp for schedule(static)
       for (int64_t t = 0; t < s.outer * tiles; ++t) {
@@ -97,7 +96,7 @@ void sum_dim(float* result, const Tensor& x, const Split& s) {
           kernels::add(out, out, block_sum.data(), width);
         }
       }
-    }
+    });
   }
 }
 

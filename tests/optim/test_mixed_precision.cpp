@@ -3,8 +3,11 @@
 // underflow in fp16.
 #include <catch2/catch.hpp>
 
+#include <cmath>
+
 #include "autograd/ops.h"
 #include "autograd/tape.h"
+#include "nn/linear.h"
 #include "nn/text_classifier.h"
 #include "optim/adam.h"
 #include "optim/mixed_precision.h"
@@ -73,6 +76,39 @@ TEST_CASE("modes set the model dtype, the optimizer's tensors and the scaler", "
   CHECK(parse_loss_scale("1024").kind == LossScaling::Kind::kStatic);
   REQUIRE_THROWS_WITH(parse_loss_scale("-3"), Catch::Contains("'-3'"));
   REQUIRE_THROWS_WITH(parse_precision("fp8"), Catch::Contains("'fp8'"));
+}
+
+TEST_CASE("without a scaler, a step whose gradient norm is inf/NaN is skipped, on every path", "[mixed]") {
+  // step() and clip_gradients() compute the norm once; finish_step() decides on that norm.
+  Generator gen(3);
+  nn::Linear layer(2, 1, {nn::Init::Scheme::kNormal, 0.5f, &gen});
+  MixedPrecision mp(layer, {.precision = Precision::kNo});
+  SGD opt({{.params = layer.parameters(), .lr = 0.5f}});
+  const float w0 = layer.weight.to_vector()[0];
+  for (int path = 0; path < 3; ++path) {
+    layer.weight.set_grad(Tensor::from_vector({std::nanf(""), 1.0f}, {1, 2}));
+    layer.bias.set_grad(Tensor::from_vector({1.0f}, {1}));
+    bool stepped = true;
+    if (path == 0) {
+      const StepResult r = mp.step(opt);
+      CHECK(std::isnan(r.grad_norm));
+      stepped = r.stepped;
+    } else if (path == 1) {
+      stepped = mp.step(opt, 1.0f).stepped;
+    } else {
+      CHECK(std::isnan(mp.clip_gradients(opt, 1.0f)));
+      stepped = mp.finish_step(opt);
+    }
+    CHECK_FALSE(stepped);
+    CHECK(layer.weight.to_vector()[0] == w0);
+    opt.zero_grad();
+  }
+  // A finite gradient: 0.5 * 0.25 off the first weight (norm 0.25, below the clip of 1).
+  layer.weight.set_grad(Tensor::from_vector({0.25f, 0.0f}, {1, 2}));
+  layer.bias.set_grad(Tensor::from_vector({0.0f}, {1}));
+  CHECK(mp.clip_gradients(opt, 1.0f) == Approx(0.25f));
+  CHECK(mp.finish_step(opt));
+  CHECK(layer.weight.to_vector()[0] == w0 - 0.125f);
 }
 
 namespace {

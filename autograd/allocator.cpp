@@ -1,0 +1,122 @@
+// Size-class free lists under one mutex (see allocator.h).
+#include "autograd/allocator.h"
+
+#include <bit>
+#include <mutex>
+#include <new>
+#include <unordered_map>
+#include <vector>
+
+namespace hg {
+namespace {
+
+constexpr std::align_val_t kAlignment{64};
+
+struct Cache {
+  std::mutex mutex;
+  std::unordered_map<size_t, std::vector<std::byte*>> free_blocks;  // class size -> blocks
+  AllocatorStats stats;
+  size_t limit = size_t(2) << 30;
+};
+
+// Never destroyed: tensors held by static objects may be freed after main returns.
+Cache& cache() {
+  static Cache* instance = new Cache;
+  return *instance;
+}
+
+void release(std::byte* p, size_t size) {
+  Cache& c = cache();
+  {
+    std::lock_guard lock(c.mutex);
+    c.stats.in_use_bytes -= size;
+    if (c.stats.cached_bytes + size <= c.limit) {
+      c.free_blocks[size].push_back(p);
+      c.stats.cached_bytes += size;
+      return;
+    }
+  }
+  ::operator delete(p, kAlignment);
+}
+
+}  // namespace
+
+size_t allocation_size(size_t bytes) {
+  if (bytes < kMinCachedBytes) return bytes;
+  const size_t base = std::bit_floor(bytes), quarter = base / 4;
+  return base + (bytes - base + quarter - 1) / quarter * quarter;
+}
+
+std::shared_ptr<std::byte> allocate_storage(size_t bytes) {
+  if (bytes < kMinCachedBytes) {
+    // At least one byte so every tensor, even an empty one, has a distinct valid pointer.
+    auto* raw = static_cast<std::byte*>(::operator new(bytes ? bytes : 1, kAlignment));
+    return std::shared_ptr<std::byte>(raw, [](std::byte* p) { ::operator delete(p, kAlignment); });
+  }
+  const size_t size = allocation_size(bytes);
+  std::byte* raw = nullptr;
+  Cache& c = cache();
+  {
+    std::lock_guard lock(c.mutex);
+    c.stats.in_use_bytes += size;
+    auto it = c.free_blocks.find(size);
+    if (it != c.free_blocks.end() && !it->second.empty()) {
+      raw = it->second.back();
+      it->second.pop_back();
+      c.stats.cached_bytes -= size;
+      ++c.stats.hits;
+    } else {
+      ++c.stats.misses;
+    }
+  }
+  if (raw == nullptr) {
+    raw = static_cast<std::byte*>(::operator new(size, kAlignment, std::nothrow));
+    if (raw == nullptr) {
+      release_cached_memory();  // the cache may hold what this request needs, in other classes
+      raw = static_cast<std::byte*>(::operator new(size, kAlignment, std::nothrow));
+    }
+    if (raw == nullptr) {
+      std::lock_guard lock(c.mutex);
+      c.stats.in_use_bytes -= size;
+      throw std::bad_alloc();
+    }
+  }
+  return std::shared_ptr<std::byte>(raw, [size](std::byte* p) { release(p, size); });
+}
+
+AllocatorStats allocator_stats() {
+  Cache& c = cache();
+  std::lock_guard lock(c.mutex);
+  return c.stats;
+}
+
+void release_cached_memory() {
+  std::unordered_map<size_t, std::vector<std::byte*>> blocks;
+  Cache& c = cache();
+  {
+    std::lock_guard lock(c.mutex);
+    blocks.swap(c.free_blocks);
+    c.stats.cached_bytes = 0;
+  }
+  for (auto& [size, list] : blocks) {
+    for (std::byte* p : list) ::operator delete(p, kAlignment);
+  }
+}
+
+void set_cache_limit(size_t bytes) {
+  {
+    Cache& c = cache();
+    std::lock_guard lock(c.mutex);
+    c.limit = bytes;
+    if (c.stats.cached_bytes <= bytes) return;
+  }
+  release_cached_memory();
+}
+
+size_t cache_limit() {
+  Cache& c = cache();
+  std::lock_guard lock(c.mutex);
+  return c.limit;
+}
+
+}  // namespace hg

@@ -1,0 +1,97 @@
+#!/usr/bin/env bash
+# compare.sh: halfgrad's training step (build/bin/bench_step) beside PyTorch's
+# (../shared/bench/torch_step.py, Debian's python3-torch), interleaved in one run so both see the
+# same machine load, and a ratio table at the end.
+#
+#   bash bench/compare.sh [--configs "S M"] [--threads "1 2"] [--rounds 3] [--steps 30] [--warmup 5]
+#                         [--bf16-steps N]
+#
+# Each round runs, per config and thread count: bench_step in f32, fp16-O1, fp16-O2 and bf16, then
+# torch_step.py --malloc tuned in fp32 twice, with OPENBLAS_CORETYPE unset (OpenBLAS picks its
+# kernels for the CPU: the fast setting) and set (as exported, else Haswell), and in bf16
+# autocast (oneDNN, not OpenBLAS: CORETYPE unset only). Without AVX512-BF16 PyTorch's bf16 step
+# is 5-40x slower than its fp32 step, so --bf16-steps N times it over N steps after 1 warm-up
+# (default: --steps and --warmup; 0 skips it). bench_step does not use OpenBLAS, so it runs once.
+# Every measurement is appended as one JSON line to $LOG (default build/compare.jsonl); the table
+# gives the median over rounds of each run's median ms per step, and the ratios:
+#   f32/torch      our f32 over torch fp32 (CORETYPE unset; in parentheses: set)
+#   O2/f32         our fp16 O2 over our f32
+#   bf16/torch     our bf16 over torch bf16 autocast
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+configs="S M" threads="1 2" rounds=3 steps=30 warmup=5 bf16_steps=
+while [[ $# -gt 0 ]]; do
+  case "$1" in
+    --configs) configs="$2"; shift 2 ;;
+    --threads) threads="$2"; shift 2 ;;
+    --rounds) rounds="$2"; shift 2 ;;
+    --steps) steps="$2"; shift 2 ;;
+    --warmup) warmup="$2"; shift 2 ;;
+    --bf16-steps) bf16_steps="$2"; shift 2 ;;
+    *) echo "compare.sh: unknown argument $1" >&2; exit 2 ;;
+  esac
+done
+
+bench=${BENCH:-build/bin/bench_step}  # BENCH=path compares another build
+torch_step=../shared/bench/torch_step.py
+[[ -x $bench ]] || { echo "compare.sh: build $bench first (cmake --build build --target bench_step)" >&2; exit 1; }
+[[ -f $torch_step ]] || { echo "compare.sh: $torch_step not found" >&2; exit 1; }
+log=${LOG:-build/compare.jsonl}
+: >"$log"
+echo "# $(date -u '+%Y-%m-%d %H:%M UTC'), load:$(uptime | sed 's/.*load average://'), log: $log" >&2
+
+coretype=${OPENBLAS_CORETYPE:-Haswell}  # what some machines here export; the AVX2 kernels
+torch() {  # torch <config> <threads> <dtype> <coretype label> <steps> <warmup>
+  local out ms
+  if [[ $4 == unset ]]; then
+    out=$(env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE /usr/bin/python3 "$torch_step" --config "$1" --threads "$2" \
+          --dtype "$3" --malloc tuned --steps "$5" --warmup "$6" 2>/dev/null)
+  else
+    out=$(OPENBLAS_CORETYPE=$4 /usr/bin/python3 "$torch_step" --config "$1" --threads "$2" --dtype "$3" --malloc tuned \
+          --steps "$5" --warmup "$6" 2>/dev/null)
+  fi
+  ms=${out#ms_per_step=}
+  printf '{"bench":"torch_step","config":"%s","precision":"%s","threads":%s,"coretype":"%s","ms_per_step":%s}\n' \
+    "$1" "$3" "$2" "$4" "$ms" | tee -a "$log"
+}
+
+for ((r = 1; r <= rounds; ++r)); do
+  for c in $configs; do
+    for t in $threads; do
+      for p in f32 fp16-O1 fp16-O2 bf16; do
+        "$bench" --config "$c" --threads "$t" --precision "$p" --steps "$steps" --warmup "$warmup" | tee -a "$log"
+      done
+      torch "$c" "$t" fp32 unset "$steps" "$warmup"
+      torch "$c" "$t" fp32 "$coretype" "$steps" "$warmup"
+      if [[ -z $bf16_steps ]]; then
+        torch "$c" "$t" bf16 unset "$steps" "$warmup"
+      elif ((bf16_steps > 0)); then
+        torch "$c" "$t" bf16 unset "$bf16_steps" 1
+      fi
+    done
+  done
+done
+echo "# done $(date -u '+%H:%M UTC'), load:$(uptime | sed 's/.*load average://')" >&2
+
+/usr/bin/python3 - "$log" <<'EOF'
+import json, statistics, sys
+rows = [json.loads(line) for line in open(sys.argv[1])]
+def med(**k):
+    v = [r['ms_per_step'] for r in rows if all(r.get(a) == b for a, b in k.items())]
+    return statistics.median(v) if v else float('nan')
+keys = sorted({(r['config'], r['threads']) for r in rows})
+print('| config | threads | f32 | fp16-O1 | fp16-O2 | bf16 | torch fp32 | torch bf16 | f32/torch | O2/f32 | bf16/torch |')
+print('|---|---|---|---|---|---|---|---|---|---|---|')
+for c, t in keys:
+    ours = {p: med(bench='step', config=c, threads=t, precision=p) for p in ('f32', 'fp16-O1', 'fp16-O2', 'bf16')}
+    fast = {d: med(bench='torch_step', config=c, threads=t, precision=d, coretype='unset') for d in ('fp32', 'bf16')}
+    slow = statistics.median([r['ms_per_step'] for r in rows if r['bench'] == 'torch_step' and r['config'] == c
+                              and r['threads'] == t and r['precision'] == 'fp32' and r['coretype'] != 'unset']
+                             or [float('nan')])
+    print(f"| {c} | {t} | " + ' | '.join(f'{ours[p]:.1f}' for p in ours) +
+          f" | {fast['fp32']:.1f} ({slow:.1f}) | {fast['bf16']:.1f}"
+          f" | {ours['f32'] / fast['fp32']:.2f} ({ours['f32'] / slow:.2f}) | {ours['fp16-O2'] / ours['f32']:.2f}"
+          f" | {ours['bf16'] / fast['bf16']:.3f} |")
+print('ms per step, median over rounds; torch with --malloc tuned, OPENBLAS_CORETYPE unset (in parentheses: set, fp32 only)')
+EOF
