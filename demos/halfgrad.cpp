@@ -16,6 +16,7 @@
 #include <iostream>
 
 #include "autograd/error.h"
+#include "autograd/parallel.h"
 #include "data/dataset.h"
 #include "nn/text_classifier.h"
 #include "train/checkpoint.h"
@@ -329,6 +330,7 @@ int run_predict(const std::string& checkpoint, std::vector<std::string> texts) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  hg::use_default_wait_policy(argv);  // before libgomp's threads exist: see autograd/parallel.h
   CLI::App app{"halfgrad: train a transformer text classifier with emulated mixed precision"};
   app.require_subcommand(0, 1);
   TrainOptions train_options;
