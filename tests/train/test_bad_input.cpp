@@ -236,7 +236,7 @@ TEST_CASE("damaged checkpoints: missing file, truncated, lying header, wrong sha
   }
 }
 
-TEST_CASE("--resume with a checkpoint of another run is refused and leaves output_dir alone",
+TEST_CASE("resuming from a checkpoint of another run is refused and leaves output_dir alone",
           "[train][cli][bad_input]") {
   const DamagedCheckpoint c("other_run");
   write_bytes(c.dir.path / "labels.tsv", "en\tthe cat\nfr\tle chat\n");
