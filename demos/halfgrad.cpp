@@ -3,11 +3,13 @@
 //   halfgrad eval --checkpoint DIR --data FILE.tsv
 //   halfgrad predict --checkpoint DIR [TEXT...]   (or one text per stdin line)
 //   halfgrad export-langid --out DIR              the language-id split as train.tsv/test.tsv
-// Every error is one line on stderr and a non-zero exit code.
+// Every error is one line on stderr and exit code 1 (a bad command line: CLI11's codes, 100-127).
+// Ctrl-C during training saves a checkpoint of the step in progress and exits with 130.
 #include <omp.h>
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -17,6 +19,7 @@
 
 #include "autograd/error.h"
 #include "autograd/parallel.h"
+#include "demos/halfgrad_cli.h"
 #include "data/dataset.h"
 #include "nn/text_classifier.h"
 #include "train/checkpoint.h"
@@ -88,104 +91,7 @@ class ConsoleCallback : public train::TrainerCallback {
   double epoch_loss_ = 0, scale_ = 1;
 };
 
-struct TrainOptions {
-  std::string train_file, eval_file, precision = "fp16", opt_level = "O2", resume, pooling = "mean";
-  bool fp16 = false, bf16 = false;
-  int threads = 0;
-  int64_t d_model = 128, heads = 4, layers = 2, d_ff = 512, max_len = 32;
-  float dropout = 0.1f;
-  int64_t early_stopping = 0;
-  int64_t inspect = 0;  // NumericsInspector every N optimizer steps (0: off)
-  int64_t train_per_language = 6000, test_per_language = 1000;
-  train::TrainingArguments args;
-};
-
-void add_train_flags(CLI::App& app, TrainOptions& o) {
-  train::TrainingArguments& a = o.args;
-  a.output_dir = "halfgrad-output";
-  a.num_train_epochs = 8;
-  a.learning_rate = 1e-3f;
-  a.warmup_steps = 100;
-  a.lr_scheduler_type = "cosine";
-  a.eval_strategy = "epoch";
-  a.save_strategy = "epoch";
-  a.save_total_limit = 2;
-  a.seed = 0;
-  a.logging_steps = 50;
-  app.add_option("--train", o.train_file, "training data, label<TAB>text per line (default: the language-id set)")
-      ->check(CLI::ExistingFile);
-  app.add_option("--eval", o.eval_file, "evaluation data (default with --train: none)")->check(CLI::ExistingFile);
-  app.add_option("--precision", o.precision, "fp32 | fp16 | bf16 | pure_fp16")
-      ->capture_default_str()
-      ->check(CLI::IsMember({"fp32", "fp16", "bf16", "pure_fp16"}));
-  app.add_flag("--fp16", o.fp16, "shorthand for --precision fp16");
-  app.add_flag("--bf16", o.bf16, "shorthand for --precision bf16");
-  app.add_option("--opt-level", o.opt_level, "fp16 master weights: O1 (f32 model) | O2 (f16 model, f32 masters)")
-      ->capture_default_str()
-      ->check(CLI::IsMember({"O1", "O2"}));
-  app.add_option("--loss-scale", a.loss_scale, "dynamic | none | a static scale")->capture_default_str();
-  app.add_option("--epochs", a.num_train_epochs, "training epochs")
-      ->capture_default_str()
-      ->check(CLI::Range(1e-3, 1e6));
-  app.add_option("--max-steps", a.max_steps, "optimizer steps (overrides --epochs)")->check(CLI::PositiveNumber);
-  app.add_option("--batch-size", a.per_device_train_batch_size, "training batch size")
-      ->capture_default_str()
-      ->check(CLI::Range(int64_t{1}, int64_t{1} << 20));
-  app.add_option("--eval-batch-size", a.per_device_eval_batch_size, "evaluation batch size")
-      ->capture_default_str()
-      ->check(CLI::Range(int64_t{1}, int64_t{1} << 20));
-  app.add_option("--lr", a.learning_rate, "peak learning rate")->capture_default_str();
-  app.add_option("--weight-decay", a.weight_decay, "AdamW weight decay (matrices only)")->capture_default_str();
-  app.add_option("--warmup-steps", a.warmup_steps, "linear warmup steps")
-      ->capture_default_str()
-      ->check(CLI::NonNegativeNumber);
-  app.add_option("--warmup-ratio", a.warmup_ratio, "warmup as a share of all steps");
-  app.add_option("--scheduler", a.lr_scheduler_type, "linear | cosine | constant")->capture_default_str();
-  app.add_option("--seed", a.seed, "random seed (weights, data order, dropout)")->capture_default_str();
-  app.add_option("--threads", o.threads, "OpenMP threads (default: all cores)")->check(CLI::Range(1, 1024));
-  app.add_option("--output-dir", a.output_dir, "checkpoints and logs")->capture_default_str();
-  app.add_option("--resume", o.resume, "continue from a checkpoint directory")->check(CLI::ExistingDirectory);
-  app.add_option("--eval-strategy,--evaluation-strategy", a.eval_strategy, "no | steps | epoch")->capture_default_str();
-  app.add_option("--eval-steps", a.eval_steps, "evaluate every N steps (eval-strategy steps)");
-  app.add_option("--logging-steps", a.logging_steps, "log every N steps")
-      ->capture_default_str()
-      ->check(CLI::PositiveNumber);
-  app.add_option("--save-strategy", a.save_strategy, "no | steps | epoch")->capture_default_str();
-  app.add_option("--save-steps", a.save_steps, "save every N steps (save-strategy steps)")->check(CLI::PositiveNumber);
-  app.add_option("--save-total-limit", a.save_total_limit, "keep at most N checkpoints")->capture_default_str();
-  app.add_option("--max-grad-norm", a.max_grad_norm, "gradient clipping (0: off)")->capture_default_str();
-  app.add_option("--grad-accum", a.gradient_accumulation_steps, "gradient accumulation steps")
-      ->check(CLI::PositiveNumber);
-  app.add_flag("--load-best", a.load_best_model_at_end, "load the best checkpoint at the end");
-  app.add_option("--metric", a.metric_for_best_model, "metric for the best model / early stopping")
-      ->capture_default_str();
-  app.add_option("--early-stopping", o.early_stopping, "stop after N evaluations without improvement")
-      ->check(CLI::PositiveNumber);
-  app.add_flag("--detect-anomaly", a.detect_anomaly, "name the first op that produces inf/NaN");
-  app.add_option("--inspect", o.inspect,
-                 "every N steps print per-tensor fp16 numerics (zeros, underflow, subnormals, headroom) and append "
-                 "them to output_dir/numerics.jsonl; a skipped step names its first inf/NaN op")
-      ->check(CLI::Range(int64_t{1}, int64_t{1} << 40));
-  app.add_option("--max-len", o.max_len, "maximum tokens (bytes) per text")
-      ->capture_default_str()
-      ->check(CLI::Range(1, 4096));
-  app.add_option("--d-model", o.d_model, "model width")->capture_default_str()->check(CLI::Range(1, 8192));
-  app.add_option("--heads", o.heads, "attention heads (must divide d-model)")
-      ->capture_default_str()
-      ->check(CLI::Range(1, 256));
-  app.add_option("--layers", o.layers, "encoder layers")->capture_default_str()->check(CLI::Range(0, 128));
-  app.add_option("--d-ff", o.d_ff, "feed-forward width")->capture_default_str()->check(CLI::Range(1, 65536));
-  app.add_option("--dropout", o.dropout, "dropout probability")->capture_default_str()->check(CLI::Range(0.0, 0.99));
-  app.add_option("--pooling", o.pooling, "mean | cls")->capture_default_str()->check(CLI::IsMember({"mean", "cls"}));
-  app.add_option("--train-per-language", o.train_per_language, "language-id: training words per language")
-      ->capture_default_str()
-      ->check(CLI::Range(int64_t{1}, int64_t{100000}));
-  app.add_option("--test-per-language", o.test_per_language, "language-id: test words per language")
-      ->capture_default_str()
-      ->check(CLI::Range(int64_t{1}, int64_t{100000}));
-}
-
-int run_train(TrainOptions& o) {
+int run_train(cli::TrainOptions& o) {
   if (o.fp16) o.precision = "fp16";
   if (o.bf16) o.precision = "bf16";
   train::TrainingArguments& a = o.args;
@@ -248,6 +154,12 @@ int run_train(TrainOptions& o) {
                 static_cast<long long>(truncated), static_cast<long long>(config.max_len));
   }
   const train::TrainOutput out = trainer.train(o.resume);
+  if (out.interrupted) {  // Ctrl-C: exit as shells report a SIGINT death, but with the step saved
+    const std::string saved = train::latest_checkpoint(a.output_dir).string();
+    std::printf("\ninterrupted at step %lld; checkpoint %s (continue with --resume %s)\n",
+                static_cast<long long>(out.global_step), saved.c_str(), saved.c_str());
+    return 130;
+  }
 
   std::printf("\n== summary ==\n");
   std::printf("steps %lld (%lld skipped by the loss scaler), %.1f s, %.2f steps/s, final train loss %.4f\n",
@@ -279,6 +191,11 @@ Loaded load_model(const std::string& dir) {
   Loaded l;
   l.model = std::make_unique<nn::TextClassifier>(config.classifier, 0);
   l.labels = config.labels;
+  for (const auto& [name, tensor] : c.model) {  // else predictions would be silently NaN
+    const std::vector<float> values = tensor.to_vector();
+    const bool finite = std::all_of(values.begin(), values.end(), [](float v) { return std::isfinite(v); });
+    check(finite, dir, "/model.safetensors: tensor '", name, "' holds inf or NaN");
+  }
   try {
     l.model->load_state_dict(c.model);
   } catch (const Error& e) {
@@ -332,37 +249,15 @@ int run_predict(const std::string& checkpoint, std::vector<std::string> texts) {
 int main(int argc, char** argv) {
   hg::use_default_wait_policy(argv);  // before libgomp's threads exist: see autograd/parallel.h
   CLI::App app{"halfgrad: train a transformer text classifier with emulated mixed precision"};
-  app.require_subcommand(0, 1);
-  TrainOptions train_options;
-  CLI::App* train_cmd = app.add_subcommand("train", "train a classifier (no flags: the language-id main job)");
-  add_train_flags(*train_cmd, train_options);
-
-  std::string checkpoint, data_file;
-  int64_t eval_batch = 256;
-  CLI::App* eval_cmd = app.add_subcommand("eval", "evaluate a checkpoint on labelled data");
-  eval_cmd->add_option("--checkpoint", checkpoint, "checkpoint directory")->required()->check(CLI::ExistingDirectory);
-  eval_cmd->add_option("--data", data_file, "label<TAB>text file")->required()->check(CLI::ExistingFile);
-  eval_cmd->add_option("--batch-size", eval_batch, "batch size")->check(CLI::Range(int64_t{1}, int64_t{1} << 20));
-
-  std::vector<std::string> texts;
-  CLI::App* predict_cmd = app.add_subcommand("predict", "label texts with a checkpoint");
-  predict_cmd->add_option("--checkpoint", checkpoint, "checkpoint directory")
-      ->required()
-      ->check(CLI::ExistingDirectory);
-  predict_cmd->add_option("texts", texts, "texts to label (default: one per stdin line)");
-
-  std::string export_dir;
-  uint64_t export_seed = 0;
-  CLI::App* export_cmd = app.add_subcommand("export-langid", "write the language-id split as train.tsv and test.tsv");
-  export_cmd->add_option("--out", export_dir, "output directory")->required();
-  export_cmd->add_option("--seed", export_seed, "split seed (as halfgrad train --seed)");
-
+  cli::CommandLine cl;
+  cli::setup_command_line(app, cl);
   CLI11_PARSE(app, argc, argv);
   try {
-    if (*eval_cmd) return run_eval(checkpoint, data_file, eval_batch);
-    if (*predict_cmd) return run_predict(checkpoint, texts);
-    if (*export_cmd) {
-      const data::Split split = data::language_id_dataset({.seed = export_seed});
+    if (*cl.eval_cmd) return run_eval(cl.checkpoint, cl.data_file, cl.eval_batch);
+    if (*cl.predict_cmd) return run_predict(cl.checkpoint, cl.texts);
+    if (*cl.export_cmd) {
+      const std::string& export_dir = cl.export_dir;
+      const data::Split split = data::language_id_dataset({.seed = cl.export_seed});
       std::filesystem::create_directories(export_dir);
       data::write_tsv(split.train, export_dir + "/train.tsv");
       data::write_tsv(split.test, export_dir + "/test.tsv");
@@ -370,7 +265,7 @@ int main(int argc, char** argv) {
                   split.test.summary().c_str(), export_dir.c_str(), export_dir.c_str());
       return 0;
     }
-    return run_train(train_options);  // `halfgrad` and `halfgrad train` alike
+    return run_train(cl.train);  // `halfgrad` and `halfgrad train` alike
   } catch (const std::exception& e) {
     std::fprintf(stderr, "halfgrad: error: %s\n", e.what());
     return 1;

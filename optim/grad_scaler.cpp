@@ -1,7 +1,9 @@
 // GradScaler: torch.cuda.amp.GradScaler's state machine, plus a per-step history.
 #include "optim/grad_scaler.h"
 
+#include <algorithm>
 #include <cmath>
+#include <sstream>
 
 #include "autograd/error.h"
 #include "autograd/kernels/cast.h"
@@ -11,9 +13,11 @@
 namespace hg::optim {
 
 GradScaler::GradScaler(GradScalerOptions options)
-    : options_(options), enabled_(options.enabled), scale_(options.init_scale) {
-  check(options.init_scale > 0 && std::isfinite(options.init_scale), "GradScaler: init_scale must be finite and > 0, got ",
-        options.init_scale);
+    : options_(options), enabled_(options.enabled), scale_(options.init_scale), lowest_scale_(options.init_scale) {
+  check(options.min_scale > 0 && options.min_scale <= options.init_scale && options.init_scale <= options.max_scale &&
+            std::isfinite(options.max_scale),
+        "GradScaler: need 0 < min_scale <= init_scale <= max_scale < inf, got ", options.min_scale, ", ",
+        options.init_scale, ", ", options.max_scale);
   check(options.growth_factor > 1, "GradScaler: growth_factor must be > 1, got ", options.growth_factor);
   check(options.backoff_factor > 0 && options.backoff_factor < 1, "GradScaler: backoff_factor must be in (0, 1), got ",
         options.backoff_factor);
@@ -72,27 +76,41 @@ void GradScaler::update(std::optional<float> new_scale) {
   if (!enabled_) return;
   if (!unscaled_) current_ = {scale_, found_inf_, "", 0, 0};
   history_.push_back(current_);
+  if (current_.skipped) {
+    ++skipped_;
+    last_nonfinite_ = current_.first_nonfinite;
+  }
   if (new_scale) {
     check(*new_scale > 0 && std::isfinite(*new_scale), "GradScaler::update: new scale must be finite and > 0, got ",
           *new_scale);
-    scale_ = *new_scale;
+    scale_ = std::clamp(*new_scale, options_.min_scale, options_.max_scale);
   } else if (options_.dynamic) {
     if (found_inf_) {
-      scale_ *= options_.backoff_factor;
+      scale_ = std::max(scale_ * options_.backoff_factor, options_.min_scale);
       growth_tracker_ = 0;
     } else if (++growth_tracker_ == options_.growth_interval) {
-      const float grown = scale_ * options_.growth_factor;
-      if (std::isfinite(grown)) scale_ = grown;
+      scale_ = std::min(scale_ * options_.growth_factor, options_.max_scale);
       growth_tracker_ = 0;
     }
   }
+  lowest_scale_ = std::min(lowest_scale_, scale_);
   unscaled_ = stepped_ = found_inf_ = false;
 }
 
-int64_t GradScaler::skipped_steps() const {
-  int64_t n = 0;
-  for (const ScalerStep& s : history_) n += s.skipped;
-  return n;
+std::string GradScaler::health_warning(const ScalerHealthOptions& options) const {
+  if (!enabled_) return "";
+  const int64_t steps = int64_t(history_.size());
+  std::ostringstream out;
+  if (lowest_scale_ < 1.0f && lowest_scale_ < options_.init_scale) {  // a static scale below 1 is a choice
+    out << "the loss scale fell to " << lowest_scale_ << " (below 1: gradients overflow even unscaled)";
+  } else if (steps >= options.min_steps && double(skipped_) > options.max_skipped_share * double(steps)) {
+    out << "the loss scaler skipped " << skipped_ << " of " << steps << " steps (more than "
+        << 100 * options.max_skipped_share << "%)";
+  } else {
+    return "";
+  }
+  if (!last_nonfinite_.empty()) out << "; latest skipped step: first inf/NaN gradient in '" << last_nonfinite_ << "'";
+  return out.str();
 }
 
 nlohmann::json GradScaler::state_dict() const {
@@ -106,12 +124,19 @@ nlohmann::json GradScaler::state_dict() const {
 
 void GradScaler::load_state_dict(const nlohmann::json& state) {
   if (!enabled_) return;
-  check(!state.empty(), "GradScaler::load_state_dict: the state is empty (saved from a disabled scaler)");
-  scale_ = state.at("scale");
-  options_.growth_factor = state.at("growth_factor");
-  options_.backoff_factor = state.at("backoff_factor");
-  options_.growth_interval = state.at("growth_interval");
-  growth_tracker_ = state.at("_growth_tracker");
+  check(state.is_object() && !state.empty(),
+        "GradScaler::load_state_dict: the state is empty (saved from a disabled scaler)");
+  try {
+    const float scale = state.at("scale");
+    check(scale > 0 && std::isfinite(scale), "GradScaler::load_state_dict: scale must be finite and > 0, got ", scale);
+    scale_ = std::clamp(scale, options_.min_scale, options_.max_scale);
+    options_.growth_factor = state.at("growth_factor");
+    options_.backoff_factor = state.at("backoff_factor");
+    options_.growth_interval = state.at("growth_interval");
+    growth_tracker_ = state.at("_growth_tracker");
+  } catch (const nlohmann::json::exception& e) {
+    fail("GradScaler::load_state_dict: ", e.what());
+  }
 }
 
 }  // namespace hg::optim

@@ -6,8 +6,10 @@
 //   found_inf: scale *= backoff_factor, tracker = 0
 //   else:      tracker += 1; if tracker == growth_interval: scale *= growth_factor (if
 //              finite), tracker = 0                               (torch's _amp_update_scale_)
-// Also: a static mode (fixed scale, still skipping non-finite steps), enabled = false (every
-// call a pass-through), and a history of every step for the inspector and the demos.
+// Unlike torch, the scale is clamped to [min_scale, max_scale], so it reaches neither 0 (after
+// ~150 backoffs in a row) nor inf. Also: a static mode (fixed scale, still skipping non-finite
+// steps), enabled = false (every call a pass-through), a history of every step for the
+// inspector and the demos, and health_warning() for runs whose scaling has gone wrong.
 #pragma once
 
 #include <cstdint>
@@ -29,6 +31,19 @@ struct GradScalerOptions {
   int64_t growth_interval = 2000;
   bool enabled = true;
   bool dynamic = true;  // false: the scale stays init_scale (static loss scaling)
+  // Bounds of the scale. Past 2^40 any nonzero f16 gradient (>= 2^-24) scales to >= 2^16, above
+  // f16's max 65504, so every step would overflow; below 2^-40 any f16 gradient (<= 65504 <
+  // 2^16) scales under 2^-24 and flushes to zero. Neither can train, so the scale stops there.
+  float min_scale = 0x1p-40f;
+  float max_scale = 0x1p40f;
+};
+
+// When health_warning() speaks up: the share of skipped steps it tolerates, judged once at
+// least min_steps steps were taken (dynamic scaling normally skips a few steps at the start,
+// while the scale backs off from 2^16, and one in growth_interval afterwards).
+struct ScalerHealthOptions {
+  double max_skipped_share = 0.05;
+  int64_t min_steps = 100;
 };
 
 // One optimizer step as the scaler saw it.
@@ -62,7 +77,12 @@ class GradScaler {
   bool found_inf() const { return found_inf_; }
   int64_t growth_tracker() const { return growth_tracker_; }
   const std::vector<ScalerStep>& history() const { return history_; }
-  int64_t skipped_steps() const;
+  int64_t skipped_steps() const { return skipped_; }
+  // Empty while the run is healthy; otherwise one line saying what went wrong -- the scale fell
+  // below 1 (gradients overflow even unscaled), or more than max_skipped_share of the steps
+  // were skipped -- naming the parameter whose gradient was first inf/NaN in the latest
+  // skipped step.
+  std::string health_warning(const ScalerHealthOptions& options = {}) const;
 
   // torch's five keys: scale, growth_factor, backoff_factor, growth_interval, _growth_tracker.
   nlohmann::json state_dict() const;
@@ -73,6 +93,9 @@ class GradScaler {
   bool enabled_;
   float scale_;
   int64_t growth_tracker_ = 0;
+  int64_t skipped_ = 0;
+  float lowest_scale_;
+  std::string last_nonfinite_;  // ScalerStep::first_nonfinite of the latest skipped step
   // Per-step state, reset by update().
   bool unscaled_ = false, stepped_ = false, found_inf_ = false;
   ScalerStep current_;

@@ -26,7 +26,8 @@ nlohmann::json model_config_to_json(const ModelConfig& m) {
 
 ModelConfig model_config_from_json(const nlohmann::json& j, const std::string& source) {
   check(j.is_object(), source, ": expected a JSON object");
-  check(j.value("model_type", "") == "halfgrad-text-classifier", source,
+  // A comparison, not j.value(): that throws a bare type_error for a non-string model_type.
+  check(j.contains("model_type") && j["model_type"] == "halfgrad-text-classifier", source,
         ": model_type is not 'halfgrad-text-classifier' (a config of a different model)");
   auto get = [&](const char* key) -> const nlohmann::json& {
     check(j.contains(key), source, ": missing field '", key, "'");

@@ -2,8 +2,12 @@
 // logging, evaluation, checkpoints and resume.
 #include "train/trainer.h"
 
+#include <signal.h>
+
 #include <chrono>
 #include <cmath>
+#include <csignal>
+#include <cstdio>
 #include <filesystem>
 #include <fstream>
 
@@ -26,15 +30,25 @@ nlohmann::json TrainerState::to_json() const {
   return j;
 }
 
-TrainerState TrainerState::from_json(const nlohmann::json& j) {
+TrainerState TrainerState::from_json(const nlohmann::json& j, const std::string& source) {
+  check(j.is_object(), source, ": expected a JSON object");
   TrainerState s;
-  s.global_step = j.at("global_step");
-  s.max_steps = j.at("max_steps");
-  s.epoch = j.at("epoch");
-  s.log_history = j.at("log_history");
-  s.skipped_steps = j.value("skipped_steps", int64_t{0});
-  s.best_model_checkpoint = j.value("best_model_checkpoint", std::string());
-  if (!j.at("best_metric").is_null()) s.best_metric = j.at("best_metric").get<double>();
+  try {
+    s.global_step = j.at("global_step");
+    s.max_steps = j.at("max_steps");
+    s.epoch = j.at("epoch");
+    s.log_history = j.at("log_history");
+    s.skipped_steps = j.value("skipped_steps", int64_t{0});
+    s.best_model_checkpoint = j.value("best_model_checkpoint", std::string());
+    if (!j.at("best_metric").is_null()) s.best_metric = j.at("best_metric").get<double>();
+  } catch (const nlohmann::json::exception& e) {
+    fail(source, ": missing or mistyped field (", e.what(), ")");
+  }
+  check(s.global_step >= 0 && s.max_steps >= 0 && s.skipped_steps >= 0 && s.skipped_steps <= s.global_step &&
+            std::isfinite(s.epoch) && s.epoch >= 0,
+        source, ": inconsistent state (global_step ", s.global_step, ", max_steps ", s.max_steps, ", skipped_steps ",
+        s.skipped_steps, ", epoch ", s.epoch, ")");
+  check(s.log_history.is_array(), source, ": log_history is not an array");
   return s;
 }
 
@@ -61,6 +75,34 @@ Metrics classification_metrics(const EvalPrediction& p) {
   const ClassificationReport r = classification_report(p.predictions, p.label_ids, p.classes);
   return {{"accuracy", r.accuracy}, {"f1", r.macro_f1}};
 }
+
+namespace {
+
+// SIGINT while train() runs sets a flag that the loop reads at each step boundary. SA_RESETHAND
+// restores the default action on delivery, so a second Ctrl-C ends the process at once.
+volatile std::sig_atomic_t sigint_received = 0;
+
+extern "C" void on_sigint(int) { sigint_received = 1; }
+
+class SigintGuard {
+ public:
+  SigintGuard() {
+    sigint_received = 0;
+    struct sigaction action = {};
+    action.sa_handler = on_sigint;
+    action.sa_flags = SA_RESETHAND;
+    sigemptyset(&action.sa_mask);
+    sigaction(SIGINT, &action, &previous_);
+  }
+  ~SigintGuard() { sigaction(SIGINT, &previous_, nullptr); }
+  SigintGuard(const SigintGuard&) = delete;
+  SigintGuard& operator=(const SigintGuard&) = delete;
+
+ private:
+  struct sigaction previous_ = {};
+};
+
+}  // namespace
 
 struct Trainer::Parts {
   data::ByteTokenizer tokenizer;
@@ -157,7 +199,9 @@ std::string Trainer::save_checkpoint() {
   return dir.string();
 }
 
-void Trainer::restore(const std::string& dir) {
+// A function-try-block: a JSON field of the checkpoint that is missing or of the wrong type
+// anywhere below becomes an error naming the checkpoint.
+void Trainer::restore(const std::string& dir) try {
   const Checkpoint c = load_checkpoint(dir);
   const ModelConfig config = model_config_from_json(c.config, dir + "/config.json");
   check(config.classifier.d_model == model_.config.d_model && config.classifier.layers == model_.config.layers &&
@@ -187,7 +231,11 @@ void Trainer::restore(const std::string& dir) {
   parts_->scheduler->load_state_dict(c.scheduler);
   mp.scaler().load_state_dict(c.scaler);
   *model_.dropout_gen = Generator(c.rng.at("dropout").at("seed"), c.rng.at("dropout").at("offset"));
-  state_ = TrainerState::from_json(c.trainer_state);
+  const int64_t max_steps = state_.max_steps;  // this run's arguments say how far to train
+  state_ = TrainerState::from_json(c.trainer_state, dir + "/trainer_state.json");
+  state_.max_steps = max_steps;
+} catch (const nlohmann::json::exception& e) {
+  fail(dir, ": a checkpoint file has a missing or mistyped field (", e.what(), ")");
 }
 
 void Trainer::maybe_evaluate_and_save(bool epoch_end) {
@@ -216,8 +264,8 @@ void Trainer::maybe_evaluate_and_save(bool epoch_end) {
 }
 
 TrainOutput Trainer::train(const std::string& resume_from_checkpoint) {
+  if (!resume_from_checkpoint.empty()) restore(resume_from_checkpoint);  // a bad one leaves output_dir untouched
   std::filesystem::create_directories(args_.output_dir);
-  if (!resume_from_checkpoint.empty()) restore(resume_from_checkpoint);
   parts_->log_file.open(std::filesystem::path(args_.output_dir) / "log.jsonl", std::ios::app);
   check(parts_->log_file.good(), args_.output_dir, "/log.jsonl: cannot open for writing");
   std::unique_ptr<DetectAnomaly> anomaly;
@@ -231,7 +279,9 @@ TrainOutput Trainer::train(const std::string& resume_from_checkpoint) {
   double total_loss = 0, window_loss = 0;
   int64_t total_batches = 0, window_batches = 0, window_skipped = 0;
   const int64_t start_step = state_.global_step;
-  bool stop = false;
+  bool stop = false, warned = false, interrupted = false;
+  std::string warning;
+  const SigintGuard sigint;
   model_.train();
   for (int64_t epoch = state_.global_step / per_epoch; !stop && state_.global_step < state_.max_steps; ++epoch) {
     loader.set_epoch(epoch);
@@ -278,11 +328,24 @@ TrainOutput Trainer::train(const std::string& resume_from_checkpoint) {
         window_batches = 0;
         window_skipped = 0;
       }
+      if (!warned && !(warning = mp.scaler().health_warning()).empty()) {
+        if (!last_anomaly().op.empty()) warning += "; anomaly mode: " + last_anomaly().message();
+        std::fprintf(stderr, "warning: %s\n", warning.c_str());
+        log({{"warning", warning}});
+        warned = true;
+      }
       maybe_evaluate_and_save(false);
+      if (sigint_received) {
+        interrupted = stop = true;
+        if (!checkpoint_complete(std::filesystem::path(args_.output_dir) /
+                                 ("checkpoint-" + std::to_string(state_.global_step)))) {
+          save_checkpoint();
+        }
+      }
       for (auto& c : callbacks_) stop = stop || c->should_stop;
       if (state_.global_step >= state_.max_steps) stop = true;
     }
-    if (state_.global_step % per_epoch == 0 || state_.global_step >= state_.max_steps) {
+    if (!interrupted && (state_.global_step % per_epoch == 0 || state_.global_step >= state_.max_steps)) {
       maybe_evaluate_and_save(true);
       for (auto& c : callbacks_) {
         c->on_epoch_end(state_);
@@ -290,7 +353,7 @@ TrainOutput Trainer::train(const std::string& resume_from_checkpoint) {
       }
     }
   }
-  if (args_.load_best_model_at_end && !state_.best_model_checkpoint.empty()) {
+  if (args_.load_best_model_at_end && !interrupted && !state_.best_model_checkpoint.empty()) {
     const Checkpoint best = load_checkpoint(state_.best_model_checkpoint);
     optim::MixedPrecision& m = accelerator_->mixed_precision();
     for (const auto& [name, tensor] : m.optimizer_parameters()) {
@@ -302,13 +365,16 @@ TrainOutput Trainer::train(const std::string& resume_from_checkpoint) {
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   TrainOutput out;
   out.global_step = state_.global_step;
+  out.interrupted = interrupted;
   out.training_loss = total_batches ? total_loss / double(total_batches) : 0.0;
   out.metrics = {{"train_runtime", seconds},
                  {"train_steps_per_second", double(state_.global_step - start_step) / std::max(seconds, 1e-9)},
                  {"train_loss", out.training_loss},
                  {"skipped_steps", double(state_.skipped_steps)},
                  {"epoch", state_.epoch}};
-  log(nlohmann::json(out.metrics));
+  nlohmann::json summary(out.metrics);
+  if (interrupted) summary["interrupted"] = true;
+  log(summary);
   for (auto& c : callbacks_) c->on_train_end(state_);
   parts_->log_file.close();
   return out;

@@ -45,7 +45,8 @@ struct TrainerState {
   std::string best_model_checkpoint;
   int64_t skipped_steps = 0;
   nlohmann::json to_json() const;
-  static TrainerState from_json(const nlohmann::json& j);
+  // Throws hg::Error naming `source` and the missing or mistyped field.
+  static TrainerState from_json(const nlohmann::json& j, const std::string& source = "trainer_state.json");
 };
 
 // Hooks into training (HF's TrainerCallback). Setting should_stop ends training after the
@@ -79,6 +80,7 @@ class EarlyStoppingCallback : public TrainerCallback {
 
 struct TrainOutput {
   int64_t global_step = 0;
+  bool interrupted = false;  // SIGINT: stopped after the step in progress, saved a checkpoint
   double training_loss = 0;  // mean over all micro-batches of this run
   Metrics metrics;           // train_runtime, train_steps_per_second, ...
 };
@@ -95,7 +97,11 @@ class Trainer {
           std::vector<std::shared_ptr<TrainerCallback>> callbacks = {});
   ~Trainer();
 
-  // Trains (resuming from a checkpoint directory when given) and returns the summary.
+  // Trains (resuming from a checkpoint directory when given) and returns the summary. While it
+  // runs, SIGINT (Ctrl-C) finishes the step in progress, saves a checkpoint of it and returns
+  // with `interrupted` set; a second SIGINT kills the process as usual. A loss scaler whose
+  // scale collapses or that skips too many steps (GradScaler::health_warning) is reported once,
+  // on stderr and in the log, with the op anomaly mode blamed if it is on.
   TrainOutput train(const std::string& resume_from_checkpoint = "");
   // Loss, accuracy, macro-F1 (and compute_metrics' entries) with keys prefixed "eval_".
   Metrics evaluate(const data::Dataset* dataset = nullptr, const std::string& prefix = "eval");

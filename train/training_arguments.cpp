@@ -31,6 +31,7 @@ void TrainingArguments::validate() const {
         "training arguments: eval_steps must be >= 0, logging_steps and save_steps >= 1");
   check(save_total_limit == -1 || save_total_limit >= 1, "training arguments: save_total_limit must be >= 1 (or -1), got ",
         save_total_limit);
+  check(!std::isnan(max_grad_norm), "training arguments: max_grad_norm must not be NaN (<= 0 turns clipping off)");
   check(!(fp16 && bf16), "training arguments: fp16 and bf16 are exclusive");
   optim::parse_opt_level(fp16_opt_level);
   optim::parse_loss_scale(loss_scale);

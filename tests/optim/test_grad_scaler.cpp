@@ -60,9 +60,9 @@ TEST_CASE("GradScaler follows torch's _amp_update_scale_ step by step", "[scaler
 
 TEST_CASE("GradScaler does not grow to inf, unscales with the double-precision inverse", "[scaler]") {
   Fixture f;
-  GradScaler scaler({.init_scale = 0x1.0p127f, .growth_interval = 1});
+  GradScaler scaler({.init_scale = 0x1.0p127f, .growth_interval = 1, .max_scale = 0x1.0p127f});
   CHECK(f.step(scaler, 1.0f));
-  CHECK(scaler.get_scale() == 0x1.0p127f);  // 2^128 would be inf: kept, tracker reset
+  CHECK(scaler.get_scale() == 0x1.0p127f);  // 2^128 would be inf: clamped, tracker reset
   CHECK(scaler.growth_tracker() == 0);
 
   GradScaler three({.init_scale = 3.0f});

@@ -1,0 +1,148 @@
+// The `halfgrad` command line: its subcommands and flags, bound to plain option structs, and
+// nothing that runs. demos/halfgrad.cpp runs what was parsed; fuzz/cli_parser.cpp feeds the same
+// parser arbitrary argument lists without training anything.
+#pragma once
+
+#include <CLI/CLI.hpp>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "train/training_arguments.h"
+
+namespace hg::cli {
+
+struct TrainOptions {
+  std::string train_file, eval_file, precision = "fp16", opt_level = "O2", resume, pooling = "mean";
+  bool fp16 = false, bf16 = false;
+  int threads = 0;
+  int64_t d_model = 128, heads = 4, layers = 2, d_ff = 512, max_len = 32;
+  float dropout = 0.1f;
+  int64_t early_stopping = 0;
+  int64_t inspect = 0;  // NumericsInspector every N optimizer steps (0: off)
+  int64_t train_per_language = 6000, test_per_language = 1000;
+  train::TrainingArguments args;
+};
+
+inline void add_train_flags(CLI::App& app, TrainOptions& o) {
+  train::TrainingArguments& a = o.args;
+  a.output_dir = "halfgrad-output";
+  a.num_train_epochs = 8;
+  a.learning_rate = 1e-3f;
+  a.warmup_steps = 100;
+  a.lr_scheduler_type = "cosine";
+  a.eval_strategy = "epoch";
+  a.save_strategy = "epoch";
+  a.save_total_limit = 2;
+  a.seed = 0;
+  a.logging_steps = 50;
+  app.add_option("--train", o.train_file, "training data, label<TAB>text per line (default: the language-id set)")
+      ->check(CLI::ExistingFile);
+  app.add_option("--eval", o.eval_file, "evaluation data (default with --train: none)")->check(CLI::ExistingFile);
+  app.add_option("--precision", o.precision, "fp32 | fp16 | bf16 | pure_fp16")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"fp32", "fp16", "bf16", "pure_fp16"}));
+  app.add_flag("--fp16", o.fp16, "shorthand for --precision fp16");
+  app.add_flag("--bf16", o.bf16, "shorthand for --precision bf16");
+  app.add_option("--opt-level", o.opt_level, "fp16 master weights: O1 (f32 model) | O2 (f16 model, f32 masters)")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"O1", "O2"}));
+  app.add_option("--loss-scale", a.loss_scale, "dynamic | none | a static scale")->capture_default_str();
+  app.add_option("--epochs", a.num_train_epochs, "training epochs")
+      ->capture_default_str()
+      ->check(CLI::Range(1e-3, 1e6));
+  app.add_option("--max-steps", a.max_steps, "optimizer steps (overrides --epochs)")->check(CLI::PositiveNumber);
+  app.add_option("--batch-size", a.per_device_train_batch_size, "training batch size")
+      ->capture_default_str()
+      ->check(CLI::Range(int64_t{1}, int64_t{1} << 20));
+  app.add_option("--eval-batch-size", a.per_device_eval_batch_size, "evaluation batch size")
+      ->capture_default_str()
+      ->check(CLI::Range(int64_t{1}, int64_t{1} << 20));
+  app.add_option("--lr", a.learning_rate, "peak learning rate")->capture_default_str();
+  app.add_option("--weight-decay", a.weight_decay, "AdamW weight decay (matrices only)")->capture_default_str();
+  app.add_option("--warmup-steps", a.warmup_steps, "linear warmup steps")
+      ->capture_default_str()
+      ->check(CLI::NonNegativeNumber);
+  app.add_option("--warmup-ratio", a.warmup_ratio, "warmup as a share of all steps");
+  app.add_option("--scheduler", a.lr_scheduler_type, "linear | cosine | constant")->capture_default_str();
+  app.add_option("--seed", a.seed, "random seed (weights, data order, dropout)")->capture_default_str();
+  app.add_option("--threads", o.threads, "OpenMP threads (default: all cores)")->check(CLI::Range(1, 1024));
+  app.add_option("--output-dir", a.output_dir, "checkpoints and logs")->capture_default_str();
+  app.add_option("--resume", o.resume, "continue from a checkpoint directory")->check(CLI::ExistingDirectory);
+  app.add_option("--eval-strategy,--evaluation-strategy", a.eval_strategy, "no | steps | epoch")->capture_default_str();
+  app.add_option("--eval-steps", a.eval_steps, "evaluate every N steps (eval-strategy steps)");
+  app.add_option("--logging-steps", a.logging_steps, "log every N steps")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
+  app.add_option("--save-strategy", a.save_strategy, "no | steps | epoch")->capture_default_str();
+  app.add_option("--save-steps", a.save_steps, "save every N steps (save-strategy steps)")->check(CLI::PositiveNumber);
+  app.add_option("--save-total-limit", a.save_total_limit, "keep at most N checkpoints")->capture_default_str();
+  app.add_option("--max-grad-norm", a.max_grad_norm, "gradient clipping (0: off)")->capture_default_str();
+  app.add_option("--grad-accum", a.gradient_accumulation_steps, "gradient accumulation steps")
+      ->check(CLI::PositiveNumber);
+  app.add_flag("--load-best", a.load_best_model_at_end, "load the best checkpoint at the end");
+  app.add_option("--metric", a.metric_for_best_model, "metric for the best model / early stopping")
+      ->capture_default_str();
+  app.add_option("--early-stopping", o.early_stopping, "stop after N evaluations without improvement")
+      ->check(CLI::PositiveNumber);
+  app.add_flag("--detect-anomaly", a.detect_anomaly, "name the first op that produces inf/NaN");
+  app.add_option("--inspect", o.inspect,
+                 "every N steps print per-tensor fp16 numerics (zeros, underflow, subnormals, headroom) and append "
+                 "them to output_dir/numerics.jsonl; a skipped step names its first inf/NaN op")
+      ->check(CLI::Range(int64_t{1}, int64_t{1} << 40));
+  app.add_option("--max-len", o.max_len, "maximum tokens (bytes) per text")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 4096));
+  app.add_option("--d-model", o.d_model, "model width")->capture_default_str()->check(CLI::Range(1, 8192));
+  app.add_option("--heads", o.heads, "attention heads (must divide d-model)")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 256));
+  app.add_option("--layers", o.layers, "encoder layers")->capture_default_str()->check(CLI::Range(0, 128));
+  app.add_option("--d-ff", o.d_ff, "feed-forward width")->capture_default_str()->check(CLI::Range(1, 65536));
+  app.add_option("--dropout", o.dropout, "dropout probability")->capture_default_str()->check(CLI::Range(0.0, 0.99));
+  app.add_option("--pooling", o.pooling, "mean | cls")->capture_default_str()->check(CLI::IsMember({"mean", "cls"}));
+  app.add_option("--train-per-language", o.train_per_language, "language-id: training words per language")
+      ->capture_default_str()
+      ->check(CLI::Range(int64_t{1}, int64_t{100000}));
+  app.add_option("--test-per-language", o.test_per_language, "language-id: test words per language")
+      ->capture_default_str()
+      ->check(CLI::Range(int64_t{1}, int64_t{100000}));
+}
+
+// Every subcommand's options; CommandLine must outlive the CLI::App it is bound to.
+struct CommandLine {
+  TrainOptions train;
+  std::string checkpoint, data_file;  // eval, predict
+  int64_t eval_batch = 256;
+  std::vector<std::string> texts;  // predict
+  std::string export_dir;          // export-langid
+  uint64_t export_seed = 0;
+  CLI::App *train_cmd = nullptr, *eval_cmd = nullptr, *predict_cmd = nullptr, *export_cmd = nullptr;
+};
+
+// Adds the subcommands train (also the default), eval, predict and export-langid to `app`.
+inline void setup_command_line(CLI::App& app, CommandLine& cl) {
+  app.require_subcommand(0, 1);
+  cl.train_cmd = app.add_subcommand("train", "train a classifier (no flags: the language-id main job)");
+  add_train_flags(*cl.train_cmd, cl.train);
+
+  cl.eval_cmd = app.add_subcommand("eval", "evaluate a checkpoint on labelled data");
+  cl.eval_cmd->add_option("--checkpoint", cl.checkpoint, "checkpoint directory")
+      ->required()
+      ->check(CLI::ExistingDirectory);
+  cl.eval_cmd->add_option("--data", cl.data_file, "label<TAB>text file")->required()->check(CLI::ExistingFile);
+  cl.eval_cmd->add_option("--batch-size", cl.eval_batch, "batch size")
+      ->check(CLI::Range(int64_t{1}, int64_t{1} << 20));
+
+  cl.predict_cmd = app.add_subcommand("predict", "label texts with a checkpoint");
+  cl.predict_cmd->add_option("--checkpoint", cl.checkpoint, "checkpoint directory")
+      ->required()
+      ->check(CLI::ExistingDirectory);
+  cl.predict_cmd->add_option("texts", cl.texts, "texts to label (default: one per stdin line)");
+
+  cl.export_cmd = app.add_subcommand("export-langid", "write the language-id split as train.tsv and test.tsv");
+  cl.export_cmd->add_option("--out", cl.export_dir, "output directory")->required();
+  cl.export_cmd->add_option("--seed", cl.export_seed, "split seed (as halfgrad train --seed)");
+}
+
+}  // namespace hg::cli

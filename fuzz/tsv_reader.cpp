@@ -1,0 +1,27 @@
+// Fuzzes data::read_tsv: any bytes either load as a data set whose every example is valid
+// UTF-8 with a label in range, or raise hg::Error. The first byte chooses between training mode
+// (labels assigned) and evaluation mode (labels must be among two known ones).
+#include <cstdint>
+#include <cstdlib>
+
+#include "autograd/error.h"
+#include "data/dataset.h"
+#include "data/tokenizer.h"
+#include "fuzz/fuzz_input.h"
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  if (size == 0) return 0;
+  const bool evaluation = data[0] & 1;
+  const hg::fuzz::MemoryFile file(data + 1, size - 1);
+  const std::vector<std::string> known = {"en", "de"};
+  try {
+    const hg::data::Dataset d = hg::data::read_tsv(file.path(), evaluation ? &known : nullptr);
+    if (d.examples.empty() || (evaluation && d.label_names != known)) std::abort();
+    for (const hg::data::Example& e : d.examples) {
+      if (e.label < 0 || size_t(e.label) >= d.label_names.size() || !hg::data::valid_utf8(e.text)) std::abort();
+    }
+    (void)d.summary();
+  } catch (const hg::Error&) {
+  }
+  return 0;
+}
