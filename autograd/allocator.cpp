@@ -12,11 +12,25 @@ namespace {
 
 constexpr std::align_val_t kAlignment{64};
 
+// Under AddressSanitizer nothing is cached by default: a block parked on a free list is memory
+// ASan considers live, so a use after free of a tensor's storage would go unreported.
+#if defined(__SANITIZE_ADDRESS__)
+constexpr size_t kDefaultCacheLimit = 0;
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+constexpr size_t kDefaultCacheLimit = 0;
+#else
+constexpr size_t kDefaultCacheLimit = size_t(2) << 30;
+#endif
+#else
+constexpr size_t kDefaultCacheLimit = size_t(2) << 30;
+#endif
+
 struct Cache {
   std::mutex mutex;
   std::unordered_map<size_t, std::vector<std::byte*>> free_blocks;  // class size -> blocks
   AllocatorStats stats;
-  size_t limit = size_t(2) << 30;
+  size_t limit = kDefaultCacheLimit;
 };
 
 // Never destroyed: tensors held by static objects may be freed after main returns.

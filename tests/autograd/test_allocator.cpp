@@ -26,7 +26,18 @@ TEST_CASE("allocation sizes are 2^k x {1, 1.25, 1.5, 1.75}, wasting under 25%", 
   }
 }
 
+// Sets the cache limit for one test (the sanitized build starts with 0: nothing cached).
+struct ScopedCacheLimit {
+  size_t saved = cache_limit();
+  explicit ScopedCacheLimit(size_t bytes) { set_cache_limit(bytes); }
+  ~ScopedCacheLimit() {
+    set_cache_limit(saved);
+    release_cached_memory();
+  }
+};
+
 TEST_CASE("a freed tensor's storage is reused by the next request of its size class", "[allocator]") {
+  ScopedCacheLimit limit(size_t(1) << 30);
   const std::byte* first = nullptr;
   {
     Tensor a = Tensor::zeros({1000, 300});  // 1.2 MB
@@ -45,20 +56,18 @@ TEST_CASE("a freed tensor's storage is reused by the next request of its size cl
 }
 
 TEST_CASE("release_cached_memory empties the cache; the limit bounds it", "[allocator]") {
+  ScopedCacheLimit generous(size_t(1) << 30);
   { Tensor a = Tensor::empty({1 << 18}); }
   CHECK(allocator_stats().cached_bytes > 0);
   release_cached_memory();
   CHECK(allocator_stats().cached_bytes == 0);
 
-  const size_t limit = cache_limit();
   set_cache_limit(size_t(1) << 20);
   {
     Tensor b = Tensor::empty({1 << 18});  // 1 MiB, freed second: would exceed the limit, so not kept
     Tensor a = Tensor::empty({1 << 17});  // 512 KiB, freed first: kept
   }
   CHECK(allocator_stats().cached_bytes == size_t(1) << 19);
-  set_cache_limit(limit);
-  release_cached_memory();
 }
 
 TEST_CASE("tensors allocated and freed on several threads at once stay intact", "[allocator]") {
