@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <span>
 
 #include "autograd/error.h"
 #include "precision/convert.h"
@@ -235,7 +236,9 @@ void InspectorCallback::on_step_end(const TrainerState& state, const nlohmann::j
 }
 
 void InspectorCallback::on_train_end(const TrainerState&) {
-  const auto& steps = inspector_->steps();
+  // The step opened after the last optimizer step never ran: leave it out.
+  const auto& all = inspector_->steps();
+  const std::span<const StepNumerics> steps(all.data(), all.size() - (inspector_->inspecting() ? 1 : 0));
   if (!steps.empty()) {
     // Gradients stored in f16 count as underflow what the op's rounding flushed; the zeros are
     // those before the cast (structural ones such as padding).
