@@ -1,5 +1,5 @@
-// CastObserver: while one lives, every rounding of f32 results into an f16/bf16 tensor
-// (kernels::narrow: op outputs, GEMM results, accumulated gradients, tensor creation) also
+// CastObserver: while one lives, every rounding of f32 results into an f16/bf16 tensor (each
+// kernels::narrow call: op outputs, GEMM results, gradients, optimizer stores, creation) also
 // counts what the rounding did, in precision::NumericsStats terms: the f32 values' histogram,
 // nonzero -> zero (underflow), subnormal results, overflow. Once a value is stored in f16 its
 // lost small values are plain zeros; only the cast itself can tell "flushed" from "was zero".

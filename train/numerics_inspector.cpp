@@ -51,10 +51,10 @@ NumericsInspector::NumericsInspector(InspectorOptions options) : options_(option
   check(options_.every >= 1, "NumericsInspector: every must be >= 1, got ", options_.every);
   if (options_.name_anomalies) anomaly_ = std::make_unique<DetectAnomaly>(/*throw_on_anomaly=*/false);
   forward_id_ = add_forward_observer([this](std::string_view op, const Tensor& out) {
-    // Forward passes without gradients (evaluation) are not part of a training step.
     if (current_ == nullptr) return;
     // Every op, recording or not (backward closures run under NoGrad), rounds its output last.
     note_cast(out);
+    // Forward passes without gradients (evaluation) are not part of a training step.
     if (!grad_enabled()) return;
     const std::string name = std::string(op) + "#" + std::to_string(op_counts_[std::string(op)]++);
     activation_names_[&out.impl()] = name;
