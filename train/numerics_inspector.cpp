@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <span>
 
 #include "autograd/error.h"
 #include "precision/convert.h"
@@ -50,14 +51,19 @@ NumericsInspector::NumericsInspector(InspectorOptions options) : options_(option
   check(options_.every >= 1, "NumericsInspector: every must be >= 1, got ", options_.every);
   if (options_.name_anomalies) anomaly_ = std::make_unique<DetectAnomaly>(/*throw_on_anomaly=*/false);
   forward_id_ = add_forward_observer([this](std::string_view op, const Tensor& out) {
+    if (current_ == nullptr) return;
+    // Every op, recording or not (backward closures run under NoGrad), rounds its output last.
+    note_cast(out);
     // Forward passes without gradients (evaluation) are not part of a training step.
-    if (current_ == nullptr || !grad_enabled()) return;
+    if (!grad_enabled()) return;
     const std::string name = std::string(op) + "#" + std::to_string(op_counts_[std::string(op)]++);
     activation_names_[&out.impl()] = name;
     if (options_.activations) observe(entry(name, TensorKind::kActivation, op.data(), out), out);
   });
   grad_id_ = add_grad_observer([this](std::string_view op, const Tensor& tensor, const Tensor& grad) {
     if (current_ == nullptr) return;
+    // A backward that rounds its GEMM result itself (matmul, linear) records no op for it.
+    note_cast(grad);
     if (tensor.is_leaf()) {
       if (!tensor.name().empty()) observe(entry(tensor.name(), TensorKind::kParamGrad, op.data(), grad), grad);
       return;
@@ -75,6 +81,8 @@ NumericsInspector::~NumericsInspector() {
 
 void NumericsInspector::begin_step(int64_t step) {
   current_ = nullptr;
+  casts_.reset();
+  last_output_ = Tensor();
   index_.clear();
   activation_names_.clear();
   op_counts_.clear();
@@ -82,11 +90,14 @@ void NumericsInspector::begin_step(int64_t step) {
   if (step % options_.every != 0) return;
   steps_.push_back({.step = step});
   current_ = &steps_.back();
+  casts_ = std::make_unique<CastObserver>();
 }
 
 const StepNumerics* NumericsInspector::end_step(bool skipped) {
   StepNumerics* step = current_;
   current_ = nullptr;
+  casts_.reset();
+  last_output_ = Tensor();
   anomaly_message_ = skipped && anomaly_ && !last_anomaly().op.empty() ? last_anomaly().message() : "";
   if (step == nullptr) return nullptr;
   step->skipped = skipped;
@@ -101,10 +112,23 @@ TensorNumerics& NumericsInspector::entry(const std::string& name, TensorKind kin
   return current_->tensors[it->second];
 }
 
+void NumericsInspector::note_cast(const Tensor& t) {
+  precision::NumericsStats pending = casts_->take();
+  if (pending.total() == 0 && t.same(last_output_)) return;  // seen again, e.g. as a gradient
+  last_output_ = t;
+  last_cast_ = std::move(pending);
+}
+
 void NumericsInspector::observe(TensorNumerics& entry, const Tensor& values) {
   const std::vector<float> v = values.to_vector();
-  std::vector<uint16_t> bits(v.size());
-  precision::encode(precision::kBinary16, v, bits, {.stats = &entry.stats});
+  // The counts are this tensor's cast only if they cover exactly its elements (a tensor created
+  // between two observations, such as backward's seed, is counted with the next one).
+  if (values.dtype() != DType::f32 && values.same(last_output_) && last_cast_.total() == v.size()) {
+    entry.stats.merge(last_cast_);
+  } else {
+    std::vector<uint16_t> bits(v.size());
+    precision::encode(precision::kBinary16, v, bits, {.stats = &entry.stats});
+  }
   for (float x : v) {
     const double a = std::abs(double(x));
     if (!std::isfinite(a)) continue;
@@ -212,10 +236,12 @@ void InspectorCallback::on_step_end(const TrainerState& state, const nlohmann::j
 }
 
 void InspectorCallback::on_train_end(const TrainerState&) {
-  const auto& steps = inspector_->steps();
+  // The step opened after the last optimizer step never ran: leave it out.
+  const auto& all = inspector_->steps();
+  const std::span<const StepNumerics> steps(all.data(), all.size() - (inspector_->inspecting() ? 1 : 0));
   if (!steps.empty()) {
-    // Gradients stored in f16 lost their small values when the op rounded them: they are
-    // counted among the zeros (with structural zeros such as padding), not as underflow.
+    // Gradients stored in f16 count as underflow what the op's rounding flushed; the zeros are
+    // those before the cast (structural ones such as padding).
     const NumericsStats grads = steps.back().merged(TensorKind::kActivationGrad);
     char text[96];
     std::snprintf(text, sizeof text, "%.1f%% exactly zero, %.1f%% more become zero in fp16",

@@ -2,10 +2,17 @@
 // watches three kinds of tensors through the tape's observers (autograd/tape.h): each named
 // parameter's gradient, each activation's gradient, and each forward activation (an op's
 // output; activations are named "<op>#<k>", the k-th output of that op in the step's forward,
-// and their gradients carry the same name). For each it keeps what a cast of the values as seen
-// to fp16 does (precision::NumericsStats: log2 histogram, underflow, subnormal, overflow) plus
-// abs-max and abs-min-nonzero. A tensor already stored in f16 has lost its small values inside
-// the op that rounded it; for it the inspector's cast is exact, and the loss shows as zeros.
+// and their gradients carry the same name). For each it keeps precision::NumericsStats (log2
+// histogram, underflow, subnormal, overflow) plus abs-max and abs-min-nonzero of the values.
+// A tensor stored in f16/bf16 lost its small values inside the op that rounded it, so while it
+// inspects a step the inspector installs a CastObserver (autograd/cast_observer.h), and at each
+// observation (every op's output, every gradient) takes the counts of the roundings since the
+// previous one: the rounding of that op's output, or of a gradient a backward rounded itself.
+// When they cover exactly the tensor's elements, its stats are those of the cast that stored it
+// (into its own dtype): the histogram of the f32 values before rounding, and "underflow" what
+// that cast flushed. A tensor stored in f32, or one not rounded just before it was seen (a
+// gradient passed on unchanged, e.g. by add's backward), gets the stats of casting its values
+// as seen to fp16; for an f16 tensor that cast is exact and earlier losses show as zeros.
 //
 // With name_anomalies, anomaly mode records (without throwing) the first op whose forward output
 // or backward gradient held inf/NaN, so a skipped step names where the overflow began.
@@ -20,6 +27,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "autograd/cast_observer.h"
 #include "autograd/tape.h"
 #include "autograd/tensor.h"
 #include "precision/numerics_stats.h"
@@ -38,13 +46,13 @@ struct TensorNumerics {
   std::string op;  // the op that produced it (for gradients: whose backward did)
   Shape shape;
   DType dtype = DType::f32;
-  precision::NumericsStats stats;  // of casting the values as seen to fp16
+  precision::NumericsStats stats;  // of the cast that stored an f16/bf16 tensor, else of a cast to fp16
   double abs_max = 0, abs_min_nonzero = 0;
 
   uint64_t count() const { return stats.total(); }
   double zero_share() const;
-  double underflow_share() const;  // nonzero values the cast to fp16 made zero
-  double subnormal_share() const;  // values that are fp16 subnormals after the cast
+  double underflow_share() const;  // nonzero values the cast made zero
+  double subnormal_share() const;  // values that are subnormal after the cast
   double nonfinite_share() const;  // inf or NaN
   double headroom_log2() const;    // log2(65504 / abs_max): doublings left before fp16 overflows
 };
@@ -66,7 +74,8 @@ struct InspectorOptions {
 
 class NumericsInspector {
  public:
-  // Starts observing on this thread (the tape's observers are per thread).
+  // Starts observing on this thread (the tape's observers are per thread). While a step is
+  // inspected the process-wide CastObserver is taken: one inspecting inspector at a time.
   explicit NumericsInspector(InspectorOptions options = {});
   ~NumericsInspector();
   NumericsInspector(const NumericsInspector&) = delete;
@@ -85,6 +94,8 @@ class NumericsInspector {
 
  private:
   TensorNumerics& entry(const std::string& name, TensorKind kind, const char* op, const Tensor& t);
+  // Takes the counts of the roundings since the previous observation as the cast that produced `t`.
+  void note_cast(const Tensor& t);
   void observe(TensorNumerics& entry, const Tensor& values);
 
   InspectorOptions options_;
@@ -96,11 +107,14 @@ class NumericsInspector {
   std::unordered_map<std::string, size_t> index_;  // (kind, name) -> position in current_->tensors
   std::unordered_map<const TensorImpl*, std::string> activation_names_;
   std::unordered_map<std::string, int64_t> op_counts_;
+  std::unique_ptr<CastObserver> casts_;  // installed while a step is inspected
+  Tensor last_output_;                   // the tensor observed last (op output or gradient)
+  precision::NumericsStats last_cast_;   // what the roundings just before that observation did
 };
 
 // The per-tensor table of one step: name, kind, dtype, abs-max, abs-min-nonzero, then the
-// shares (%) exactly zero, flushed to zero by the cast to fp16, fp16 subnormal, inf/NaN, and
-// the headroom in doublings, e.g.
+// shares (%) exactly zero before the cast, flushed to zero by it, subnormal after it, inf/NaN,
+// and the headroom to fp16's max in doublings, e.g.
 //   encoder.layers.0.attn.k_proj.bias  grad  f32  5.61e-04  7.15e-06  0.00  0.00  31.25  0.00  26.8
 std::string numerics_table(const StepNumerics& step);
 // One JSON object: step, skipped, anomaly, and per tensor every number of the table plus the

@@ -4,6 +4,7 @@
 #include <cstring>
 #include <span>
 
+#include "autograd/cast_observer.h"
 #include "precision/convert.h"
 
 namespace hg::kernels {
@@ -24,9 +25,19 @@ void narrow(void* dst, DType dtype, int64_t offset, const float* src, int64_t n,
     std::memcpy(static_cast<float*>(dst) + offset, src, size_t(n) * sizeof(float));
     return;
   }
-  precision::encode(storage_format(dtype), std::span<const float>(src, size_t(n)),
-                    std::span<uint16_t>(static_cast<uint16_t*>(dst) + offset, size_t(n)),
-                    {.rounding = rounding, .seed = seed, .offset = stochastic_index});
+  const std::span<const float> values(src, size_t(n));
+  const std::span<uint16_t> bits(static_cast<uint16_t*>(dst) + offset, size_t(n));
+  precision::ConvertOptions options{.rounding = rounding, .seed = seed, .offset = stochastic_index};
+  CastObserver* const observer = cast_observer();
+  if (observer == nullptr) {
+    precision::encode(storage_format(dtype), values, bits, options);
+    return;
+  }
+  // The same bits: encode's counting path is equal bit for bit to its fast paths.
+  precision::NumericsStats stats;
+  options.stats = &stats;
+  precision::encode(storage_format(dtype), values, bits, options);
+  observer->add(stats);
 }
 
 }  // namespace hg::kernels

@@ -17,6 +17,8 @@ void widen(float* dst, const void* src, DType dtype, int64_t offset, int64_t n);
 
 // Element (offset + i) of `dst` (stored as `dtype`) = src[i] rounded once, for i < n.
 // `stochastic_index` numbers the rounding events for stochastic rounding (ignored otherwise).
+// While a CastObserver is installed (autograd/cast_observer.h), a rounding to f16/bf16 also
+// reports what it did to the observer.
 void narrow(void* dst, DType dtype, int64_t offset, const float* src, int64_t n,
             const precision::RoundingOptions& rounding, uint64_t seed, uint64_t stochastic_index);
 

@@ -1,15 +1,19 @@
 // NumericsInspector on graphs whose numbers are known by hand: which tensors it sees (parameter
 // gradients by name, activations as "<op>#k", their gradients under the same name), the shares
-// it reports against values chosen on either side of fp16's limits, the every-N schedule, the
-// op it names when a step overflows, and the Trainer callback's files.
+// it reports against values chosen on either side of fp16's limits, what the casts of an fp16 O2
+// step flushed, the every-N schedule, the op it names when a step overflows, and the Trainer
+// callback's files.
 #include <catch2/catch.hpp>
 
 #include <cmath>
 #include <filesystem>
 #include <sstream>
 
+#include "autograd/autocast.h"
 #include "autograd/ops.h"
 #include "data/dataset.h"
+#include "optim/mixed_precision.h"
+#include "precision/convert.h"
 #include "tests/train/temp_dir.h"
 #include "train/numerics_inspector.h"
 
@@ -68,6 +72,56 @@ TEST_CASE("NumericsInspector reports parameter gradients, activations and activa
   CHECK(j.at("tensors").at(0).contains("histogram"));
 }
 
+TEST_CASE("NumericsInspector reports what the casts of an fp16 O2 step flushed", "[inspector]") {
+  // A loss multiplied by 2^-20 without loss scaling: many f16 gradients fall below 2^-25 and the
+  // ops that round them to f16 flush them. Stored, they are plain zeros: a cast of the stored f16
+  // values (what a tape observer alone can do) is exact and flushes nothing. The inspector counts
+  // the rounding itself, so stored zeros = zeros before the cast + flushed by it, per tensor.
+  nn::ClassifierConfig config{
+      .vocab = 32, .max_len = 8, .d_model = 16, .heads = 2, .d_ff = 32, .layers = 1, .classes = 2, .dropout = 0.0f};
+  nn::TextClassifier model(config, 5);
+  optim::MixedPrecision mp(model, {.precision = optim::Precision::kFp16,
+                                   .opt_level = optim::OptLevel::kO2,
+                                   .loss_scaling = {optim::LossScaling::Kind::kNone}});
+  const Indices x({1, 5, 9, 2, 7, 3, 30, 4, 11, 6, 8, 12, 13, 14, 15, 16}, {2, 8}), m(std::vector<int32_t>(16, 1), {2, 8});
+  NumericsInspector inspector({.name_anomalies = false});
+  uint64_t stored_zeros = 0;  // in the f16 activation gradients, as stored
+  precision::NumericsStats recast;
+  const int id = add_grad_observer([&](std::string_view, const Tensor& tensor, const Tensor& grad) {
+    if (tensor.is_leaf() || grad.dtype() != DType::f16) return;
+    const std::vector<float> v = grad.to_vector();
+    for (float g : v) stored_zeros += g == 0.0f;
+    std::vector<uint16_t> bits(v.size());
+    precision::encode(precision::kBinary16, v, bits, {.stats = &recast});
+  });
+  inspector.begin_step(0);
+  {
+    Autocast ac = mp.autocast();
+    backward(mp.scale(mul_scalar(cross_entropy(model.forward(x, m), Indices({0, 1}, {2})), 0x1.0p-20f)));
+  }
+  const StepNumerics* step = inspector.end_step(false);
+  remove_grad_observer(id);
+  REQUIRE(step != nullptr);
+
+  precision::NumericsStats act_grads;
+  for (const TensorNumerics& t : step->tensors) {
+    if (t.kind == TensorKind::kActivationGrad && t.dtype == DType::f16) act_grads.merge(t.stats);
+  }
+  INFO(numerics_table(*step));
+  CHECK(recast.underflow == 0);
+  CHECK(act_grads.underflow > 0);
+  CHECK(act_grads.total() == recast.total());
+  CHECK(act_grads.input.zero + act_grads.underflow == stored_zeros);
+  const TensorNumerics* flushed = nullptr;
+  for (const TensorNumerics& t : step->tensors) {
+    if (t.kind == TensorKind::kActivationGrad && t.underflow_share() > 0) flushed = &t;
+  }
+  REQUIRE(flushed != nullptr);
+  CHECK(flushed->dtype == DType::f16);
+  CHECK_THAT(numerics_table(*step), Catch::Contains(flushed->name));
+  CHECK(cast_observer() == nullptr);  // the inspector holds it only while inspecting a step
+}
+
 TEST_CASE("NumericsInspector inspects every N-th step and keeps a subnormal share", "[inspector]") {
   NumericsInspector inspector({.every = 2, .activations = false, .name_anomalies = false});
   Tensor w = Tensor::from_vector({1.0f, 1.0f}, {2}).set_requires_grad();
@@ -121,7 +175,7 @@ TEST_CASE("InspectorCallback writes a JSONL line per inspected step and the hist
   nn::TextClassifier model(config, 0);
   TrainingArguments args;
   args.output_dir = dir.path.string();
-  args.max_steps = 4;
+  args.max_steps = 3;  // steps 1-3; step 2 is inspected, and step 4 is opened but never runs
   args.per_device_train_batch_size = 16;
   args.save_strategy = "no";
   args.fp16 = true;
@@ -136,8 +190,9 @@ TEST_CASE("InspectorCallback writes a JSONL line per inspected step and the hist
     for (const auto& t : j.at("tensors")) has_head_grad = has_head_grad || t.at("name") == "head.weight";
     CHECK(has_head_grad);
   }
-  CHECK(steps == std::vector<int64_t>{2, 4});
+  CHECK(steps == std::vector<int64_t>{2});
   const std::string svg = testing::read_bytes(dir.path / "numerics-grad-histogram.svg");
+  CHECK_THAT(svg, Catch::Contains("activation gradients at step 2"));
   CHECK_THAT(svg, Catch::Contains("</svg>"));
   CHECK_THAT(svg, Catch::Contains("exactly zero"));
 }
