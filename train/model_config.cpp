@@ -26,8 +26,12 @@ nlohmann::json model_config_to_json(const ModelConfig& m) {
 
 ModelConfig model_config_from_json(const nlohmann::json& j, const std::string& source) {
   check(j.is_object(), source, ": expected a JSON object");
-  // A comparison, not j.value(): that throws a bare type_error for a non-string model_type.
-  check(j.contains("model_type") && j["model_type"] == "halfgrad-text-classifier", source,
+  // Type first, not j.value(): that throws a bare type_error for a non-string model_type. (Not
+  // json == "...": GCC 12 -O3 reports a false -Warray-bounds inside nlohmann's operator== there.)
+  const auto model_type = j.find("model_type");
+  check(model_type != j.end() && model_type->is_string() &&
+            model_type->get_ref<const std::string&>() == "halfgrad-text-classifier",
+        source,
         ": model_type is not 'halfgrad-text-classifier' (a config of a different model)");
   auto get = [&](const char* key) -> const nlohmann::json& {
     check(j.contains(key), source, ": missing field '", key, "'");
