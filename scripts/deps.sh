@@ -5,6 +5,9 @@ set -euo pipefail
 HALFGRAD_PACKAGES=(g++ cmake make libhwy-dev catch2 libcli11-dev nlohmann-json3-dev libopenblas-dev
   # Debian's word lists: the language-id data set of the main job (data/dataset.h).
   wamerican wngerman wfrench wspanish witalian wportuguese wdutch)
+# Callers may ask for more (scripts/test.sh: clang for the fuzz targets).
+read -r -a extra <<< "${HALFGRAD_EXTRA_PACKAGES:-}"
+HALFGRAD_PACKAGES+=("${extra[@]}")
 missing=()
 for p in "${HALFGRAD_PACKAGES[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

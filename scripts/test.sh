@@ -6,6 +6,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 SECONDS=0
+export HALFGRAD_EXTRA_PACKAGES="clang libclang-rt-14-dev"  # the fuzz targets (scripts/fuzz.sh)
 bash scripts/build.sh
 ctest --test-dir build --output-on-failure -j "$(nproc)" "$@"
 echo "== release build and tests: ${SECONDS} s"
