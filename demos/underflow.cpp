@@ -205,7 +205,7 @@ void print_real_gradients(const hg::demos::DemoFlags& flags, double figure_scale
       .save(flags.path("underflow-histogram.svg"));
 
   hg::train::SvgPlot bars({.title = "Weight gradients that become zero in fp16, per tensor",
-                           .y_label = "share flushed to zero", .height = 520});
+                           .y_label = "share flushed to zero", .height = 640});
   std::vector<std::string> names;
   std::vector<double> unscaled, with_scale;
   for (const hg::train::TensorNumerics& t : plain.numerics.tensors) {

@@ -139,16 +139,24 @@ double SvgPlot::pixel_x(double x) const {
   return kLeft + (x - lo) / (hi - lo) * (options_.width - kLeft - kRight);
 }
 
+// Category names stand vertically below the axis, so the bottom margin grows with the longest
+// (about 6.5 px a character at font size 11) and dozens of tensor names stay readable.
+double SvgPlot::bottom_margin() const {
+  size_t longest = 0;
+  for (const std::string& c : categories_) longest = std::max(longest, c.size());
+  return categories_.empty() ? kBottom : std::max(kBottom, 14 + 6.5 * double(longest));
+}
+
 double SvgPlot::pixel_y(double y) const {
   const auto [lo, hi] = y_range();
-  const double h = options_.height - kTop - kBottom;
+  const double h = options_.height - kTop - bottom_margin();
   return kTop + h - (y_value(y) - lo) / (hi - lo) * h;
 }
 
 std::string SvgPlot::svg() const {
   const auto [xlo, xhi] = x_range();
   const auto [ylo, yhi] = y_range();
-  const double w = options_.width, h = options_.height, right = w - kRight, bottom = h - kBottom;
+  const double w = options_.width, h = options_.height, right = w - kRight, bottom = h - bottom_margin();
   // pixel_y of a value already on the axis scale (log2 applied)
   auto py = [&](double v) { return kTop + (bottom - kTop) * (yhi - v) / (yhi - ylo); };
   std::string s = "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"" +
@@ -178,8 +186,8 @@ std::string SvgPlot::svg() const {
   if (!categories_.empty()) {
     for (size_t i = 0; i < categories_.size(); ++i) {
       const double x = pixel_x(double(i));
-      s += "<text x=\"" + num(x) + "\" y=\"" + num(bottom + 6) + "\" text-anchor=\"end\" transform=\"rotate(-30 " +
-           num(x) + " " + num(bottom + 6) + ")\">" + xml_escape(categories_[i]) + "</text>\n";
+      s += "<text x=\"" + num(x + 4) + "\" y=\"" + num(bottom + 6) + "\" text-anchor=\"end\" transform=\"rotate(-90 " +
+           num(x + 4) + " " + num(bottom + 6) + ")\">" + xml_escape(categories_[i]) + "</text>\n";
     }
   } else {
     for (double t : ticks(xlo, xhi, false)) {

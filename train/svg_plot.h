@@ -61,6 +61,7 @@ class SvgPlot {
   };
   std::pair<double, double> x_range() const;
   std::pair<double, double> y_range() const;
+  double bottom_margin() const;
   double y_value(double y) const;  // log2 when the axis is log2
 
   PlotOptions options_;

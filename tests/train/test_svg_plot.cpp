@@ -103,8 +103,10 @@ TEST_CASE("SvgPlot draws step histograms, shaded regions, text and grouped bars"
     CHECK(count(svg, "class=\"bar\"") == 4);
     CHECK_THAT(svg, Catch::Contains(">head.weight</text>"));
     // x range [-0.5, 1.5] over 460 px: the first bar of category 1 spans x in [0.6, 1.0] ->
-    // 70 + 230 * 1.1 = 323 px, 92 px wide, from y = 1.0 (40 px) down to 0 (370 px).
-    CHECK_THAT(svg, Catch::Contains("x=\"323.00\" y=\"40.00\" width=\"92.00\" height=\"330.00\""));
+    // 70 + 230 * 1.1 = 323 px, 92 px wide, from y = 1.0 (40 px) down to 0 at 420 - 85.5 =
+    // 334.5 px (the bottom margin fits the 11-character "head.weight" standing: 14 + 6.5 * 11).
+    CHECK_THAT(svg, Catch::Contains("x=\"323.00\" y=\"40.00\" width=\"92.00\" height=\"294.50\""));
+    CHECK_THAT(svg, Catch::Contains("rotate(-90 "));
   }
 }
 
