@@ -155,7 +155,10 @@ double SvgPlot::pixel_y(double y) const {
 
 std::string SvgPlot::svg() const {
   const auto [xlo, xhi] = x_range();
-  const auto [ylo, yhi] = y_range();
+  // Not a structured binding: the lambda below captures these, which clang 14 (the fuzz build)
+  // does not allow for bindings yet.
+  const std::pair<double, double> y_axis = y_range();
+  const double ylo = y_axis.first, yhi = y_axis.second;
   const double w = options_.width, h = options_.height, right = w - kRight, bottom = h - bottom_margin();
   // pixel_y of a value already on the axis scale (log2 applied)
   auto py = [&](double v) { return kTop + (bottom - kTop) * (yhi - v) / (yhi - ylo); };
