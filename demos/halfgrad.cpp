@@ -146,9 +146,7 @@ int run_train(cli::TrainOptions& o) {
   if (o.early_stopping > 0) callbacks.push_back(std::make_shared<train::EarlyStoppingCallback>(a, o.early_stopping));
   if (o.inspect > 0) callbacks.push_back(std::make_shared<train::InspectorCallback>(o.inspect, a.output_dir));
   train::Trainer trainer(model, a, train_set, has_eval ? &eval_set : nullptr, {}, callbacks);
-  const int64_t truncated =
-      data::DataLoader(train_set, data::ByteTokenizer(config.pooling == nn::Pooling::kCls), {.max_len = config.max_len})
-          .truncated();
+  const int64_t truncated = trainer.truncated_train_texts();
   if (truncated > 0) {
     std::printf("note: %lld training texts are longer than max_len %lld and were truncated\n",
                 static_cast<long long>(truncated), static_cast<long long>(config.max_len));

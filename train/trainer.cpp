@@ -149,6 +149,8 @@ int64_t Trainer::steps_per_epoch() const {
   return (parts_->loader->num_batches() + n - 1) / n;
 }
 
+int64_t Trainer::truncated_train_texts() const { return parts_->loader->truncated(); }
+
 void Trainer::log(nlohmann::json entry) {
   entry["step"] = state_.global_step;
   entry["epoch"] = state_.epoch;

@@ -113,6 +113,8 @@ class Trainer {
   const TrainingArguments& args() const { return args_; }
   Accelerator& accelerator() { return *accelerator_; }
   int64_t steps_per_epoch() const;
+  // Training texts longer than the model's max_len, cut when the loader tokenized them.
+  int64_t truncated_train_texts() const;
 
  private:
   struct Parts;
