@@ -4,7 +4,7 @@
 #include <algorithm>
 #include <fstream>
 #include <map>
-#include <set>
+#include <string_view>
 #include <sstream>
 
 #include "autograd/error.h"
@@ -98,25 +98,41 @@ void shuffle(std::vector<std::string>& items, Generator& gen) {  // Fisher-Yates
   for (size_t i = items.size(); i > 1; --i) std::swap(items[i - 1], items[gen.next_u32() % i]);
 }
 
+// The usable words of one list, lower-cased, sorted and unique: no capitalised words (proper
+// nouns), none with an apostrophe, only valid UTF-8.
+std::vector<std::string> read_word_list(const std::string& path) {
+  std::ifstream file(path);
+  check(file.good(), path, ": cannot open the word list (install the Debian packages wamerican wngerman "
+                           "wfrench wspanish witalian wportuguese wdutch)");
+  std::vector<std::string> list;
+  std::string w;
+  while (std::getline(file, w)) {
+    if (w.empty() || capitalised(w) || w.find('\'') != std::string::npos || !valid_utf8(w)) continue;
+    for (char& c : w) c = (c >= 'A' && c <= 'Z') ? char(c - 'A' + 'a') : c;
+    list.push_back(std::move(w));
+  }
+  std::sort(list.begin(), list.end());
+  list.erase(std::unique(list.begin(), list.end()), list.end());
+  return list;
+}
+
 }  // namespace
 
 Split language_id_dataset(const LanguageIdOptions& options) {
-  std::vector<std::set<std::string>> words;
-  std::map<std::string, int> seen_in;
-  for (const Language& language : kLanguages) {
-    const std::string path = options.dict_dir + "/" + language.file;
-    std::ifstream file(path);
-    check(file.good(), path, ": cannot open the word list (install the Debian packages wamerican wngerman "
-                             "wfrench wspanish witalian wportuguese wdutch)");
-    std::set<std::string> list;
-    std::string w;
-    while (std::getline(file, w)) {
-      if (w.empty() || capitalised(w) || w.find('\'') != std::string::npos || !valid_utf8(w)) continue;
-      for (char& c : w) c = (c >= 'A' && c <= 'Z') ? char(c - 'A' + 'a') : c;
-      list.insert(w);
-    }
-    for (const std::string& x : list) ++seen_in[x];
-    words.push_back(std::move(list));
+  std::vector<std::vector<std::string>> words;
+  for (const Language& language : kLanguages) words.push_back(read_word_list(options.dict_dir + "/" + language.file));
+  // A word is kept for language k only when no other list has it: sort every (word, language)
+  // pair by word, and keep the words whose run has length 1. Each language's words come out in
+  // sorted order, which the seeded shuffle below starts from.
+  std::vector<std::pair<std::string_view, int>> all;
+  for (size_t k = 0; k < words.size(); ++k) {
+    for (const std::string& w : words[k]) all.emplace_back(w, int(k));
+  }
+  std::sort(all.begin(), all.end());
+  std::vector<std::vector<std::string>> unique_words(words.size());
+  for (size_t i = 0, j = 0; i < all.size(); i = j) {
+    for (j = i + 1; j < all.size() && all[j].first == all[i].first;) ++j;
+    if (j - i == 1) unique_words[size_t(all[i].second)].emplace_back(all[i].first);
   }
   Split split;
   for (Dataset* d : {&split.train, &split.test}) {
@@ -126,10 +142,7 @@ Split language_id_dataset(const LanguageIdOptions& options) {
   split.test.source = "language-id test";
   const int64_t need = options.train_per_language + options.test_per_language;
   for (size_t k = 0; k < words.size(); ++k) {
-    std::vector<std::string> unique;
-    for (const std::string& w : words[k]) {
-      if (seen_in[w] == 1) unique.push_back(w);
-    }
+    std::vector<std::string>& unique = unique_words[k];
     check(int64_t(unique.size()) >= need, "language-id: ", kLanguages[k].file, " has ", unique.size(),
           " usable words, ", need, " needed");
     Generator gen(options.seed, uint64_t(k) << 40);  // one stream per language
