@@ -217,6 +217,11 @@ Tensor scaled_dot_product_attention(const Tensor& q, const Tensor& k, const Tens
         attention_mask.shape, " for batch ", b, " and length ", t);
   const bool padded = std::find(attention_mask.values.begin(), attention_mask.values.end(), 0) !=
                       attention_mask.values.end();
+  // Masked scores get the dtype's lowest finite value, as Hugging Face masks
+  // (torch.finfo(dtype).min), not -inf: exp(lowest - max) is exactly 0 all the same, a row whose
+  // keys are all padding gives uniform weights instead of NaN, and anomaly mode, which flags
+  // every inf, does not stop at the mask.
+  const float masked_score = -dtype_max(scores.dtype());
   if (causal) {
     // masked[b, 0, i, j] = 1 where key j is padding or j > i.
     std::vector<int32_t> masked(size_t(b * t * t), 0);
@@ -228,13 +233,13 @@ Tensor scaled_dot_product_attention(const Tensor& q, const Tensor& k, const Tens
         }
       }
     }
-    scores = masked_fill(scores, Indices(std::move(masked), {b, 1, t, t}), -std::numeric_limits<float>::infinity());
+    scores = masked_fill(scores, Indices(std::move(masked), {b, 1, t, t}), masked_score);
   } else if (padded) {
     // masked[b, 0, 0, j] = 1 where key j is padding, broadcast over heads and queries. Without
     // padding nothing is masked and the fill (an identity) is skipped.
     std::vector<int32_t> masked(size_t(b * t));
     for (int64_t i = 0; i < b * t; ++i) masked[size_t(i)] = attention_mask[i] == 0 ? 1 : 0;
-    scores = masked_fill(scores, Indices(std::move(masked), {b, 1, 1, t}), -std::numeric_limits<float>::infinity());
+    scores = masked_fill(scores, Indices(std::move(masked), {b, 1, 1, t}), masked_score);
   }
   Tensor probabilities = softmax(scores);
   if (dropout_p > 0.0f) {

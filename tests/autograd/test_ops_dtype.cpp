@@ -131,4 +131,30 @@ TEST_CASE("forward and backward give the same bits with 1 and 2 threads", "[dtyp
   CHECK(one == two);
 }
 
+TEST_CASE("attention masks with the dtype's lowest value: padded keys weigh exactly 0, no inf", "[dtype]") {
+  for (DType dtype : {DType::f32, DType::f16, DType::bf16}) {
+    INFO(dtype_name(dtype));
+    Generator gen(5);
+    const Tensor q = Tensor::uniform({1, 1, 3, 2}, gen, -1.0f, 1.0f, dtype),
+                 k = Tensor::uniform({1, 1, 3, 2}, gen, -1.0f, 1.0f, dtype);
+    std::vector<float> v_values = {0.5f, -0.25f, 1.0f, 0.75f, -1.0f, 0.125f};
+    const Tensor v = Tensor::from_vector(v_values, {1, 1, 3, 2}, dtype);
+    v_values[4] = 1000.0f;  // the padded key's value: it must not matter at all
+    const Tensor v_changed = Tensor::from_vector(v_values, {1, 1, 3, 2}, dtype);
+    DetectAnomaly anomaly_mode;  // throws on the first inf/NaN an op produces (the mask used to be -inf)
+    for (const bool causal : {false, true}) {
+      const Indices mask({1, 1, 0}, {1, 3});
+      const std::vector<float> out = scaled_dot_product_attention(q, k, v, mask, causal).to_vector(),
+                               out_changed = scaled_dot_product_attention(q, k, v_changed, mask, causal).to_vector();
+      CHECK(out == out_changed);  // exp(lowest - max) = 0 exactly, as for -inf
+    }
+    // Every key padded: uniform weights (the mean of v's rows), where -inf gave NaN.
+    const std::vector<float> all_padded = scaled_dot_product_attention(q, k, v, Indices({0, 0, 0}, {1, 3})).to_vector();
+    for (size_t i = 0; i < all_padded.size(); ++i) {
+      const float mean = (v.to_vector()[i % 2] + v.to_vector()[2 + i % 2] + v.to_vector()[4 + i % 2]) / 3.0f;
+      CHECK(all_padded[i] == Approx(mean).epsilon(1e-2));  // 2^-7: bf16 rounds the weights and the result
+    }
+  }
+}
+
 }  // namespace hg
