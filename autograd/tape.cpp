@@ -4,10 +4,10 @@
 #include "autograd/tape.h"
 
 #include <algorithm>
-#include <cmath>
 #include <map>
 
 #include "autograd/error.h"
+#include "autograd/kernels/cast.h"
 #include "autograd/ops/elementwise.h"
 #include "autograd/ops/reduce.h"
 #include "autograd/ops/shape_ops.h"
@@ -26,10 +26,7 @@ thread_local std::map<int, GradObserver> t_observers;
 thread_local int t_next_observer = 0;
 thread_local std::map<int, ForwardObserver> t_forward_observers;
 
-bool has_non_finite(const Tensor& t) {
-  const std::vector<float> values = t.to_vector();
-  return std::any_of(values.begin(), values.end(), [](float v) { return !std::isfinite(v); });
-}
+bool has_non_finite(const Tensor& t) { return !kernels::all_finite(t.bytes(), t.dtype(), t.numel()); }
 
 void report_anomaly(const char* op, const Tensor& t, const char* phase) {
   if (!t_anomaly.op.empty()) return;  // keep the first

@@ -40,4 +40,27 @@ void narrow(void* dst, DType dtype, int64_t offset, const float* src, int64_t n,
   observer->add(stats);
 }
 
+namespace {
+
+// Counts the elements whose exponent field (`mask`) is all ones; a count, not an early exit,
+// so the loop has no branch and vectorises.
+template <typename Bits>
+bool no_all_ones_exponent(const void* data, int64_t n, Bits mask) {
+  const Bits* bits = static_cast<const Bits*>(data);
+  int64_t non_finite = 0;
+  for (int64_t i = 0; i < n; ++i) non_finite += (bits[i] & mask) == mask;
+  return non_finite == 0;
+}
+
+}  // namespace
+
+bool all_finite(const void* data, DType dtype, int64_t n) {
+  switch (dtype) {
+    case DType::f32: return no_all_ones_exponent<uint32_t>(data, n, 0x7F800000u);
+    case DType::f16: return no_all_ones_exponent<uint16_t>(data, n, 0x7C00u);
+    case DType::bf16: return no_all_ones_exponent<uint16_t>(data, n, 0x7F80u);
+  }
+  return false;
+}
+
 }  // namespace hg::kernels

@@ -22,4 +22,9 @@ void widen(float* dst, const void* src, DType dtype, int64_t offset, int64_t n);
 void narrow(void* dst, DType dtype, int64_t offset, const float* src, int64_t n,
             const precision::RoundingOptions& rounding, uint64_t seed, uint64_t stochastic_index);
 
+// True when all n elements of `data` (stored as `dtype`) are finite. Judged on the stored bits,
+// without widening: in f32, f16 and bf16 alike an all-ones exponent field is inf or NaN. One
+// pass that the compiler vectorises; anomaly mode runs it on every op's output.
+bool all_finite(const void* data, DType dtype, int64_t n);
+
 }  // namespace hg::kernels

@@ -15,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "autograd/kernels/cast.h"
 #include "autograd/kernels/elementwise.h"
 #include "autograd/kernels/reference.h"
 #include "hwy/targets.h"
@@ -420,6 +421,42 @@ TEST_CASE("gelu derivatives are within their bounds", "[simd][kernels]") {
     INFO("gelu_tanh_backward: " << worst << " ulp of the larger term (twin) at " << hex(at));
     CHECK(worst <= 6.0);
   });
+}
+
+TEST_CASE("all_finite judges the stored bits as widening and std::isfinite do", "[kernels]") {
+  // Oracle: widen (the decode path) then std::isfinite, on every f16 and bf16 bit pattern.
+  for (const DType dtype : {DType::f16, DType::bf16}) {
+    int64_t disagree = 0;
+    for (uint32_t b = 0; b < 65536; ++b) {
+      const uint16_t bits = uint16_t(b);
+      float value = 0;
+      widen(&value, &bits, dtype, 0, 1);
+      disagree += all_finite(&bits, dtype, 1) != std::isfinite(value);
+    }
+    INFO(dtype_name(dtype));
+    CHECK(disagree == 0);
+  }
+  // f32: the edges of the exponent field and a million random patterns.
+  std::mt19937 rng(11);
+  std::vector<uint32_t> patterns = {0x00000000u, 0x80000000u, 0x00000001u, 0x7F7FFFFFu, 0xFF7FFFFFu,
+                                    0x7F800000u, 0xFF800000u, 0x7F800001u, 0x7FC00000u, 0xFFFFFFFFu};
+  for (int i = 0; i < 1000000; ++i) patterns.push_back(rng());
+  int64_t disagree = 0;
+  for (const uint32_t bits : patterns) {
+    float value;
+    std::memcpy(&value, &bits, sizeof value);
+    disagree += all_finite(&bits, DType::f32, 1) != std::isfinite(value);
+  }
+  CHECK(disagree == 0);
+  // One inf or NaN anywhere in a longer array (vector body and tail) is found.
+  for (const int64_t n : {1, 7, 8, 9, 33, 100}) {
+    for (int64_t at = 0; at < n; ++at) {
+      std::vector<float> values(size_t(n), 1.5f);
+      CHECK(all_finite(values.data(), DType::f32, n));
+      values[size_t(at)] = (at % 2) ? std::numeric_limits<float>::infinity() : std::numeric_limits<float>::quiet_NaN();
+      CHECK_FALSE(all_finite(values.data(), DType::f32, n));
+    }
+  }
 }
 
 }  // namespace hg::kernels
