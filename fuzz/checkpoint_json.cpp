@@ -23,6 +23,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       if (int64_t(m.labels.size()) != m.classifier.classes) std::abort();
     } else {
       (void)hg::train::TrainerState::from_json(j, "trainer_state.json");
+      if (j.is_object() && j.contains("training_args")) {  // read by Trainer::restore
+        (void)hg::train::TrainingArguments::from_json(j["training_args"], "trainer_state.json");
+      }
     }
   } catch (const hg::Error&) {
   }

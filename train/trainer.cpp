@@ -213,9 +213,10 @@ void Trainer::restore(const std::string& dir) try {
         dir, ": the checkpoint's model config does not match this model");
   check(config.labels == train_dataset_.label_names, dir, ": the checkpoint was trained on other labels");
   optim::MixedPrecision& mp = accelerator_->mixed_precision();
-  const nlohmann::json& saved_args = c.trainer_state.at("training_args");
-  check(saved_args.value("fp16", false) == args_.fp16 && saved_args.value("bf16", false) == args_.bf16 &&
-            saved_args.value("fp16_opt_level", std::string("O1")) == args_.fp16_opt_level,
+  const TrainingArguments saved_args =
+      TrainingArguments::from_json(c.trainer_state.at("training_args"), dir + "/trainer_state.json");
+  check(saved_args.fp16 == args_.fp16 && saved_args.bf16 == args_.bf16 &&
+            saved_args.fp16_opt_level == args_.fp16_opt_level,
         dir, ": the checkpoint was saved with another precision (fp16/bf16/opt level)");
   // Weights into the optimizer's tensors (masters in O2), then the model follows.
   nn::StateDict current;
@@ -299,7 +300,8 @@ TrainOutput Trainer::train(const std::string& resume_from_checkpoint) {
           loss = cross_entropy(model_.forward(batch.ids, batch.attention_mask), batch.labels);
         }
         const float value = loss.item();
-        check(std::isfinite(value) || mp.scaler().is_enabled(), "training loss is ", value, " at step ",
+        check(std::isfinite(value) || mp.scaler().is_enabled(), "training loss is ",
+              std::isnan(value) ? "NaN" : value > 0 ? "inf" : "-inf", " at step ",
               state_.global_step + 1, " (no loss scaler to skip the step): stopping instead of training on garbage; "
               "try a lower learning_rate, or --detect-anomaly to find the op");
         accelerator_->backward(loss);

@@ -83,9 +83,9 @@ nlohmann::json TrainingArguments::to_json() const {
   return j;
 }
 
-TrainingArguments TrainingArguments::from_json(const nlohmann::json& j) {
+TrainingArguments TrainingArguments::from_json(const nlohmann::json& j, const std::string& source) {
   TrainingArguments a;
-  check(j.is_object(), "training arguments: expected a JSON object");
+  check(j.is_object(), source, ": training_args: expected a JSON object");
   for (const auto& [key, value] : j.items()) {
     try {
       if (key == "output_dir") a.output_dir = value;
@@ -115,9 +115,9 @@ TrainingArguments TrainingArguments::from_json(const nlohmann::json& j) {
       else if (key == "gradient_accumulation_steps") a.gradient_accumulation_steps = value;
       else if (key == "seed") a.seed = value;
       else if (key == "detect_anomaly") a.detect_anomaly = value;
-      else fail("training arguments: unknown key '", key, "'");
+      else fail(source, ": training_args: unknown key '", key, "'");
     } catch (const nlohmann::json::exception& e) {
-      fail("training arguments: key '", key, "' has the wrong type (", e.what(), ")");
+      fail(source, ": training_args: key '", key, "' has the wrong type (", e.what(), ")");
     }
   }
   return a;

@@ -50,8 +50,8 @@ struct TrainingArguments {
 
   nlohmann::json to_json() const;
   // Accepts every field of to_json(); "evaluation_strategy" is read as eval_strategy. An
-  // unknown key is an error naming it.
-  static TrainingArguments from_json(const nlohmann::json& j);
+  // unknown or mistyped key is an error naming `source` (the file it came from) and the key.
+  static TrainingArguments from_json(const nlohmann::json& j, const std::string& source);
 };
 
 }  // namespace hg::train

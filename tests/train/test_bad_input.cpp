@@ -206,6 +206,16 @@ TEST_CASE("damaged checkpoints: missing file, truncated, lying header, wrong sha
     c.edit_json("trainer_state.json", [](nlohmann::json& j) { j["global_step"] = "two"; });
     run_cases(c.dir, {{c.resume_args(), kError, "trainer_state.json: missing or mistyped field"}});
   }
+  SECTION("mistyped or unknown training_args in trainer_state.json") {
+    const DamagedCheckpoint c("training_args");
+    c.edit_json("trainer_state.json", [](nlohmann::json& j) { j["training_args"]["fp16"] = "yes"; });
+    run_cases(c.dir, {{c.resume_args(), kError, "trainer_state.json: training_args: key 'fp16' has the wrong type"}});
+    c.edit_json("trainer_state.json", [](nlohmann::json& j) {
+      j["training_args"]["fp16"] = false;
+      j["training_args"]["fp17"] = true;
+    });
+    run_cases(c.dir, {{c.resume_args(), kError, "trainer_state.json: training_args: unknown key 'fp17'"}});
+  }
   SECTION("weights of another dtype: F16 is widened exactly (as torch's load_state_dict), I64 is refused") {
     const DamagedCheckpoint c("dtype");
     nn::StateDict model = load_safetensors(c.path / "model.safetensors").tensors;

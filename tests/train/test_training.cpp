@@ -1,15 +1,19 @@
 // Training end to end: the three API levels agree bit for bit, resume equals an uninterrupted
-// run bit for bit, a short run learns the synthetic task, and the halfgrad command's error
-// paths give one-line messages and exit codes.
+// run bit for bit, a short run learns the synthetic task, a weight gone inf stops f32 training
+// and makes fp16 training skip, count and warn, and the halfgrad command's error paths give
+// one-line messages and exit codes.
 #include <catch2/catch.hpp>
 
 #include <filesystem>
 #include <fstream>
+#include <limits>
 #include <regex>
 
 #include "autograd/error.h"
+#include "autograd/kernels/cast.h"
 #include "data/dataset.h"
 #include "nn/text_classifier.h"
+#include "optim/mixed_precision.h"
 #include "tests/demos/run_program.h"
 #include "train/checkpoint.h"
 #include "train/trainer.h"
@@ -114,6 +118,73 @@ TEST_CASE("a short fp16 run learns the synthetic task", "[train]") {
   // classes almost perfectly; 150 steps reach it with margin (measured: 100%).
   CHECK(m.at("eval_accuracy") >= 0.95);
   CHECK(fs::exists(dir / "log.jsonl"));
+  fs::remove_all(dir);
+}
+
+// Sets one element of a trained tensor (the f32 master under O2) to inf after step `at`, as a
+// diverging run would, so that every later forward pass produces inf/NaN.
+struct PoisonWeightAt : TrainerCallback {
+  Trainer* trainer = nullptr;
+  int64_t at = 0;
+  std::string name;
+  void on_step_end(const TrainerState& s, const nlohmann::json&) override {
+    if (s.global_step != at) return;
+    optim::MixedPrecision& mp = trainer->accelerator().mixed_precision();
+    for (const auto& [n, tensor] : mp.optimizer_parameters()) {
+      if (n != name) continue;
+      std::vector<float> values = tensor.to_vector();
+      values[0] = std::numeric_limits<float>::infinity();
+      kernels::narrow(tensor.bytes(), tensor.dtype(), 0, values.data(), tensor.numel(), {}, 0, 0);
+    }
+    if (optim::MasterWeights* masters = mp.masters()) masters->copy_masters_to_model();
+  }
+};
+
+TEST_CASE("a weight gone inf: f32 training stops with a message; fp16 skips, counts and warns naming the op", "[train]") {
+  const data::Dataset train_set = data::synthetic_dataset(500, 4, 1);
+  const fs::path dir = fresh_dir("poisoned");
+  TrainingArguments args = tiny_args(dir, 40);
+  args.save_strategy = "no";
+  args.detect_anomaly = true;
+  auto poison = std::make_shared<PoisonWeightAt>();
+  poison->at = 5;
+  poison->name = "head.weight";
+
+  SECTION("f32, no scaler: the first NaN loss stops the run, naming the step and the op") {
+    nn::TextClassifier model(tiny_config(0.0f), 5);
+    Trainer trainer(model, args, train_set, nullptr, {}, {poison});
+    poison->trainer = &trainer;
+    // Anomaly mode without a scaler throws at the first op whose output is inf/NaN: the head's
+    // linear layer at step 6, before a loss exists.
+    CHECK_THROWS_WITH(trainer.train(), Catch::Contains("anomaly: forward of op 'linear'"));
+    CHECK(trainer.state().global_step == 5);
+  }
+  SECTION("f32 without anomaly mode: the loss check stops the run") {
+    args.detect_anomaly = false;
+    nn::TextClassifier model(tiny_config(0.0f), 5);
+    Trainer trainer(model, args, train_set, nullptr, {}, {poison});
+    poison->trainer = &trainer;
+    CHECK_THROWS_WITH(trainer.train(), Catch::Contains("training loss is NaN at step 6") &&
+                                           Catch::Contains("stopping instead of training on garbage"));
+  }
+  SECTION("fp16 O2 with the scaler: every later step is skipped and counted, and the warning names the op") {
+    args.fp16 = true;
+    args.fp16_opt_level = "O2";
+    nn::TextClassifier model(tiny_config(0.0f), 5);
+    Trainer trainer(model, args, train_set, nullptr, {}, {poison});
+    poison->trainer = &trainer;
+    trainer.train();
+    CHECK(trainer.state().global_step == 40);
+    // Steps 6..40 all see inf/NaN gradients: 35 skipped. The scale halves each time from 2^16
+    // and falls below 1 at the 17th skip, where the (single) warning is raised.
+    CHECK(trainer.state().skipped_steps == 35);
+    std::string warning;
+    for (const auto& entry : trainer.state().log_history) {
+      if (entry.contains("warning")) warning = entry["warning"];
+    }
+    CHECK_THAT(warning, Catch::StartsWith("the loss scale fell to 0.5 (below 1") &&
+                            Catch::Contains("anomaly mode: anomaly: forward of op 'linear'"));
+  }
   fs::remove_all(dir);
 }
 
