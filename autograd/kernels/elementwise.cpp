@@ -2,11 +2,10 @@
 // Transform (elementwise-inl.h, with the transcendental functions), then the dispatch wrappers.
 // Not here: threads (the ops layer splits tensors into chunks) and dtypes.
 //
-// GCC contracts a * b + c into an FMA on the AVX2/AVX-512 targets by default (-ffp-contract=fast
-// holds even in ISO C++ mode), which would make these kernels differ from their scalar twins and
-// between targets. Contraction is off in this file: every Mul and Add rounds as written, and only
+// GCC and clang contract a * b + c into an FMA on the AVX2/AVX-512 targets by default, which
+// would make these kernels differ from their scalar twins and between targets. This file is
+// compiled with -ffp-contract=off (CMakeLists.txt): every Mul and Add rounds as written, and only
 // the explicit MulAdd of the polynomials is fused (where the target has FMA).
-#pragma GCC optimize("fp-contract=off")
 
 #include "autograd/kernels/elementwise.h"
 

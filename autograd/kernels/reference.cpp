@@ -1,7 +1,6 @@
 // The scalar twins of reference.h: one loop per kernel, the kernel's operations in its order.
-// Contraction into FMA is off (see elementwise.cpp), so a build with -march=native cannot fuse
-// a * b + c here either.
-#pragma GCC optimize("fp-contract=off")
+// Contraction into FMA is off (-ffp-contract=off, see elementwise.cpp), so a build with
+// -march=native cannot fuse a * b + c here either.
 
 #include "autograd/kernels/reference.h"
 

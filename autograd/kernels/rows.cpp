@@ -2,10 +2,9 @@
 // RowMax, and a loop over rows per kernel; then the dispatch wrappers. exp and Transform come from
 // elementwise-inl.h, the scalar log of a row's sum from <cmath>. Not here: threads, dtypes.
 //
-// Contraction of a * b + c into FMA is off (see elementwise.cpp): every operation rounds as
-// written, which is what makes the sums, layer_norm and softmax_backward bit-identical to the
-// scalar twins.
-#pragma GCC optimize("fp-contract=off")
+// Contraction of a * b + c into FMA is off (-ffp-contract=off, see elementwise.cpp): every
+// operation rounds as written, which is what makes the sums, layer_norm and softmax_backward
+// bit-identical to the scalar twins.
 
 #include "autograd/kernels/rows.h"
 
