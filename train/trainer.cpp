@@ -102,6 +102,20 @@ class SigintGuard {
   struct sigaction previous_ = {};
 };
 
+// Saved weights into the optimizer's tensors (the f32 masters under O2, else the parameters),
+// then the model follows the masters. `file` names the weights in errors.
+void load_weights(optim::MixedPrecision& mp, const nn::StateDict& weights, const std::string& file) {
+  for (const auto& [name, tensor] : mp.optimizer_parameters()) {
+    const auto it = weights.find(name);
+    check(it != weights.end(), file, ": missing tensor '", name, "'");
+    check(it->second.shape() == tensor.shape(), file, ": tensor '", name, "' has shape ", it->second.shape(),
+          ", the model expects ", tensor.shape());
+    const std::vector<float> values = it->second.to_vector();
+    kernels::narrow(tensor.bytes(), tensor.dtype(), 0, values.data(), tensor.numel(), {}, 0, 0);
+  }
+  if (optim::MasterWeights* masters = mp.masters()) masters->copy_masters_to_model();
+}
+
 }  // namespace
 
 struct Trainer::Parts {
@@ -218,18 +232,7 @@ void Trainer::restore(const std::string& dir) try {
   check(saved_args.fp16 == args_.fp16 && saved_args.bf16 == args_.bf16 &&
             saved_args.fp16_opt_level == args_.fp16_opt_level,
         dir, ": the checkpoint was saved with another precision (fp16/bf16/opt level)");
-  // Weights into the optimizer's tensors (masters in O2), then the model follows.
-  nn::StateDict current;
-  for (const auto& [name, tensor] : mp.optimizer_parameters()) current[name] = tensor;
-  for (const auto& [name, tensor] : current) {
-    const auto it = c.model.find(name);
-    check(it != c.model.end(), dir, "/model.safetensors: missing tensor '", name, "'");
-    check(it->second.shape() == tensor.shape(), dir, "/model.safetensors: tensor '", name, "' has shape ",
-          it->second.shape(), ", the model expects ", tensor.shape());
-    const std::vector<float> values = it->second.to_vector();
-    kernels::narrow(tensor.bytes(), tensor.dtype(), 0, values.data(), tensor.numel(), {}, 0, 0);
-  }
-  if (optim::MasterWeights* masters = mp.masters()) masters->copy_masters_to_model();
+  load_weights(mp, c.model, dir + "/model.safetensors");
   parts_->optimizer->load_state_dict(c.optimizer);
   parts_->scheduler->load_state_dict(c.scheduler);
   mp.scaler().load_state_dict(c.scaler);
@@ -358,13 +361,8 @@ TrainOutput Trainer::train(const std::string& resume_from_checkpoint) {
     }
   }
   if (args_.load_best_model_at_end && !interrupted && !state_.best_model_checkpoint.empty()) {
-    const Checkpoint best = load_checkpoint(state_.best_model_checkpoint);
-    optim::MixedPrecision& m = accelerator_->mixed_precision();
-    for (const auto& [name, tensor] : m.optimizer_parameters()) {
-      const std::vector<float> values = best.model.at(name).to_vector();
-      kernels::narrow(tensor.bytes(), tensor.dtype(), 0, values.data(), tensor.numel(), {}, 0, 0);
-    }
-    if (optim::MasterWeights* masters = m.masters()) masters->copy_masters_to_model();
+    load_weights(accelerator_->mixed_precision(), load_checkpoint(state_.best_model_checkpoint).model,
+                 state_.best_model_checkpoint + "/model.safetensors");
   }
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   TrainOutput out;

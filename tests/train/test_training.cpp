@@ -121,6 +121,37 @@ TEST_CASE("a short fp16 run learns the synthetic task", "[train]") {
   fs::remove_all(dir);
 }
 
+TEST_CASE("load_best_model_at_end puts the best checkpoint's weights back (fp16 O2: masters, then the model)", "[train]") {
+  const data::Dataset train_set = data::synthetic_dataset(500, 4, 1), eval_set = data::synthetic_dataset(200, 4, 2);
+  const fs::path dir = fresh_dir("load_best");
+  TrainingArguments args = tiny_args(dir, 30);
+  args.fp16 = true;
+  args.fp16_opt_level = "O2";
+  args.eval_strategy = "steps";
+  args.eval_steps = 10;
+  args.load_best_model_at_end = true;
+  // "Best" = lowest accuracy, so that the chosen checkpoint is an early one, not the final state.
+  args.metric_for_best_model = "accuracy";
+  args.greater_is_better = false;
+  nn::TextClassifier model(tiny_config(0.0f), 5);
+  Trainer trainer(model, args, train_set, &eval_set);
+  trainer.train();
+  const std::string best_dir = trainer.state().best_model_checkpoint;
+  REQUIRE(best_dir != (dir / "checkpoint-30").string());
+  const Checkpoint best = load_checkpoint(best_dir);
+  optim::MixedPrecision& mp = trainer.accelerator().mixed_precision();
+  for (const auto& [name, master] : mp.optimizer_parameters()) {
+    INFO(name);
+    CHECK(master.to_vector() == best.model.at(name).to_vector());
+  }
+  // The f16 model holds the masters rounded once: the same bits as casting the checkpoint's.
+  for (const auto& [name, parameter] : model.named_parameters()) {
+    INFO(name);
+    CHECK(parameter.to_vector() == best.model.at(name).to(parameter.dtype()).to_vector());
+  }
+  fs::remove_all(dir);
+}
+
 // Sets one element of a trained tensor (the f32 master under O2) to inf after step `at`, as a
 // diverging run would, so that every later forward pass produces inf/NaN.
 struct PoisonWeightAt : TrainerCallback {
