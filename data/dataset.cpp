@@ -131,7 +131,8 @@ Split language_id_dataset(const LanguageIdOptions& options) {
   std::sort(all.begin(), all.end());
   std::vector<std::vector<std::string>> unique_words(words.size());
   for (size_t i = 0, j = 0; i < all.size(); i = j) {
-    for (j = i + 1; j < all.size() && all[j].first == all[i].first;) ++j;
+    j = i + 1;
+    while (j < all.size() && all[j].first == all[i].first) ++j;
     if (j - i == 1) unique_words[size_t(all[i].second)].emplace_back(all[i].first);
   }
   Split split;
