@@ -1,6 +1,7 @@
 // Size-class free lists under one mutex (see allocator.h).
 #include "autograd/allocator.h"
 
+#include <algorithm>
 #include <bit>
 #include <mutex>
 #include <new>
@@ -73,6 +74,7 @@ std::shared_ptr<std::byte> allocate_storage(size_t bytes) {
   {
     std::lock_guard lock(c.mutex);
     c.stats.in_use_bytes += size;
+    c.stats.peak_in_use_bytes = std::max(c.stats.peak_in_use_bytes, c.stats.in_use_bytes);
     auto it = c.free_blocks.find(size);
     if (it != c.free_blocks.end() && !it->second.empty()) {
       raw = it->second.back();
@@ -102,6 +104,12 @@ AllocatorStats allocator_stats() {
   Cache& c = cache();
   std::lock_guard lock(c.mutex);
   return c.stats;
+}
+
+void reset_peak_in_use() {
+  Cache& c = cache();
+  std::lock_guard lock(c.mutex);
+  c.stats.peak_in_use_bytes = c.stats.in_use_bytes;
 }
 
 void release_cached_memory() {

@@ -22,12 +22,15 @@ constexpr size_t kMinCachedBytes = 4096;
 std::shared_ptr<std::byte> allocate_storage(size_t bytes);
 
 struct AllocatorStats {
-  int64_t hits = 0;         // requests served from the cache
-  int64_t misses = 0;       // cacheable requests that had to allocate
-  size_t cached_bytes = 0;  // free blocks held now
-  size_t in_use_bytes = 0;  // cacheable blocks handed out and not yet freed (class sizes)
+  int64_t hits = 0;              // requests served from the cache
+  int64_t misses = 0;            // cacheable requests that had to allocate
+  size_t cached_bytes = 0;       // free blocks held now
+  size_t in_use_bytes = 0;       // cacheable blocks handed out and not yet freed (class sizes)
+  size_t peak_in_use_bytes = 0;  // the most in_use_bytes since the start or reset_peak_in_use()
 };
 AllocatorStats allocator_stats();
+// Restarts peak_in_use_bytes from in_use_bytes (torch.cuda.reset_peak_memory_stats).
+void reset_peak_in_use();
 
 // The bytes a request of `bytes` occupies (its size class), or `bytes` below kMinCachedBytes.
 size_t allocation_size(size_t bytes);

@@ -5,7 +5,9 @@
 // Configs (torch_step.py's): S vocab 256, batch 64, seq 32, d 128, heads 4, ff 512, layers 2,
 // classes 8; M batch 32, seq 128, d 256, heads 8, ff 1024, layers 4. Dropout 0, every token real.
 // Prints one JSON object: median (and best) ms per step over --steps after --warmup, the
-// matmul GFLOP/s at the median (FLOPs counted as torch_step.py's matmul_flops) and peak RSS.
+// matmul GFLOP/s at the median (FLOPs counted as torch_step.py's matmul_flops), peak RSS, and
+// the peak of tensor storage in use (the caching allocator's high-water mark: live tensors only,
+// without the cache's free blocks, the program and its libraries).
 #include <omp.h>
 #include <sys/resource.h>
 
@@ -19,6 +21,7 @@
 #include <string>
 #include <vector>
 
+#include "autograd/allocator.h"
 #include "autograd/ops.h"
 #include "autograd/parallel.h"
 #include "nn/text_classifier.h"
@@ -134,6 +137,7 @@ int main(int argc, char** argv) {
                               {"best_ms", sorted.front()},
                               {"gflops", step_flops(c) / (median * 1e-3) / 1e9},
                               {"peak_rss_mb", peak_rss_mb()},
+                              {"peak_tensor_mb", double(hg::allocator_stats().peak_in_use_bytes) / (1 << 20)},
                               {"wait_policy", hg::thread_wait_policy()},
                               {"loss_first", first_loss},
                               {"loss_last", last_loss}};

@@ -70,6 +70,20 @@ TEST_CASE("release_cached_memory empties the cache; the limit bounds it", "[allo
   CHECK(allocator_stats().cached_bytes == size_t(1) << 19);
 }
 
+TEST_CASE("peak_in_use_bytes is the high-water mark of the blocks in use", "[allocator]") {
+  reset_peak_in_use();
+  const size_t base = allocator_stats().in_use_bytes;
+  CHECK(allocator_stats().peak_in_use_bytes == base);
+  {
+    Tensor a = Tensor::empty({1 << 18});  // 1 MiB: a class of its own
+    Tensor b = Tensor::empty({1 << 17});  // 512 KiB
+  }
+  Tensor c = Tensor::empty({1 << 16});  // 256 KiB, after both were freed: the peak stays
+  CHECK(allocator_stats().peak_in_use_bytes == base + (size_t(3) << 19));
+  reset_peak_in_use();
+  CHECK(allocator_stats().peak_in_use_bytes == base + (size_t(1) << 18));
+}
+
 TEST_CASE("tensors allocated and freed on several threads at once stay intact", "[allocator]") {
   const AllocatorStats before = allocator_stats();
   std::vector<std::thread> threads;
