@@ -9,6 +9,7 @@ namespace hg {
 struct Autocast::State {
   DType dtype;
   bool enabled;
+  NormalizationOutputs normalizations;
   // Weight casts of this region, keyed by (tensor, target dtype); the cached cast stays on the
   // tape, so every use of it sends its gradient back through one cast node. An entry from an
   // earlier tape generation (a backward ran, and an optimizer may have changed the weight
@@ -25,8 +26,8 @@ namespace {
 thread_local Autocast::State* t_state = nullptr;
 }
 
-Autocast::Autocast(DType dtype, bool enabled)
-    : state_(std::make_unique<State>(State{dtype, enabled, {}})), previous_(t_state) {
+Autocast::Autocast(DType dtype, bool enabled, NormalizationOutputs normalizations)
+    : state_(std::make_unique<State>(State{dtype, enabled, normalizations, {}})), previous_(t_state) {
   t_state = state_.get();
 }
 
@@ -43,6 +44,9 @@ DType autocast_dtype(CastPolicy policy, std::initializer_list<Tensor> inputs) {
   const std::optional<DType> autocast = active_autocast();
   if (autocast && policy == CastPolicy::kLowerPrecision) return *autocast;
   if (autocast && policy == CastPolicy::kFloat32) return DType::f32;
+  if (autocast && policy == CastPolicy::kNormalization && t_state->normalizations == NormalizationOutputs::kFloat32) {
+    return DType::f32;
+  }
   bool first = true;
   DType widest = DType::f32;
   for (const Tensor& t : inputs) {

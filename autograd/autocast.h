@@ -3,8 +3,13 @@
 // inputs by its category before computing:
 //   kLowerPrecision (matmul, bmm, linear, attention products): inputs cast to the autocast
 //     dtype (f16 or bf16); matrix products still accumulate in f32 and round once.
-//   kFloat32 (softmax, log_softmax, layer_norm, cross_entropy and other losses, sum, mean,
-//     exp, log, pow, norms): inputs cast to f32, output f32.
+//   kFloat32 (cross_entropy and other losses, sum, mean, exp, log, pow, norms): inputs cast to
+//     f32, output f32. Their outputs can leave f16's range (sums, exp) or need f32's precision.
+//   kNormalization (softmax, log_softmax, layer_norm): in torch's f32 list too, and always
+//     computed in f32 here (each row widened, the output rounded once). Where the output is
+//     stored is the guard's choice (NormalizationOutputs): f32 as torch.autocast does (O1), or
+//     the widest input dtype (as kPromote), as apex's O2 runs them on an f16 model: the values
+//     are bounded, and the next op, a matrix product, would round them to f16 anyway.
 //   kPromote (add, mul, cat, ... everything else): inputs cast to the widest input dtype.
 // Casts of leaf tensors that require grad (the weights) are cached for the life of the guard,
 // so a weight used by several ops is rounded once per region (torch does the same). Outside a
@@ -21,11 +26,17 @@
 
 namespace hg {
 
-enum class CastPolicy { kLowerPrecision, kFloat32, kPromote };
+enum class CastPolicy { kLowerPrecision, kFloat32, kNormalization, kPromote };
+
+// Where a guard stores the outputs of kNormalization ops. kInputDtype halves the bytes of the
+// largest activations of a transformer (the (B, H, T, T) attention weights): "activations
+// really stored in 2 bytes" for an f16 model.
+enum class NormalizationOutputs { kFloat32, kInputDtype };
 
 class Autocast {
  public:
-  explicit Autocast(DType dtype = DType::f16, bool enabled = true);
+  explicit Autocast(DType dtype = DType::f16, bool enabled = true,
+                    NormalizationOutputs normalizations = NormalizationOutputs::kFloat32);
   ~Autocast();
   Autocast(const Autocast&) = delete;
   Autocast& operator=(const Autocast&) = delete;

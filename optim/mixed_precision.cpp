@@ -87,7 +87,12 @@ nn::NamedTensors MixedPrecision::optimizer_parameters() const {
 }
 
 Autocast MixedPrecision::autocast() const {
-  return Autocast(autocast_.value_or(DType::f16), autocast_.has_value());
+  // An f16 model (O2, pure fp16) keeps its activations in f16, normalizations included, as
+  // apex's O2 does; an f32 model under autocast (O1, bf16) follows torch.autocast.
+  const bool f16_model = options_.precision == Precision::kPureFp16 ||
+                         (options_.precision == Precision::kFp16 && options_.opt_level == OptLevel::kO2);
+  return Autocast(autocast_.value_or(DType::f16), autocast_.has_value(),
+                  f16_model ? NormalizationOutputs::kInputDtype : NormalizationOutputs::kFloat32);
 }
 
 void MixedPrecision::unscale_gradients(Optimizer& optimizer) {

@@ -3,9 +3,11 @@
 //   no         f32 model, no autocast, no scaling
 //   fp16 O1    f32 model; autocast casts per op to f16 (the cast's backward returns f32 grads);
 //              dynamic loss scaling
-//   fp16 O2    f16 model; autocast for f32 ops; the optimizer updates f32 master copies (the
-//              f16 grads are widened into master grads, unscaled and clipped there, and the
-//              masters rounded back into the model after each step); dynamic loss scaling
+//   fp16 O2    f16 model with activations stored in f16: softmax and layer norm compute in
+//              f32 and round their outputs to f16, as in apex's O2, while losses and sums stay
+//              f32 through autocast; the optimizer updates f32 master copies (the f16 grads
+//              are widened into master grads, unscaled and clipped there, and the masters
+//              rounded back into the model after each step); dynamic loss scaling
 //   bf16       f32 model; autocast to bf16; no scaling (bf16 has f32's range)
 //   pure_fp16  f16 model and optimizer on the f16 weights, no masters: every update smaller
 //              than half an ulp of its weight is lost (what the master_weights demo shows)

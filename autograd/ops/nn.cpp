@@ -39,7 +39,7 @@ int64_t last_dim(const Tensor& x, const char* op) {
 // A row that is -inf everywhere (every key masked) gives zeros instead of torch's NaN, so a
 // fully padded sequence cannot poison a batch (kernels::softmax_forward).
 Tensor softmax(const Tensor& x0) {
-  const Tensor x = autocast_input(x0, autocast_dtype(CastPolicy::kFloat32, {x0}));
+  const Tensor x = autocast_input(x0, autocast_dtype(CastPolicy::kNormalization, {x0}));
   const int64_t c = last_dim(x, "softmax");
   Tensor y = map_rows<1>(x.shape(), x.dtype(), {x}, [c](float* out, const Rows<1>& in, RowBlock block) {
     kernels::softmax_forward(out, in[0], block.count, c);
@@ -54,7 +54,7 @@ Tensor softmax(const Tensor& x0) {
 }
 
 Tensor log_softmax(const Tensor& x0) {
-  const Tensor x = autocast_input(x0, autocast_dtype(CastPolicy::kFloat32, {x0}));
+  const Tensor x = autocast_input(x0, autocast_dtype(CastPolicy::kNormalization, {x0}));
   const int64_t c = last_dim(x, "log_softmax");
   Tensor y = map_rows<1>(x.shape(), x.dtype(), {x}, [c](float* out, const Rows<1>& in, RowBlock block) {
     kernels::log_softmax_forward(out, in[0], block.count, c);
@@ -69,7 +69,7 @@ Tensor log_softmax(const Tensor& x0) {
 }
 
 Tensor layer_norm(const Tensor& x0, const Tensor& weight0, const Tensor& bias0, float eps) {
-  const DType dtype = autocast_dtype(CastPolicy::kFloat32, {x0, weight0, bias0});
+  const DType dtype = autocast_dtype(CastPolicy::kNormalization, {x0, weight0, bias0});
   const Tensor x = autocast_input(x0, dtype);
   const Tensor weight = weight0.defined() ? autocast_input(weight0, dtype) : Tensor();
   const Tensor bias = bias0.defined() ? autocast_input(bias0, dtype) : Tensor();

@@ -1,6 +1,8 @@
 // The fused ops a transformer needs, each with a hand-written backward: softmax,
 // log_softmax, layer_norm, dropout, embedding, cross_entropy, scaled dot-product attention
-// and masked mean pooling. Softmax-family, norms and losses compute in f32 (autocast kFloat32).
+// and masked mean pooling. All compute in f32 inside; losses return f32, and under autocast the
+// normalizations (softmax, log_softmax, layer_norm) store f32 or their input's dtype as the guard
+// says (autocast.h, kNormalization).
 #pragma once
 
 #include "autograd/generator.h"
@@ -9,7 +11,8 @@
 
 namespace hg {
 
-// Over the last dim. Output dtype = input dtype outside autocast, f32 under it.
+// Over the last dim. Output dtype = input dtype, except under an autocast guard with f32
+// normalization outputs (torch.autocast's behaviour, the default): f32.
 Tensor softmax(const Tensor& x);
 Tensor log_softmax(const Tensor& x);
 
@@ -36,7 +39,7 @@ Tensor cross_entropy(const Tensor& logits, const Indices& targets, const CrossEn
 // q, k, v: (B, H, T, D); attention_mask: (B, T) with 1 for real keys and 0 for padding (the
 // Hugging Face convention, the same mask masked_mean takes), or empty for none; causal:
 // position t attends to keys <= t. softmax(q k^T / sqrt(D) + mask) v -> (B, H, T, D).
-// The two products are autocast's lower-precision ops; the softmax runs in f32.
+// The two products are autocast's lower-precision ops; the softmax computes in f32.
 // dropout_p > 0 drops attention probabilities with `gen` (as nn.MultiheadAttention(dropout=p)).
 Tensor scaled_dot_product_attention(const Tensor& q, const Tensor& k, const Tensor& v,
                                     const Indices& attention_mask = {}, bool causal = false,

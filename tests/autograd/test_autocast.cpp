@@ -31,6 +31,40 @@ TEST_CASE("autocast picks the dtype of each op category", "[autocast]") {
   CHECK(relu(h).dtype() == DType::f16);
 }
 
+TEST_CASE("normalizations can keep their input's dtype: the f32 result rounded once", "[autocast]") {
+  Generator gen(3);
+  const Tensor h = mul_scalar(Tensor::randn({6, 40}, gen, DType::f16), 3.0f);
+  const Tensor w = Tensor::randn({40}, gen, DType::f16), b = Tensor::randn({40}, gen, DType::f16);
+  for (DType low : {DType::f16, DType::bf16}) {
+    const Tensor x = cast(h, low);
+    const Tensor wl = cast(w, low), bl = cast(b, low);
+    Tensor softmax32, log_softmax32, layer_norm32;
+    {
+      Autocast torch_like(low);
+      softmax32 = softmax(x);
+      log_softmax32 = log_softmax(x);
+      layer_norm32 = layer_norm(x, wl, bl);
+    }
+    Autocast o2(low, true, NormalizationOutputs::kInputDtype);
+    const Tensor s = softmax(x), ls = log_softmax(x), ln = layer_norm(x, wl, bl);
+    CHECK(s.dtype() == low);
+    CHECK(ls.dtype() == low);
+    CHECK(ln.dtype() == low);
+    // The kernels compute in f32 either way, so storing in `low` is exactly one rounding of the
+    // f32 output (round to nearest even, as cast does), bit for bit.
+    CHECK(s.to_vector() == cast(softmax32, low).to_vector());
+    CHECK(ls.to_vector() == cast(log_softmax32, low).to_vector());
+    CHECK(ln.to_vector() == cast(layer_norm32, low).to_vector());
+    // The rest of the f32 list is unchanged: sums and exp can leave f16's range.
+    CHECK(sum(x).dtype() == DType::f32);
+    CHECK(exp(x).dtype() == DType::f32);
+    CHECK(cross_entropy(x, Indices({0, 1, 2, 3, 4, 5}, {6})).dtype() == DType::f32);
+    CHECK(matmul(x, transpose(x)).dtype() == low);
+    // An f32 input stays f32 (the widest input, as kPromote).
+    CHECK(softmax(cast(x, DType::f32)).dtype() == DType::f32);
+  }
+}
+
 TEST_CASE("a weight is cast once per autocast region and its gradient is f32", "[autocast]") {
   Generator gen(2);
   Tensor w = Tensor::randn({3, 8}, gen).set_requires_grad();
