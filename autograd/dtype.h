@@ -5,7 +5,6 @@
 
 #include <cstddef>
 #include <cstdint>
-#include <limits>
 #include <string_view>
 
 #include "precision/float_format.h"
@@ -18,12 +17,6 @@ constexpr size_t element_size(DType t) { return t == DType::f32 ? 4 : 2; }
 
 constexpr std::string_view dtype_name(DType t) {
   return t == DType::f32 ? "f32" : t == DType::f16 ? "f16" : "bf16";
-}
-
-// The largest finite value of a dtype (torch.finfo(dtype).max): FLT_MAX, 65504 (binary16's
-// (2 - 2^-10) 2^15) and (2 - 2^-7) 2^127 (bfloat16).
-constexpr float dtype_max(DType t) {
-  return t == DType::f32 ? std::numeric_limits<float>::max() : t == DType::f16 ? 65504.0f : 0x1.FEp127f;
 }
 
 // The narrow format a 2-byte dtype stores (f16 -> binary16, bf16 -> bfloat16).

@@ -8,6 +8,7 @@
 #include <cmath>
 #include <cstddef>
 #include <limits>
+#include <vector>
 
 namespace hg::kernels::reference {
 namespace {
@@ -119,27 +120,35 @@ void div_backward_divisor(float* db, const float* dy, const float* a, const floa
   each(db, n, [&](size_t i) { return -dy[i] * a[i] / (b[i] * b[i]); });
 }
 
-void softmax_forward(float* y, const float* x, int64_t n, int64_t c0) {
+void softmax_forward(float* y, const float* x, int64_t n, int64_t c0, float scale, const float* bias) {
   const size_t c = count(c0);
+  std::vector<float> z(c);
   for (size_t r = 0; r < count(n); ++r, x += c, y += c) {
     if (c == 0) continue;
-    const float m = row_max(x, c);
+    for (size_t j = 0; j < c; ++j) {
+      z[j] = scale != 1.0f ? x[j] * scale : x[j];
+      if (bias) z[j] = z[j] + bias[j];
+    }
+    const float m = row_max(z.data(), c);
     if (m == -kInf) {
-      const bool nan = std::any_of(x, x + c, [](float v) { return std::isnan(v); });
+      const bool nan = std::any_of(z.begin(), z.end(), [](float v) { return std::isnan(v); });
       std::fill_n(y, c, nan ? kNaN : 0.0f);
       continue;
     }
-    for (size_t j = 0; j < c; ++j) y[j] = std::exp(x[j] - m);
+    for (size_t j = 0; j < c; ++j) y[j] = std::exp(z[j] - m);
     const float inv = 1.0f / lane_sum(c, [&](size_t j) { return y[j]; });
     for (size_t j = 0; j < c; ++j) y[j] = y[j] * inv;
   }
 }
 
-void softmax_backward(float* dx, const float* dy, const float* y, int64_t n, int64_t c0) {
+void softmax_backward(float* dx, const float* dy, const float* y, int64_t n, int64_t c0, float scale) {
   const size_t c = count(c0);
   for (size_t r = 0; r < count(n); ++r, dx += c, dy += c, y += c) {
     const float dot = lane_sum(c, [&](size_t j) { return dy[j] * y[j]; });
-    for (size_t j = 0; j < c; ++j) dx[j] = y[j] * (dy[j] - dot);
+    for (size_t j = 0; j < c; ++j) {
+      const float g = y[j] * (dy[j] - dot);
+      dx[j] = scale != 1.0f ? g * scale : g;
+    }
   }
 }
 

@@ -101,29 +101,47 @@ HWY_INLINE float RowMax(const float* x, size_t n) {
   return m;
 }
 
-void SoftmaxForwardImpl(float* y, const float* x, size_t n, size_t c) {
+void SoftmaxForwardImpl(float* y, const float* x, size_t n, size_t c, float scale, const float* bias) {
   const DF d;
+  const VF vs = hn::Set(d, scale);
   for (size_t r = 0; r < n; ++r, x += c, y += c) {
     if (c == 0) continue;
-    const float m = RowMax(x, c);
+    // z = x scale + bias, each operation rounded, formed in y (or x itself when plain).
+    const float* z = x;
+    if (scale != 1.0f && bias) {
+      Transform(y, c, [&](VF v, VF b) { return hn::Add(hn::Mul(v, vs), b); }, x, bias);
+      z = y;
+    } else if (scale != 1.0f) {
+      Transform(y, c, [&](VF v) { return hn::Mul(v, vs); }, x);
+      z = y;
+    } else if (bias) {
+      Transform(y, c, [&](VF v, VF b) { return hn::Add(v, b); }, x, bias);
+      z = y;
+    }
+    const float m = RowMax(z, c);
     if (m == -std::numeric_limits<float>::infinity()) {  // all -inf (or NaN)
-      const bool nan = std::any_of(x, x + c, [](float v) { return std::isnan(v); });
+      const bool nan = std::any_of(z, z + c, [](float v) { return std::isnan(v); });
       std::fill_n(y, c, nan ? std::numeric_limits<float>::quiet_NaN() : 0.0f);
       continue;
     }
     const VF vm = hn::Set(d, m);
-    Transform(y, c, [&](VF v) { return ExpF(d, hn::Sub(v, vm)); }, x);
+    Transform(y, c, [&](VF v) { return ExpF(d, hn::Sub(v, vm)); }, z);
     const float inv = 1.0f / LaneSum(c, [](VF e) { return e; }, static_cast<const float*>(y));
     const VF vinv = hn::Set(d, inv);
     Transform(y, c, [&](VF e) { return hn::Mul(e, vinv); }, static_cast<const float*>(y));
   }
 }
 
-void SoftmaxBackwardImpl(float* dx, const float* dy, const float* y, size_t n, size_t c) {
+void SoftmaxBackwardImpl(float* dx, const float* dy, const float* y, size_t n, size_t c, float scale) {
   const DF d;
+  const VF vs = hn::Set(d, scale);
   for (size_t r = 0; r < n; ++r, dx += c, dy += c, y += c) {
     const VF dot = hn::Set(d, LaneSum(c, [](VF g, VF p) { return hn::Mul(g, p); }, dy, y));
-    Transform(dx, c, [&](VF g, VF p) { return hn::Mul(p, hn::Sub(g, dot)); }, dy, y);
+    if (scale == 1.0f) {
+      Transform(dx, c, [&](VF g, VF p) { return hn::Mul(p, hn::Sub(g, dot)); }, dy, y);
+    } else {
+      Transform(dx, c, [&](VF g, VF p) { return hn::Mul(hn::Mul(p, hn::Sub(g, dot)), vs); }, dy, y);
+    }
   }
 }
 
@@ -270,11 +288,11 @@ namespace {
 size_t count(int64_t n) { return n > 0 ? size_t(n) : 0; }
 }  // namespace
 
-void softmax_forward(float* y, const float* x, int64_t n, int64_t c) {
-  HWY_DYNAMIC_DISPATCH(SoftmaxForwardImpl)(y, x, count(n), count(c));
+void softmax_forward(float* y, const float* x, int64_t n, int64_t c, float scale, const float* bias) {
+  HWY_DYNAMIC_DISPATCH(SoftmaxForwardImpl)(y, x, count(n), count(c), scale, bias);
 }
-void softmax_backward(float* dx, const float* dy, const float* y, int64_t n, int64_t c) {
-  HWY_DYNAMIC_DISPATCH(SoftmaxBackwardImpl)(dx, dy, y, count(n), count(c));
+void softmax_backward(float* dx, const float* dy, const float* y, int64_t n, int64_t c, float scale) {
+  HWY_DYNAMIC_DISPATCH(SoftmaxBackwardImpl)(dx, dy, y, count(n), count(c), scale);
 }
 void log_softmax_forward(float* y, const float* x, int64_t n, int64_t c) {
   HWY_DYNAMIC_DISPATCH(LogSoftmaxForwardImpl)(y, x, count(n), count(c));

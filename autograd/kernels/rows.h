@@ -27,12 +27,18 @@
 
 namespace hg::kernels {
 
-// x: (N, C) -> y: (N, C), each row's softmax (torch.softmax(x, -1)). A row that is -inf
-// everywhere gives zeros (torch: NaN), so a fully masked attention row cannot poison a batch;
-// any NaN in a row makes it all NaN.
-void softmax_forward(float* y, const float* x, int64_t n, int64_t c);
-// dy, y: (N, C) -> dx: (N, C) = y (dy - sum_j dy_j y_j), y the forward's output.
-void softmax_backward(float* dx, const float* dy, const float* y, int64_t n, int64_t c);
+// x: (N, C) -> y: (N, C), each row's softmax of z = x scale + bias (torch.softmax(x * scale +
+// bias, -1), each operation rounded as written; bias: (C), shared by the N rows, or null). This
+// is attention's softmax(q k^T / sqrt(D) + mask) without the scaled and masked scores ever
+// stored: a key whose bias is -inf gets weight exactly 0. With scale = 1 and no bias the row is
+// x itself. A row whose z is -inf everywhere gives zeros (torch: NaN), so a fully masked
+// attention row cannot poison a batch; any NaN in z makes the row all NaN.
+void softmax_forward(float* y, const float* x, int64_t n, int64_t c, float scale = 1.0f,
+                     const float* bias = nullptr);
+// dy, y: (N, C) -> dx: (N, C) = y (dy - sum_j dy_j y_j) scale, y the forward's output (the
+// product with scale a separate rounding, skipped when scale = 1).
+void softmax_backward(float* dx, const float* dy, const float* y, int64_t n, int64_t c,
+                      float scale = 1.0f);
 
 // x: (N, C) -> y: (N, C) = x - max - log(sum_j e^(x_j - max)) (torch.log_softmax(x, -1));
 // an all -inf row gives NaN, as torch.

@@ -34,23 +34,61 @@ int64_t last_dim(const Tensor& x, const char* op) {
   return x.shape()[-1];
 }
 
-}  // namespace
+// The mask of an attention softmax as additive rows of C values, 0 or -inf: for scores
+// (B, H, T, C), row (b, h, i) adds row b (a key mask, `per_query` false) or row b * T + i.
+struct SoftmaxBias {
+  std::vector<float> values;  // empty: no mask
+  int64_t rows_per_batch = 1, t = 1;
+  bool per_query = false;
+};
 
-// A row that is -inf everywhere (every key masked) gives zeros instead of torch's NaN, so a
-// fully padded sequence cannot poison a batch (kernels::softmax_forward).
-Tensor softmax(const Tensor& x0) {
+// softmax(x scale + bias) over the last dim, rounded once.
+Tensor fused_softmax(const Tensor& x0, float scale, const SoftmaxBias& bias) {
   const Tensor x = autocast_input(x0, autocast_dtype(CastPolicy::kNormalization, {x0}));
   const int64_t c = last_dim(x, "softmax");
-  Tensor y = map_rows<1>(x.shape(), x.dtype(), {x}, [c](float* out, const Rows<1>& in, RowBlock block) {
-    kernels::softmax_forward(out, in[0], block.count, c);
+  Tensor y = map_rows<1>(x.shape(), x.dtype(), {x}, [&](float* out, const Rows<1>& in, RowBlock block) {
+    if (bias.values.empty()) {
+      kernels::softmax_forward(out, in[0], block.count, c, scale);
+      return;
+    }
+    // Runs of consecutive rows that add the same bias row: one row per query, or to the end of
+    // the batch for a key mask.
+    for (int64_t row = block.first, end = block.first + block.count; row < end;) {
+      const int64_t batch = row / bias.rows_per_batch;
+      const int64_t mask_row = bias.per_query ? batch * bias.t + row % bias.t : batch;
+      const int64_t run = bias.per_query ? 1 : std::min(end, (batch + 1) * bias.rows_per_batch) - row;
+      const int64_t offset = (row - block.first) * c;
+      kernels::softmax_forward(out + offset, in[0] + offset, run, c, scale, &bias.values[size_t(mask_row * c)]);
+      row += run;
+    }
   });
   const Tensor saved = y.detach();
-  return record("softmax", y, {x}, [x, saved, c](const Tensor& dy) {
-    // dx = y * (dy - sum_j dy_j y_j)
-    accumulate_grad(x, map_rows<2>(x.shape(), dy.dtype(), {dy, saved}, [c](float* out, const Rows<2>& in, RowBlock block) {
-      kernels::softmax_backward(out, in[0], in[1], block.count, c);
+  return record("softmax", y, {x}, [x, saved, c, scale](const Tensor& dy) {
+    // dx = y * (dy - sum_j dy_j y_j) * scale; masked keys have y = 0, so their dx is 0.
+    accumulate_grad(x, map_rows<2>(x.shape(), dy.dtype(), {dy, saved}, [c, scale](float* out, const Rows<2>& in, RowBlock block) {
+      kernels::softmax_backward(out, in[0], in[1], block.count, c, scale);
     }));
   });
+}
+
+}  // namespace
+
+// A row that is -inf everywhere gives zeros instead of torch's NaN (kernels::softmax_forward).
+Tensor softmax(const Tensor& x) { return fused_softmax(x, 1.0f, {}); }
+
+Tensor scaled_masked_softmax(const Tensor& x, float scale, const Indices& masked) {
+  check(x.ndim() == 4, "scaled_masked_softmax: scores must be (B, H, T, C), got ", x.shape());
+  const int64_t b = x.shape()[0], h = x.shape()[1], t = x.shape()[2], c = x.shape()[3];
+  SoftmaxBias bias{.rows_per_batch = h * t, .t = t, .per_query = masked.shape == Shape{b, 1, t, c}};
+  if (masked.numel() > 0) {
+    check(bias.per_query || masked.shape == Shape{b, 1, 1, c}, "scaled_masked_softmax: mask of shape ",
+          masked.shape, " for scores ", x.shape(), " (needs (B, 1, 1, C) or (B, 1, T, C))");
+    bias.values.resize(size_t(masked.numel()));
+    for (size_t i = 0; i < bias.values.size(); ++i) {
+      bias.values[i] = masked[int64_t(i)] != 0 ? -std::numeric_limits<float>::infinity() : 0.0f;
+    }
+  }
+  return fused_softmax(x, scale, bias);
 }
 
 Tensor log_softmax(const Tensor& x0) {
@@ -212,36 +250,35 @@ Tensor scaled_dot_product_attention(const Tensor& q, const Tensor& k, const Tens
         "attention: q, k, v must share one (B, H, T, D) shape, got ", q.shape(), ", ",
         k.shape(), ", ", v.shape());
   const int64_t b = q.shape()[0], t = q.shape()[2], d = q.shape()[3];
-  Tensor scores = mul_scalar(matmul_transposed(q, k), 1.0f / std::sqrt(float(d)));  // (B,H,T,T)
   check(attention_mask.numel() == 0 || attention_mask.shape == Shape{b, t}, "attention: mask of shape ",
         attention_mask.shape, " for batch ", b, " and length ", t);
   const bool padded = std::find(attention_mask.values.begin(), attention_mask.values.end(), 0) !=
                       attention_mask.values.end();
-  // Masked scores get the dtype's lowest finite value, as Hugging Face masks
-  // (torch.finfo(dtype).min), not -inf: exp(lowest - max) is exactly 0 all the same, a row whose
-  // keys are all padding gives uniform weights instead of NaN, and anomaly mode, which flags
-  // every inf, does not stop at the mask.
-  const float masked_score = -dtype_max(scores.dtype());
+  // The scale and the mask are applied inside the softmax (scaled_masked_softmax): the scaled and
+  // masked (B, H, T, T) scores are never stored, and a masked key gets weight exactly 0, as
+  // torch's -inf masks give (Hugging Face fills torch.finfo(dtype).min instead: the same zeros
+  // whenever a row has one real key). A row with no key at all gives zeros, not NaN.
+  Indices masked;
   if (causal) {
     // masked[b, 0, i, j] = 1 where key j is padding or j > i.
-    std::vector<int32_t> masked(size_t(b * t * t), 0);
+    std::vector<int32_t> values(size_t(b * t * t), 0);
     for (int64_t bi = 0; bi < b; ++bi) {
       for (int64_t i = 0; i < t; ++i) {
         for (int64_t j = 0; j < t; ++j) {
           const bool pad = padded && attention_mask[bi * t + j] == 0;
-          masked[size_t((bi * t + i) * t + j)] = (pad || j > i) ? 1 : 0;
+          values[size_t((bi * t + i) * t + j)] = (pad || j > i) ? 1 : 0;
         }
       }
     }
-    scores = masked_fill(scores, Indices(std::move(masked), {b, 1, t, t}), masked_score);
+    masked = Indices(std::move(values), {b, 1, t, t});
   } else if (padded) {
-    // masked[b, 0, 0, j] = 1 where key j is padding, broadcast over heads and queries. Without
-    // padding nothing is masked and the fill (an identity) is skipped.
-    std::vector<int32_t> masked(size_t(b * t));
-    for (int64_t i = 0; i < b * t; ++i) masked[size_t(i)] = attention_mask[i] == 0 ? 1 : 0;
-    scores = masked_fill(scores, Indices(std::move(masked), {b, 1, 1, t}), masked_score);
+    // masked[b, 0, 0, j] = 1 where key j is padding, for every head and query. Without padding
+    // nothing is masked.
+    std::vector<int32_t> values(size_t(b * t));
+    for (int64_t i = 0; i < b * t; ++i) values[size_t(i)] = attention_mask[i] == 0 ? 1 : 0;
+    masked = Indices(std::move(values), {b, 1, 1, t});
   }
-  Tensor probabilities = softmax(scores);
+  Tensor probabilities = scaled_masked_softmax(matmul_transposed(q, k), 1.0f / std::sqrt(float(d)), masked);
   if (dropout_p > 0.0f) {
     check(gen != nullptr, "attention: dropout_p > 0 needs a generator");
     probabilities = dropout(probabilities, dropout_p, *gen);

@@ -16,6 +16,13 @@ namespace hg {
 Tensor softmax(const Tensor& x);
 Tensor log_softmax(const Tensor& x);
 
+// Attention's softmax(x scale + mask) over the last dim, fused: the scaled and masked scores are
+// never stored. x: (B, H, T, C); masked: 1 where a key is masked, of shape (B, 1, 1, C) (a key
+// mask for every head and query) or (B, 1, T, C) (per query, e.g. causal), or empty for none. A
+// masked key gets weight exactly 0 (torch's -inf mask); a row with every key masked gives zeros.
+// Backward: dx = y (dy - sum_j dy_j y_j) scale. Autocast: as softmax.
+Tensor scaled_masked_softmax(const Tensor& x, float scale, const Indices& masked);
+
 // x: (..., C), weight, bias: (C) (either may be undefined) -> (..., C); saves mean and
 // 1/std per row. torch.nn.functional.layer_norm over the last dim.
 Tensor layer_norm(const Tensor& x, const Tensor& weight, const Tensor& bias, float eps = 1e-5f);

@@ -131,7 +131,7 @@ TEST_CASE("forward and backward give the same bits with 1 and 2 threads", "[dtyp
   CHECK(one == two);
 }
 
-TEST_CASE("attention masks with the dtype's lowest value: padded keys weigh exactly 0, no inf", "[dtype]") {
+TEST_CASE("attention masks inside the softmax: padded keys weigh exactly 0, no inf anywhere", "[dtype]") {
   for (DType dtype : {DType::f32, DType::f16, DType::bf16}) {
     INFO(dtype_name(dtype));
     Generator gen(5);
@@ -146,15 +146,66 @@ TEST_CASE("attention masks with the dtype's lowest value: padded keys weigh exac
       const Indices mask({1, 1, 0}, {1, 3});
       const std::vector<float> out = scaled_dot_product_attention(q, k, v, mask, causal).to_vector(),
                                out_changed = scaled_dot_product_attention(q, k, v_changed, mask, causal).to_vector();
-      CHECK(out == out_changed);  // exp(lowest - max) = 0 exactly, as for -inf
+      CHECK(out == out_changed);  // the masked key's weight is exactly 0
     }
-    // Every key padded: uniform weights (the mean of v's rows), where -inf gave NaN.
+    // Every key padded: zero weights, so a zero output (where a -inf mask gives NaN).
     const std::vector<float> all_padded = scaled_dot_product_attention(q, k, v, Indices({0, 0, 0}, {1, 3})).to_vector();
-    for (size_t i = 0; i < all_padded.size(); ++i) {
-      const float mean = (v.to_vector()[i % 2] + v.to_vector()[2 + i % 2] + v.to_vector()[4 + i % 2]) / 3.0f;
-      CHECK(all_padded[i] == Approx(mean).epsilon(1e-2));  // 2^-7: bf16 rounds the weights and the result
+    CHECK(all_padded == std::vector<float>(6, 0.0f));
+  }
+}
+
+TEST_CASE("scaled_masked_softmax is softmax of the scaled scores with masked keys removed", "[dtype]") {
+  // Against the unfused ops: in f32, softmax(mul_scalar(x, s)) rounds x s exactly as the fused
+  // kernel does, so the bits agree; a key mask of (B, 1, 1, C) and a per-query mask of
+  // (B, 1, T, C) each zero exactly their keys and leave the other weights those of the softmax
+  // over the remaining keys (one exp per key: within 4 ulp, kernels/rows.h).
+  Generator gen(8);
+  const int64_t b = 2, h = 3, t = 5;
+  Tensor x = Tensor::randn({b, h, t, t}, gen).set_requires_grad();
+  const float scale = 0.35355339f;  // 1 / sqrt(8)
+  const Tensor dy = Tensor::randn({b, h, t, t}, gen);
+  const Tensor fused = scaled_masked_softmax(x, scale, {});
+  backward(sum(mul(fused, dy)));
+  const std::vector<float> fused_grad = x.grad().to_vector();
+  x.zero_grad();
+  const Tensor unfused = softmax(mul_scalar(x, scale));
+  backward(sum(mul(unfused, dy)));
+  CHECK(fused.to_vector() == unfused.to_vector());
+  CHECK(fused_grad == x.grad().to_vector());  // y (dy - dot) then times the scale, both rounded
+
+  std::vector<int32_t> keys(size_t(b * t), 0), per_query(size_t(b * t * t), 0);
+  keys[3] = keys[size_t(t + 0)] = keys[size_t(t + 4)] = 1;
+  for (int64_t bi = 0; bi < b; ++bi) {
+    for (int64_t i = 0; i < t; ++i) {
+      for (int64_t j = i + 1; j < t; ++j) per_query[size_t((bi * t + i) * t + j)] = 1;  // causal
     }
   }
+  const std::vector<float> xs = x.to_vector();
+  for (const Indices& mask : {Indices(keys, {b, 1, 1, t}), Indices(per_query, {b, 1, t, t})}) {
+    const std::vector<float> y = scaled_masked_softmax(x.detach(), scale, mask).to_vector();
+    const bool per_row = mask.shape[2] == t;
+    for (int64_t bi = 0; bi < b; ++bi) {
+      for (int64_t r = 0; r < h * t; ++r) {
+        const int64_t row = bi * h * t + r, mask_row = per_row ? bi * t + r % t : bi;
+        double total = 0;
+        std::vector<double> e(size_t(t), 0.0);
+        for (int64_t j = 0; j < t; ++j) {
+          if (mask[mask_row * t + j] == 0) total += e[size_t(j)] = std::exp(double(xs[size_t(row * t + j)]) * scale);
+        }
+        for (int64_t j = 0; j < t; ++j) {
+          const float got = y[size_t(row * t + j)];
+          if (mask[mask_row * t + j] != 0) {
+            CHECK(got == 0.0f);
+          } else {
+            // 8 ulp (2^-20): rows.h's 4 ulp, and x s rounded to f32 (|x s| < 2: error <= 2^-24,
+            // which moves e^(x s) by as much relative to the exact product's).
+            CHECK(got == Approx(e[size_t(j)] / total).epsilon(0x1p-20));
+          }
+        }
+      }
+    }
+  }
+  REQUIRE_THROWS_WITH(scaled_masked_softmax(x, scale, Indices(keys, {b, t})), Catch::Contains("mask of shape"));
 }
 
 }  // namespace hg

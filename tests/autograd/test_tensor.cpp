@@ -9,8 +9,6 @@
 #include "autograd/error.h"
 #include "autograd/generator.h"
 #include "autograd/tensor.h"
-#include "precision/bfloat16.h"
-#include "precision/finfo.h"
 #include "precision/half.h"
 
 namespace hg {
@@ -22,12 +20,6 @@ TEST_CASE("tensors store elements at their real width, 64-byte aligned", "[tenso
     CHECK(reinterpret_cast<uintptr_t>(x.bytes()) % 64 == 0);
   }
   CHECK(element_size(DType::f16) == 2);
-}
-
-TEST_CASE("dtype_max is torch.finfo(dtype).max", "[tensor]") {
-  CHECK(double(dtype_max(DType::f32)) == precision::finfo<float>().max);
-  CHECK(double(dtype_max(DType::f16)) == precision::finfo<half>().max);
-  CHECK(double(dtype_max(DType::bf16)) == precision::finfo<bfloat16>().max);
 }
 
 TEST_CASE("creation rounds once to the dtype (nearest even)", "[tensor]") {

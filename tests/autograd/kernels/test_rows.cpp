@@ -182,6 +182,44 @@ TEST_CASE("softmax and log_softmax agree with their twins", "[simd][kernels]") {
   });
 }
 
+TEST_CASE("softmax with a scale and an additive mask is softmax of x scale + bias", "[simd][kernels]") {
+  for_each_target([] {
+    for (const int64_t c : kWidths) {
+      INFO("C = " << c);
+      const int64_t n = 3;
+      const float s = 0.17677669f;  // 1 / sqrt(32), attention's scale for D = 32
+      const std::vector<float> x = random(n * c, 13, -40.0f, 40.0f), dy = random(n * c, 14);
+      std::vector<float> bias(size_t(c), 0.0f);
+      for (size_t j = 0; j < bias.size(); j += 3) bias[j] = -kInf;  // every third key masked
+      if (c > 1) bias[1] = 0.5f;  // and one finite bias
+      for (const float* b : {static_cast<const float*>(nullptr), static_cast<const float*>(bias.data())}) {
+        // The same bits as softmax of z = x s + bias formed first, each operation rounded.
+        std::vector<float> z(size_t(n * c));
+        for (size_t i = 0; i < z.size(); ++i) z[i] = b ? x[i] * s + b[i % size_t(c)] : x[i] * s;
+        std::vector<float> fused = output(n * c), plain = output(n * c), twin = output(n * c);
+        softmax_forward(fused.data(), x.data(), n, c, s, b);
+        softmax_forward(plain.data(), z.data(), n, c);
+        check_bits(fused, plain, n * c);
+        reference::softmax_forward(twin.data(), x.data(), n, c, s, b);
+        check_close(fused, twin, std::vector<double>(twin.begin(), twin.begin() + n * c), 4);
+        for (size_t i = 0; b && i < size_t(n * c); ++i) {
+          if (b[i % size_t(c)] == -kInf) CHECK(bits(fused[i]) == 0);  // masked: exactly +0
+        }
+      }
+      // Backward with a scale: (y (dy - dot)) s, the same bits as the unscaled kernel's result
+      // times s, and as the twin.
+      const std::vector<float> y = random(n * c, 15, 0.0f, 1.0f);
+      std::vector<float> scaled = output(n * c), unscaled = output(n * c), twin = output(n * c);
+      softmax_backward(scaled.data(), dy.data(), y.data(), n, c, s);
+      softmax_backward(unscaled.data(), dy.data(), y.data(), n, c);
+      for (float& v : unscaled) v = v * s;
+      check_bits(scaled, unscaled, n * c);
+      reference::softmax_backward(twin.data(), dy.data(), y.data(), n, c, s);
+      check_bits(scaled, twin, n * c);
+    }
+  });
+}
+
 TEST_CASE("softmax rows with -inf and NaN", "[simd][kernels]") {
   for_each_target([] {
     // 17 entries, some masked with -inf: exactly 0 there, the rest as if they were absent.
