@@ -30,6 +30,10 @@ void use_default_wait_policy(char** argv);
 // "libgomp default (spins ~300000 iterations)".
 std::string thread_wait_policy();
 
+// Elements below which a loop runs on the calling thread: waking the team costs microseconds,
+// more than a pass over this many elements (and far more when a core is busy).
+inline constexpr int64_t kParallelElements = 1 << 15;
+
 // Whether a loop over `work` elements should open a team: at least `threshold` elements, more
 // than one thread allowed, and not already inside a parallel region.
 bool use_team(int64_t work, int64_t threshold);

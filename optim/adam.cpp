@@ -5,6 +5,7 @@
 #include <cmath>
 
 #include "autograd/error.h"
+#include "autograd/parallel.h"
 
 namespace hg::optim {
 
@@ -28,17 +29,27 @@ void Adam::update(std::vector<float>& p, const std::vector<float>& g, const Para
   const float step_size = float(double(lr) / bias1);
   const float bias2_sqrt = float(std::sqrt(bias2));
   const float decay = float(1.0 - double(lr) * double(wd));  // AdamW's factor, as torch (host double)
-  for (size_t i = 0; i < p.size(); ++i) {
-    float grad = g[i];
-    if (options_.decoupled_weight_decay) {
-      p[i] *= decay;
-    } else {
-      grad += wd * p[i];
+  const bool decoupled = options_.decoupled_weight_decay;
+  const float eps = options_.eps;
+  const int64_t n = int64_t(p.size());
+  // Elementwise, so any split between threads gives the same bits.
+  maybe_parallel(use_team(n, kParallelElements), [&] {
+#pragma omp for schedule(static)
+    for (int64_t i = 0; i < n; ++i) {
+      float grad = g[size_t(i)];
+      float& w = p[size_t(i)];
+      if (decoupled) {
+        w *= decay;
+      } else {
+        grad += wd * w;
+      }
+      float& mi = m[size_t(i)];
+      float& vi = v[size_t(i)];
+      mi += (1.0f - b1) * (grad - mi);  // torch: exp_avg.lerp_(grad, 1 - beta1)
+      vi = vi * b2 + (1.0f - b2) * grad * grad;  // exp_avg_sq.mul_(b2).addcmul_(g, g, 1 - b2)
+      w -= step_size * mi / (std::sqrt(vi) / bias2_sqrt + eps);
     }
-    m[i] += (1.0f - b1) * (grad - m[i]);  // torch: exp_avg.lerp_(grad, 1 - beta1)
-    v[i] = v[i] * b2 + (1.0f - b2) * grad * grad;  // exp_avg_sq.mul_(b2).addcmul_(g, g, 1 - b2)
-    p[i] -= step_size * m[i] / (std::sqrt(v[i]) / bias2_sqrt + options_.eps);
-  }
+  });
 }
 
 nlohmann::json Adam::hyperparameters() const {

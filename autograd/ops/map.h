@@ -20,9 +20,7 @@
 namespace hg::detail {
 
 inline constexpr int64_t kChunk = 2048;
-// Elements below which an op runs on the calling thread: waking the team costs microseconds,
-// more than a pass over this many elements (and far more when a core is busy).
-inline constexpr int64_t kParallelElements = 1 << 15;
+using ::hg::kParallelElements;
 // Elements per row block of for_rows (at least one row per block).
 inline constexpr int64_t kRowBlockElements = 1 << 14;
 

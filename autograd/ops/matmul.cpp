@@ -3,12 +3,14 @@
 // passes transposed operands to the GEMM instead of materialising transposes.
 #include "autograd/ops/matmul.h"
 
+#include <algorithm>
 #include <vector>
 
 #include "autograd/autocast.h"
 #include "autograd/error.h"
 #include "autograd/kernels/cast.h"
 #include "autograd/kernels/gemm.h"
+#include "autograd/parallel.h"
 #include "autograd/rounding_scope.h"
 #include "autograd/tape.h"
 
@@ -104,7 +106,10 @@ Tensor linear(const Tensor& x0, const Tensor& w0, const Tensor& bias0) {
   float* yd = y.data();
   if (bias.defined()) {  // the bias is added in f32 before the single rounding (addmm)
     const std::vector<float> b = bias.to_vector();
-    for (int64_t r = 0; r < rows; ++r) std::copy(b.begin(), b.end(), yd + r * out);
+    maybe_parallel(use_team(rows * out, kParallelElements), [&] {
+#pragma omp for schedule(static)
+      for (int64_t r = 0; r < rows; ++r) std::copy(b.begin(), b.end(), yd + r * out);
+    });
   }
   kernels::gemm(yd, out, operand(x, in, false), operand(w, in, true), rows, out, in,
                 {.accumulate = bias.defined()});
@@ -120,13 +125,24 @@ Tensor linear(const Tensor& x0, const Tensor& w0, const Tensor& bias0) {
       accumulate_grad(w, dw.finish(w.dtype()));
     }
     if (bias.defined() && bias.requires_grad()) {  // db = sum over rows of dY, f32, row order
-      const std::vector<float> g = dy.to_vector();
+      std::vector<float> widened;
+      if (dy.dtype() != DType::f32) widened = dy.to_vector();
+      const float* g = dy.dtype() == DType::f32 ? dy.data<float>() : widened.data();
       Result db(bias.shape());
       float* d = db.data();
       std::fill(d, d + out, 0.0f);
-      for (int64_t r = 0; r < rows; ++r) {
-        for (int64_t j = 0; j < out; ++j) d[j] += g[size_t(r * out + j)];
-      }
+      // Threads take blocks of columns; each column is still summed in row order.
+      constexpr int64_t kColumns = 64;
+      const int64_t blocks = (out + kColumns - 1) / kColumns;
+      maybe_parallel(blocks > 1 && use_team(rows * out, kParallelElements), [&] {
+#pragma omp for schedule(static)
+        for (int64_t block = 0; block < blocks; ++block) {
+          const int64_t j0 = block * kColumns, j1 = std::min(out, j0 + kColumns);
+          for (int64_t r = 0; r < rows; ++r) {
+            for (int64_t j = j0; j < j1; ++j) d[j] += g[r * out + j];
+          }
+        }
+      });
       accumulate_grad(bias, db.finish(bias.dtype()));
     }
   });

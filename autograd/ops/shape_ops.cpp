@@ -2,6 +2,7 @@
 // permutation is one gather loop that transpose, permute and their backwards share.
 #include "autograd/ops/shape_ops.h"
 
+#include <algorithm>
 #include <cstring>
 #include <numeric>
 
@@ -55,13 +56,27 @@ Tensor gather_permuted(const Tensor& x, const std::vector<int>& order) {
   const std::byte* src = x.bytes();
   std::byte* dst = out.bytes();
   const int64_t runs = run ? x.numel() / run : 0;
-  std::array<int64_t, Shape::kMaxDims> index{};
-  for (int64_t j = 0; j < runs; ++j) {
-    int64_t offset = 0;
-    for (int i = 0; i < kept; ++i) offset += index[size_t(i)] * in_stride[size_t(order[size_t(i)])];
-    std::memcpy(dst + size_t(j) * run_bytes, src + size_t(offset) * width, run_bytes);
-    for (int i = kept - 1; i >= 0 && ++index[size_t(i)] == out_dims[size_t(i)]; --i) index[size_t(i)] = 0;
-  }
+  // Blocks of runs, split between threads (a copy: any split gives the same bytes); each block
+  // finds its first run's index once, then steps through the following runs.
+  const int64_t per_block = std::max<int64_t>(1, detail::kChunk / std::max<int64_t>(run, 1));
+  const int64_t blocks = (runs + per_block - 1) / per_block;
+  maybe_parallel(blocks > 1 && use_team(x.numel(), detail::kParallelElements), [&] {
+#pragma omp for schedule(static)
+    for (int64_t block = 0; block < blocks; ++block) {
+      const int64_t first = block * per_block, last = std::min(runs, first + per_block);
+      std::array<int64_t, Shape::kMaxDims> index{};
+      for (int64_t i = kept - 1, rest = first; i >= 0; --i) {
+        index[size_t(i)] = rest % out_dims[size_t(i)];
+        rest /= out_dims[size_t(i)];
+      }
+      for (int64_t j = first; j < last; ++j) {
+        int64_t offset = 0;
+        for (int i = 0; i < kept; ++i) offset += index[size_t(i)] * in_stride[size_t(order[size_t(i)])];
+        std::memcpy(dst + size_t(j) * run_bytes, src + size_t(offset) * width, run_bytes);
+        for (int i = kept - 1; i >= 0 && ++index[size_t(i)] == out_dims[size_t(i)]; --i) index[size_t(i)] = 0;
+      }
+    }
+  });
   return out;
 }
 
