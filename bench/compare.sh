@@ -17,6 +17,9 @@
 #   f32/torch      our f32 over torch fp32 (CORETYPE unset; in parentheses: set)
 #   O2/f32         our fp16 O2 over our f32
 #   bf16/torch     our bf16 over torch bf16 autocast
+#   O2/f32 peak RSS, O2/f32 peak tensors   memory of our fp16 O2 over our f32 (bench_step's
+#                  peak_rss_mb and peak_tensor_mb)
+# and, when two thread counts ran, the speed-up of the larger over the smaller per precision.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -75,23 +78,40 @@ done
 echo "# done $(date -u '+%H:%M UTC'), load:$(uptime | sed 's/.*load average://')" >&2
 
 /usr/bin/python3 - "$log" <<'EOF'
-import json, statistics, sys
+import json, math, statistics, sys
 rows = [json.loads(line) for line in open(sys.argv[1])]
-def med(**k):
-    v = [r['ms_per_step'] for r in rows if all(r.get(a) == b for a, b in k.items())]
+def med(field='ms_per_step', **k):
+    v = [r[field] for r in rows if field in r and all(r.get(a) == b for a, b in k.items())]
     return statistics.median(v) if v else float('nan')
+def f(v, digits=1):
+    return 'not run' if math.isnan(v) else f'{v:.{digits}f}'
 keys = sorted({(r['config'], r['threads']) for r in rows})
-print('| config | threads | f32 | fp16-O1 | fp16-O2 | bf16 | torch fp32 | torch bf16 | f32/torch | O2/f32 | bf16/torch |')
-print('|---|---|---|---|---|---|---|---|---|---|---|')
+print('| config | threads | f32 | fp16-O1 | fp16-O2 | bf16 | torch fp32 | torch bf16 | f32/torch | O2/f32 | bf16/torch '
+      '| O2/f32 peak RSS | O2/f32 peak tensors |')
+print('|---|---|---|---|---|---|---|---|---|---|---|---|---|')
 for c, t in keys:
     ours = {p: med(bench='step', config=c, threads=t, precision=p) for p in ('f32', 'fp16-O1', 'fp16-O2', 'bf16')}
     fast = {d: med(bench='torch_step', config=c, threads=t, precision=d, coretype='unset') for d in ('fp32', 'bf16')}
     slow = statistics.median([r['ms_per_step'] for r in rows if r['bench'] == 'torch_step' and r['config'] == c
                               and r['threads'] == t and r['precision'] == 'fp32' and r['coretype'] != 'unset']
                              or [float('nan')])
-    print(f"| {c} | {t} | " + ' | '.join(f'{ours[p]:.1f}' for p in ours) +
-          f" | {fast['fp32']:.1f} ({slow:.1f}) | {fast['bf16']:.1f}"
-          f" | {ours['f32'] / fast['fp32']:.2f} ({ours['f32'] / slow:.2f}) | {ours['fp16-O2'] / ours['f32']:.2f}"
-          f" | {ours['bf16'] / fast['bf16']:.3f} |")
+    memory = {field: med(field, bench='step', config=c, threads=t, precision='fp16-O2') /
+                     med(field, bench='step', config=c, threads=t, precision='f32')
+              for field in ('peak_rss_mb', 'peak_tensor_mb')}
+    print(f"| {c} | {t} | " + ' | '.join(f(ours[p]) for p in ours) +
+          f" | {f(fast['fp32'])} ({f(slow)}) | {f(fast['bf16'])}"
+          f" | {f(ours['f32'] / fast['fp32'], 2)} ({f(ours['f32'] / slow, 2)}) | {f(ours['fp16-O2'] / ours['f32'], 2)}"
+          f" | {f(ours['bf16'] / fast['bf16'], 3)} | {f(memory['peak_rss_mb'], 2)} | {f(memory['peak_tensor_mb'], 2)} |")
 print('ms per step, median over rounds; torch with --malloc tuned, OPENBLAS_CORETYPE unset (in parentheses: set, fp32 only)')
+threads = sorted({t for _, t in keys})
+if len(threads) > 1:
+    print()
+    print(f'speed-up of {threads[-1]} threads over {threads[0]} (median times):')
+    for c in sorted({c for c, _ in keys}):
+        ratios = []
+        for p in ('f32', 'fp16-O1', 'fp16-O2', 'bf16'):
+            one = med(bench='step', config=c, threads=threads[0], precision=p)
+            many = med(bench='step', config=c, threads=threads[-1], precision=p)
+            ratios.append(f'{p} {f(one / many, 2)}x')
+        print(f'  {c}: ' + ', '.join(ratios))
 EOF
