@@ -122,16 +122,27 @@ namespace {
 constexpr nn::ClassifierConfig kTiny{.vocab = 32, .max_len = 8, .d_model = 32, .heads = 2, .d_ff = 64, .layers = 1,
                                      .classes = 4, .dropout = 0.0f};
 
+// A batch of random token ids in [1, 32), no padding, labels cycling through 4 classes.
+struct FixedBatch {
+  Indices ids, mask, labels;
+};
+FixedBatch fixed_batch(int64_t batch, int64_t length, uint64_t seed) {
+  Generator gen(seed);
+  std::vector<int32_t> ids(static_cast<size_t>(batch * length)), labels(static_cast<size_t>(batch));
+  for (auto& id : ids) id = 1 + int32_t(gen.next_u32() % 31);
+  for (size_t i = 0; i < labels.size(); ++i) labels[i] = int32_t(i % 4);
+  return {Indices(ids, {batch, length}), Indices(std::vector<int32_t>(ids.size(), 1), {batch, length}),
+          Indices(labels, {batch})};
+}
+
 // Trains a tiny classifier on one fixed batch; returns the final accuracy on it.
 float overfit(Precision precision, OptLevel level) {
   nn::TextClassifier model(kTiny, 7);
   MixedPrecision mp(model, {.precision = precision, .opt_level = level});
   AdamW opt(decay_groups(mp.optimizer_parameters(), 3e-3f, 0.01f));
-  Generator gen(11);
-  std::vector<int32_t> ids(16 * 8), mask(16 * 8, 1), labels(16);
-  for (auto& id : ids) id = 1 + int32_t(gen.next_u32() % 31);
-  for (size_t i = 0; i < 16; ++i) labels[i] = int32_t(i % 4);
-  const Indices x(ids, {16, 8}), m(mask, {16, 8}), y(labels, {16});
+  const FixedBatch batch = fixed_batch(16, 8, 11);
+  const Indices &x = batch.ids, &m = batch.mask, &y = batch.labels;
+  const std::vector<int32_t>& labels = y.values;
   float accuracy = 0;
   for (int step = 0; step < 150 && accuracy < 1.0f; ++step) {
     Tensor logits;
@@ -170,16 +181,12 @@ size_t step_peak_bytes(Precision precision, OptLevel level) {
   nn::TextClassifier model(config, 7);
   MixedPrecision mp(model, {.precision = precision, .opt_level = level});
   AdamW opt(decay_groups(mp.optimizer_parameters(), 1e-3f, 0.01f));
-  Generator gen(5);
-  std::vector<int32_t> ids(16 * 64), mask(16 * 64, 1), labels(16);
-  for (auto& id : ids) id = 1 + int32_t(gen.next_u32() % 31);
-  for (size_t i = 0; i < 16; ++i) labels[i] = int32_t(i % 4);
-  const Indices x(ids, {16, 64}), m(mask, {16, 64}), y(labels, {16});
+  const FixedBatch batch = fixed_batch(16, 64, 5);
   reset_peak_in_use();
   for (int step = 0; step < 2; ++step) {
     {
       Autocast ac = mp.autocast();
-      backward(mp.scale(cross_entropy(model.forward(x, m), y)));
+      backward(mp.scale(cross_entropy(model.forward(batch.ids, batch.mask), batch.labels)));
     }
     mp.step(opt);
     opt.zero_grad();
