@@ -68,12 +68,14 @@ MixedPrecision::MixedPrecision(nn::Module& model, MixedPrecisionOptions options)
       autocast_ = DType::f16;
       if (options.opt_level == OptLevel::kO2) {
         model.to(DType::f16);
+        normalizations_ = NormalizationOutputs::kInputDtype;
         masters_ = std::make_unique<MasterWeights>(model.parameters());
       }
       break;
     case Precision::kPureFp16:
       autocast_ = DType::f16;
       model.to(DType::f16);
+      normalizations_ = NormalizationOutputs::kInputDtype;
       break;
   }
 }
@@ -87,12 +89,7 @@ nn::NamedTensors MixedPrecision::optimizer_parameters() const {
 }
 
 Autocast MixedPrecision::autocast() const {
-  // An f16 model (O2, pure fp16) keeps its activations in f16, normalizations included, as
-  // apex's O2 does; an f32 model under autocast (O1, bf16) follows torch.autocast.
-  const bool f16_model = options_.precision == Precision::kPureFp16 ||
-                         (options_.precision == Precision::kFp16 && options_.opt_level == OptLevel::kO2);
-  return Autocast(autocast_.value_or(DType::f16), autocast_.has_value(),
-                  f16_model ? NormalizationOutputs::kInputDtype : NormalizationOutputs::kFloat32);
+  return Autocast(autocast_.value_or(DType::f16), autocast_.has_value(), normalizations_);
 }
 
 void MixedPrecision::unscale_gradients(Optimizer& optimizer) {

@@ -88,6 +88,8 @@ class MixedPrecision {
   nn::Module& model_;
   MixedPrecisionOptions options_;
   std::optional<DType> autocast_;
+  // kInputDtype for an f16 model (O2, pure fp16): its normalizations store f16, as apex's O2.
+  NormalizationOutputs normalizations_ = NormalizationOutputs::kFloat32;
   GradScaler scaler_;
   std::unique_ptr<MasterWeights> masters_;
   bool unscaled_ = false;  // within the current step
