@@ -20,7 +20,6 @@
 namespace hg::detail {
 
 inline constexpr int64_t kChunk = 2048;
-using ::hg::kParallelElements;
 // Elements per row block of for_rows (at least one row per block).
 inline constexpr int64_t kRowBlockElements = 1 << 14;
 

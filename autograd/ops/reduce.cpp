@@ -52,7 +52,7 @@ constexpr int64_t kColumnBlock = 256;
 void sum_dim(float* result, const Tensor& x, const Split& s) {
   const bool f32 = x.dtype() == DType::f32;
   const float* const data = f32 ? x.data<float>() : nullptr;
-  const bool parallel = use_team(s.outer * s.d * s.inner, detail::kParallelElements);
+  const bool parallel = use_team(s.outer * s.d * s.inner, kParallelElements);
   if (s.inner == 1 && s.d <= kSumPiece) {  // rows: the lane order
     detail::for_rows<1>({x}, s.outer, s.d, false, [&](const std::array<const float*, 1>& in, detail::RowBlock block, float*) {
       kernels::row_sums(result + block.first, in[0], block.count, s.d);

@@ -60,7 +60,7 @@ Tensor gather_permuted(const Tensor& x, const std::vector<int>& order) {
   // finds its first run's index once, then steps through the following runs.
   const int64_t per_block = std::max<int64_t>(1, detail::kChunk / std::max<int64_t>(run, 1));
   const int64_t blocks = (runs + per_block - 1) / per_block;
-  maybe_parallel(blocks > 1 && use_team(x.numel(), detail::kParallelElements), [&] {
+  maybe_parallel(blocks > 1 && use_team(x.numel(), kParallelElements), [&] {
 #pragma omp for schedule(static)
     for (int64_t block = 0; block < blocks; ++block) {
       const int64_t first = block * per_block, last = std::min(runs, first + per_block);
