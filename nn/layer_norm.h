@@ -7,7 +7,8 @@ namespace hg::nn {
 
 class LayerNorm : public Module {
  public:
-  explicit LayerNorm(int64_t dim, float eps = 1e-5f);
+  static constexpr float kDefaultEps = 1e-5f;  // torch.nn.LayerNorm's; every halfgrad model uses it
+  explicit LayerNorm(int64_t dim, float eps = kDefaultEps);
   Tensor forward(const Tensor& x) const;
 
   Tensor weight, bias;

@@ -1,15 +1,48 @@
 // config.json <-> ModelConfig.
 #include "train/model_config.h"
 
+#include <charconv>
+#include <cstdlib>
+
 #include "autograd/error.h"
+#include "data/tokenizer.h"
+#include "nn/layer_norm.h"
 
 namespace hg::train {
+
+namespace {
+
+// The shortest decimal that reads back as `value` (1e-05 for 1e-5f, not 9.99999974738e-06).
+double shortest_decimal(float value) {
+  char text[32];
+  const auto end = std::to_chars(text, text + sizeof text, value).ptr;
+  return std::strtod(std::string(text, end).c_str(), nullptr);
+}
+
+// What a re-implementation needs beyond the sizes, with Hugging Face's names where it has them:
+// fixed by halfgrad's architecture or derived from the config, so nothing here is read back to
+// build the model; on load, a field that is present must say what this halfgrad builds.
+nlohmann::json architecture_fields(const nn::ClassifierConfig& c) {
+  nlohmann::json j = {
+      {"hidden_act", "gelu"},            // exact: x * Phi(x) with erf, not the tanh approximation
+      {"layer_norm_eps", shortest_decimal(nn::LayerNorm::kDefaultEps)},
+      {"norm_first", true},              // pre-LN layers: x + attn(ln1(x)), then h + ff(ln2(h))
+      {"final_layer_norm", true},        // one more LayerNorm after the last layer, before pooling
+      {"position_embedding_type", "absolute"},  // learned, one row per position 0..max_len-1
+      {"attention_scale", "1/sqrt(head_dim)"},
+      {"pooling_mask", "attention_mask"},  // mean pooling averages the real tokens only
+      {"pad_token_id", data::ByteTokenizer::kPad}};
+  if (c.pooling == nn::Pooling::kCls) j["cls_token_id"] = data::ByteTokenizer::kCls;  // prepended
+  return j;
+}
+
+}  // namespace
 
 nlohmann::json model_config_to_json(const ModelConfig& m) {
   const nn::ClassifierConfig& c = m.classifier;
   nlohmann::json id2label = nlohmann::json::object();
   for (size_t i = 0; i < m.labels.size(); ++i) id2label[std::to_string(i)] = m.labels[i];
-  return {{"model_type", "halfgrad-text-classifier"},
+  nlohmann::json j = {{"model_type", "halfgrad-text-classifier"},
           {"vocab_size", c.vocab},
           {"max_position_embeddings", c.max_len},
           {"hidden_size", c.d_model},
@@ -22,6 +55,8 @@ nlohmann::json model_config_to_json(const ModelConfig& m) {
           {"initializer_range", c.init_std},
           {"tokenizer", "bytes"},
           {"id2label", id2label}};
+  j.update(architecture_fields(c));
+  return j;
 }
 
 ModelConfig model_config_from_json(const nlohmann::json& j, const std::string& source) {
@@ -64,6 +99,11 @@ ModelConfig model_config_from_json(const nlohmann::json& j, const std::string& s
     m.classifier.validate();
   } catch (const Error& e) {
     fail(source, ": ", e.what());
+  }
+  const nlohmann::json architecture = architecture_fields(m.classifier);
+  for (const auto& [key, value] : architecture.items()) {  // absent in config.json files before them
+    check(!j.contains(key) || j.at(key).dump() == value.dump(), source, ": ", key, " is ", j.contains(key) ? j.at(key).dump() : "",
+          ", but halfgrad builds ", value.dump());
   }
   return m;
 }

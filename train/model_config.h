@@ -1,6 +1,9 @@
 // config.json: what rebuilds a trained TextClassifier -- its ClassifierConfig, the label names
 // (class id -> name) and the tokenizer -- in a Hugging Face-like layout
-// ({"model_type": "halfgrad-text-classifier", "vocab_size": 256, ..., "id2label": {...}}).
+// ({"model_type": "halfgrad-text-classifier", "vocab_size": 256, ..., "id2label": {...}}), plus
+// what a re-implementation needs (hidden_act, layer_norm_eps, norm_first, final_layer_norm,
+// position_embedding_type, pad_token_id, ...: docs/training.md lists them). Those extra fields
+// are not needed to load: config.json files written before them still load.
 #pragma once
 
 #include <string>
