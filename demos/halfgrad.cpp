@@ -3,7 +3,8 @@
 //   halfgrad eval --checkpoint DIR --data FILE.tsv
 //   halfgrad predict --checkpoint DIR [TEXT...]   (or one text per stdin line)
 //   halfgrad export-langid --out DIR              the language-id split as train.tsv/test.tsv
-// Every error is one line on stderr and exit code 1 (a bad command line: CLI11's codes, 100-127).
+// Every error is one line on stderr and exit code 1 (a bad command line: CLI11's codes, 100-127);
+// train checks all its flags before it reads data. docs/training.md is the reference.
 // Ctrl-C during training saves a checkpoint of the step in progress and exits with 130.
 #include <omp.h>
 #include <unistd.h>
@@ -91,47 +92,45 @@ class ConsoleCallback : public train::TrainerCallback {
   double epoch_loss_ = 0, scale_ = 1;
 };
 
-int run_train(cli::TrainOptions& o) {
-  if (o.fp16) o.precision = "fp16";
-  if (o.bf16) o.precision = "bf16";
+// The one wording of "texts were cut to max_len tokens", for train, eval and predict.
+std::string truncation_note(int64_t truncated, const std::string& kind, int64_t max_len) {
+  return "note: " + std::to_string(truncated) + " " + kind + (truncated == 1 ? " text is" : " texts are") +
+         " longer than max_len " + std::to_string(max_len) + " tokens and " + (truncated == 1 ? "was" : "were") +
+         " truncated\n";
+}
+
+// Every flag is checked (resolve_train_options, ClassifierConfig::validate) before the data is
+// read or the model built.
+int run_train(const CLI::App& cmd, cli::TrainOptions& o) {
+  cli::resolve_train_options(cmd, o);
   train::TrainingArguments& a = o.args;
-  a.fp16 = o.precision == "fp16";
-  a.bf16 = o.precision == "bf16";
-  a.fp16_opt_level = o.opt_level;
-  check(o.precision != "pure_fp16", "--precision pure_fp16 is for the master_weights demo, not for training runs");
-  if (o.threads > 0) omp_set_num_threads(o.threads);
-
-  data::Dataset train_set, eval_set;
-  bool has_eval = true;
-  if (o.train_file.empty()) {
-    check(o.eval_file.empty(), "--eval needs --train (the default language-id set brings its own test split)");
-    data::Split split = data::language_id_dataset(
-        {.train_per_language = o.train_per_language, .test_per_language = o.test_per_language, .seed = a.seed});
-    train_set = std::move(split.train);
-    eval_set = std::move(split.test);
-  } else {
-    train_set = data::read_tsv(o.train_file);
-    if (!o.eval_file.empty()) {
-      eval_set = data::read_tsv(o.eval_file, &train_set.label_names);
-    } else {
-      has_eval = false;
-      if (a.eval_strategy != "no") a.eval_strategy = "no";
-    }
-  }
-  if (!has_eval && a.load_best_model_at_end) fail("--load-best needs evaluation data (--eval)");
-  std::printf("%s\n", train_set.summary().c_str());
-  if (has_eval) std::printf("%s\n", eval_set.summary().c_str());
-
-  nn::ClassifierConfig config;
+  nn::ClassifierConfig config;  // config.classes is the data's, below
   config.vocab = o.pooling == "cls" ? 257 : 256;
   config.max_len = o.max_len;
   config.d_model = o.d_model;
   config.heads = o.heads;
   config.d_ff = o.d_ff;
   config.layers = o.layers;
-  config.classes = int64_t(train_set.label_names.size());
   config.dropout = o.dropout;
   config.pooling = o.pooling == "cls" ? nn::Pooling::kCls : nn::Pooling::kMean;
+  config.validate();
+  if (o.threads > 0) omp_set_num_threads(o.threads);
+
+  data::Dataset train_set, eval_set;
+  const bool has_eval = o.train_file.empty() || !o.eval_file.empty();
+  if (o.train_file.empty()) {
+    data::Split split = data::language_id_dataset(
+        {.train_per_language = o.train_per_language, .test_per_language = o.test_per_language, .seed = a.seed});
+    train_set = std::move(split.train);
+    eval_set = std::move(split.test);
+  } else {
+    train_set = data::read_tsv(o.train_file);
+    if (has_eval) eval_set = data::read_tsv(o.eval_file, &train_set.label_names);
+  }
+  std::printf("%s\n", train_set.summary().c_str());
+  if (has_eval) std::printf("%s\n", eval_set.summary().c_str());
+
+  config.classes = int64_t(train_set.label_names.size());
   nn::TextClassifier model(config, a.seed);
   std::printf(
       "model: %lld parameters (d_model %lld, heads %lld, layers %lld, d_ff %lld, max_len %lld); "
@@ -147,10 +146,7 @@ int run_train(cli::TrainOptions& o) {
   if (o.inspect > 0) callbacks.push_back(std::make_shared<train::InspectorCallback>(o.inspect, a.output_dir));
   train::Trainer trainer(model, a, train_set, has_eval ? &eval_set : nullptr, {}, callbacks);
   const int64_t truncated = trainer.truncated_train_texts();
-  if (truncated > 0) {
-    std::printf("note: %lld training texts are longer than max_len %lld and were truncated\n",
-                static_cast<long long>(truncated), static_cast<long long>(config.max_len));
-  }
+  if (truncated > 0) std::printf("%s", truncation_note(truncated, "training", config.max_len).c_str());
   const train::TrainOutput out = trainer.train(o.resume);
   if (out.interrupted) {  // Ctrl-C: exit as shells report a SIGINT death, but with the step saved
     const std::string saved = train::latest_checkpoint(a.output_dir).string();
@@ -263,7 +259,7 @@ int main(int argc, char** argv) {
                   split.test.summary().c_str(), export_dir.c_str(), export_dir.c_str());
       return 0;
     }
-    return run_train(cl.train);  // `halfgrad` and `halfgrad train` alike
+    return run_train(*cl.train_cmd, cl.train);  // `halfgrad` and `halfgrad train` alike
   } catch (const std::exception& e) {
     std::fprintf(stderr, "halfgrad: error: %s\n", e.what());
     return 1;

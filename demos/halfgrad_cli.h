@@ -1,13 +1,16 @@
-// The `halfgrad` command line: its subcommands and flags, bound to plain option structs, and
-// nothing that runs. demos/halfgrad.cpp runs what was parsed; fuzz/cli_parser.cpp feeds the same
-// parser arbitrary argument lists without training anything.
+// The `halfgrad` command line: its subcommands and flags, bound to plain option structs, and how
+// the train flags combine (resolve_train_options); nothing here reads data or trains.
+// demos/halfgrad.cpp runs what was parsed; fuzz/cli_parser.cpp feeds the same parser arbitrary
+// argument lists without training anything. docs/training.md is the reference.
 #pragma once
 
 #include <CLI/CLI.hpp>
 #include <cstdint>
 #include <string>
+#include <tuple>
 #include <vector>
 
+#include "autograd/error.h"
 #include "train/training_arguments.h"
 
 namespace hg::cli {
@@ -66,20 +69,21 @@ inline void add_train_flags(CLI::App& app, TrainOptions& o) {
   app.add_option("--warmup-steps", a.warmup_steps, "linear warmup steps")
       ->capture_default_str()
       ->check(CLI::NonNegativeNumber);
-  app.add_option("--warmup-ratio", a.warmup_ratio, "warmup as a share of all steps");
+  app.add_option("--warmup-ratio", a.warmup_ratio, "warmup as a share of all steps, in [0, 1) (replaces --warmup-steps)");
   app.add_option("--scheduler", a.lr_scheduler_type, "linear | cosine | constant")->capture_default_str();
   app.add_option("--seed", a.seed, "random seed (weights, data order, dropout)")->capture_default_str();
   app.add_option("--threads", o.threads, "OpenMP threads (default: all cores)")->check(CLI::Range(1, 1024));
   app.add_option("--output-dir", a.output_dir, "checkpoints and logs")->capture_default_str();
   app.add_option("--resume", o.resume, "continue from a checkpoint directory")->check(CLI::ExistingDirectory);
   app.add_option("--eval-strategy,--evaluation-strategy", a.eval_strategy, "no | steps | epoch")->capture_default_str();
-  app.add_option("--eval-steps", a.eval_steps, "evaluate every N steps (eval-strategy steps)");
+  app.add_option("--eval-steps", a.eval_steps, "evaluate every N steps (selects --eval-strategy steps)")
+      ->check(CLI::PositiveNumber);
   app.add_option("--logging-steps", a.logging_steps, "log every N steps")
       ->capture_default_str()
       ->check(CLI::PositiveNumber);
   app.add_option("--save-strategy", a.save_strategy, "no | steps | epoch")->capture_default_str();
-  app.add_option("--save-steps", a.save_steps, "save every N steps (save-strategy steps)")->check(CLI::PositiveNumber);
-  app.add_option("--save-total-limit", a.save_total_limit, "keep at most N checkpoints")->capture_default_str();
+  app.add_option("--save-steps", a.save_steps, "save every N steps (selects --save-strategy steps)")->check(CLI::PositiveNumber);
+  app.add_option("--save-total-limit", a.save_total_limit, "keep at most N checkpoints (-1: all)")->capture_default_str();
   app.add_option("--max-grad-norm", a.max_grad_norm, "gradient clipping (0: off)")->capture_default_str();
   app.add_option("--grad-accum", a.gradient_accumulation_steps, "gradient accumulation steps")
       ->check(CLI::PositiveNumber);
@@ -93,7 +97,7 @@ inline void add_train_flags(CLI::App& app, TrainOptions& o) {
                  "every N steps print per-tensor fp16 numerics (zeros, underflow, subnormals, headroom) and append "
                  "them to output_dir/numerics.jsonl; a skipped step names its first inf/NaN op")
       ->check(CLI::Range(int64_t{1}, int64_t{1} << 40));
-  app.add_option("--max-len", o.max_len, "maximum tokens (bytes) per text")
+  app.add_option("--max-len", o.max_len, "maximum tokens per text (longer texts are truncated, and counted)")
       ->capture_default_str()
       ->check(CLI::Range(1, 4096));
   app.add_option("--d-model", o.d_model, "model width")->capture_default_str()->check(CLI::Range(1, 8192));
@@ -110,6 +114,65 @@ inline void add_train_flags(CLI::App& app, TrainOptions& o) {
   app.add_option("--test-per-language", o.test_per_language, "language-id: test words per language")
       ->capture_default_str()
       ->check(CLI::Range(int64_t{1}, int64_t{100000}));
+}
+
+// Completes `o` after `cmd` (the train subcommand) parsed it, before any data is read: applies
+// --fp16/--bf16, lets a flag that only works under one strategy select it (--save-steps selects
+// --save-strategy steps, --eval-steps --eval-strategy steps), and rejects a flag that would have
+// no effect (a conflicting explicit strategy, --eval-strategy without evaluation data, both
+// --epochs and --max-steps, ...) with an hg::Error naming the flag to change. Then validates
+// every value (TrainingArguments::validate, which the Trainer runs again).
+inline void resolve_train_options(const CLI::App& cmd, TrainOptions& o) {
+  auto given = [&](const std::string& flag) { return cmd.get_option(flag)->count() > 0; };
+  train::TrainingArguments& a = o.args;
+  check(!(o.fp16 && o.bf16), "--fp16 and --bf16 are exclusive: give one (or --precision)");
+  check(!((o.fp16 || o.bf16) && given("--precision")), "--fp16/--bf16 and --precision both given: give one");
+  if (o.fp16) o.precision = "fp16";
+  if (o.bf16) o.precision = "bf16";
+  check(o.precision != "pure_fp16", "--precision pure_fp16 is for the master_weights demo, not for training runs");
+  a.fp16 = o.precision == "fp16";
+  a.bf16 = o.precision == "bf16";
+  a.fp16_opt_level = o.opt_level;
+  for (const char* flag : {"--loss-scale", "--opt-level"}) {
+    check(a.fp16 || !given(flag), flag, " applies to --precision fp16 only (this run is ", o.precision,
+          "): drop ", flag);
+  }
+
+  // A step count selects its strategy; under another explicit strategy it would be ignored.
+  for (const auto& [steps, strategy_flag, strategy] :
+       {std::tuple{"--save-steps", "--save-strategy", &a.save_strategy},
+        std::tuple{"--eval-steps", "--eval-strategy", &a.eval_strategy}}) {
+    if (!given(steps)) continue;
+    check(!given(strategy_flag) || *strategy == "steps", steps, " has no effect with ", strategy_flag, " ",
+          *strategy, ": drop ", strategy_flag, " (", steps, " selects ", strategy_flag, " steps) or drop ", steps);
+    *strategy = "steps";
+  }
+  const bool has_eval = o.train_file.empty() || !o.eval_file.empty();  // the language-id set has a test split
+  check(o.train_file.empty() || !(given("--train-per-language") || given("--test-per-language")),
+        "--train-per-language and --test-per-language size the default language-id set: drop them with --train");
+  check(o.eval_file.empty() || !o.train_file.empty(),
+        "--eval needs --train (the default language-id set brings its own test split)");
+  if (!has_eval) {
+    check(!given("--eval-steps"), "--eval-steps needs evaluation data: add --eval FILE");
+    const bool evaluates = a.eval_strategy == "steps" || a.eval_strategy == "epoch";  // else validate() names it
+    check(!given("--eval-strategy") || !evaluates, "--eval-strategy ", a.eval_strategy,
+          " needs evaluation data: add --eval FILE");
+    check(!a.load_best_model_at_end, "--load-best needs evaluation data: add --eval FILE");
+    check(o.early_stopping == 0, "--early-stopping needs evaluation data: add --eval FILE");
+    if (evaluates) a.eval_strategy = "no";  // the default, epoch, without data to evaluate
+  }
+  check(o.early_stopping == 0 || a.eval_strategy != "no",
+        "--early-stopping needs evaluations: drop --eval-strategy no");
+  check(!given("--metric") || a.load_best_model_at_end || o.early_stopping > 0,
+        "--metric has no effect without --load-best or --early-stopping");
+  check(!given("--save-total-limit") || a.save_strategy != "no",
+        "--save-total-limit has no effect with --save-strategy no");
+  check(!(given("--epochs") && given("--max-steps")),
+        "--epochs and --max-steps both given: --max-steps would override --epochs; give one");
+  check(!(given("--warmup-ratio") && given("--warmup-steps")),
+        "--warmup-ratio and --warmup-steps both given: --warmup-steps would override --warmup-ratio; give one");
+  if (given("--warmup-ratio")) a.warmup_steps = 0;  // else the default --warmup-steps would override it
+  a.validate();
 }
 
 // Every subcommand's options; CommandLine must outlive the CLI::App it is bound to.

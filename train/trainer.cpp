@@ -130,9 +130,10 @@ Trainer::Trainer(nn::TextClassifier& model, TrainingArguments args, const data::
                  const data::Dataset* eval_dataset, ComputeMetrics compute_metrics,
                  std::vector<std::shared_ptr<TrainerCallback>> callbacks)
     : model_(model), args_(std::move(args)), train_dataset_(train_dataset), eval_dataset_(eval_dataset),
-      compute_metrics_(compute_metrics ? std::move(compute_metrics) : classification_metrics),
+      compute_metrics_(compute_metrics ? compute_metrics : classification_metrics),
       callbacks_(std::move(callbacks)), parts_(std::make_unique<Parts>()) {
-  args_.validate();
+  // Custom metrics' names are known only after an evaluation: maybe_evaluate_and_save checks them.
+  args_.validate(compute_metrics ? std::vector<std::string>{} : TrainingArguments::standard_metrics());
   check(args_.eval_strategy == "no" || eval_dataset_ != nullptr, "Trainer: eval_strategy '", args_.eval_strategy,
         "' needs an eval dataset");
   check(int64_t(train_dataset.label_names.size()) == model.config.classes, "Trainer: the training set has ",
@@ -255,7 +256,9 @@ void Trainer::maybe_evaluate_and_save(bool epoch_end) {
   if (evaluate_now) {
     const Metrics m = evaluate();
     const auto it = m.find(args_.best_metric_key());
-    if (it != m.end()) metric = it->second;
+    check(it != m.end(), "training arguments: metric_for_best_model '", args_.metric_for_best_model,
+          "' is not among the evaluation's metrics");
+    metric = it->second;
   }
   if (save_now) {
     const bool better = metric && (!state_.best_metric || (args_.best_metric_greater_is_better()

@@ -1,44 +1,83 @@
 // Validation and JSON form of TrainingArguments.
 #include "train/training_arguments.h"
 
+#include <algorithm>
 #include <cmath>
 
 #include "autograd/error.h"
+#include "optim/grad_scaler.h"
 #include "optim/lr_scheduler.h"
 #include "optim/mixed_precision.h"
 
 namespace hg::train {
 
-void TrainingArguments::validate() const {
-  check(!output_dir.empty(), "training arguments: output_dir is empty");
-  check(max_steps > 0 || (std::isfinite(num_train_epochs) && num_train_epochs > 0),
-        "training arguments: num_train_epochs must be > 0 (or max_steps set), got ", num_train_epochs);
-  check(per_device_train_batch_size >= 1, "training arguments: per_device_train_batch_size must be >= 1, got ",
+void TrainingArguments::validate(const std::vector<std::string>& metric_names) const {
+  // Each message names the field and, in parentheses, the `halfgrad train` flag that sets it.
+  const std::string at = "training arguments: ";
+  check(!output_dir.empty(), at, "output_dir (--output-dir) is empty");
+  check(max_steps > 0 || (std::isfinite(num_train_epochs) && num_train_epochs > 0), at,
+        "num_train_epochs (--epochs) must be > 0 (or max_steps set), got ", num_train_epochs);
+  check(per_device_train_batch_size >= 1, at, "per_device_train_batch_size (--batch-size) must be >= 1, got ",
         per_device_train_batch_size);
-  check(per_device_eval_batch_size >= 1, "training arguments: per_device_eval_batch_size must be >= 1, got ",
+  check(per_device_eval_batch_size >= 1, at, "per_device_eval_batch_size (--eval-batch-size) must be >= 1, got ",
         per_device_eval_batch_size);
-  check(std::isfinite(learning_rate) && learning_rate > 0 && learning_rate < 10,
-        "training arguments: learning_rate must be in (0, 10), got ", learning_rate);
-  check(weight_decay >= 0 && weight_decay < 1, "training arguments: weight_decay must be in [0, 1), got ", weight_decay);
-  check(warmup_steps >= 0, "training arguments: warmup_steps must be >= 0, got ", warmup_steps);
-  check(warmup_ratio >= 0 && warmup_ratio <= 1, "training arguments: warmup_ratio must be in [0, 1], got ", warmup_ratio);
-  optim::parse_schedule(lr_scheduler_type);
-  for (const auto& [name, value] : {std::pair{"eval_strategy", eval_strategy}, {"save_strategy", save_strategy}}) {
-    check(value == "no" || value == "steps" || value == "epoch", "training arguments: ", name,
-          " must be no, steps or epoch, got '", value, "'");
+  check(std::isfinite(learning_rate) && learning_rate > 0 && learning_rate < 10, at,
+        "learning_rate (--lr) must be in (0, 10), got ", learning_rate);
+  check(weight_decay >= 0 && weight_decay < 1, at, "weight_decay (--weight-decay) must be in [0, 1), got ",
+        weight_decay);
+  check(warmup_steps >= 0, at, "warmup_steps (--warmup-steps) must be >= 0, got ", warmup_steps);
+  check(warmup_ratio >= 0 && warmup_ratio < 1, at, "warmup_ratio (--warmup-ratio) must be in [0, 1), got ",
+        warmup_ratio);
+  try {
+    optim::parse_schedule(lr_scheduler_type);
+  } catch (const Error& e) {
+    fail(at, "lr_scheduler_type (--scheduler): ", e.what());
   }
-  check(eval_steps >= 0 && logging_steps >= 1 && save_steps >= 1,
-        "training arguments: eval_steps must be >= 0, logging_steps and save_steps >= 1");
-  check(save_total_limit == -1 || save_total_limit >= 1, "training arguments: save_total_limit must be >= 1 (or -1), got ",
-        save_total_limit);
-  check(!std::isnan(max_grad_norm), "training arguments: max_grad_norm must not be NaN (<= 0 turns clipping off)");
-  check(!(fp16 && bf16), "training arguments: fp16 and bf16 are exclusive");
-  optim::parse_opt_level(fp16_opt_level);
-  optim::parse_loss_scale(loss_scale);
-  check(gradient_accumulation_steps >= 1, "training arguments: gradient_accumulation_steps must be >= 1, got ",
+  for (const auto& [name, value] :
+       {std::pair{"eval_strategy (--eval-strategy)", eval_strategy}, {"save_strategy (--save-strategy)", save_strategy}}) {
+    check(value == "no" || value == "steps" || value == "epoch", at, name, " must be no, steps or epoch, got '", value,
+          "'");
+  }
+  check(eval_steps >= 0, at, "eval_steps (--eval-steps) must be >= 1 (or 0: logging_steps), got ", eval_steps);
+  check(logging_steps >= 1, at, "logging_steps (--logging-steps) must be >= 1, got ", logging_steps);
+  check(save_steps >= 1, at, "save_steps (--save-steps) must be >= 1, got ", save_steps);
+  check(save_total_limit == -1 || save_total_limit >= 1, at, "save_total_limit (--save-total-limit) ",
+        save_total_limit, " would keep ", save_total_limit == 0 ? "no" : "a negative number of",
+        " checkpoints: give N >= 1 to keep the newest N, -1 to keep all, or save_strategy no (--save-strategy no) "
+        "to save none");
+  check(std::isfinite(max_grad_norm) && max_grad_norm >= 0, at,
+        "max_grad_norm (--max-grad-norm) must be finite and >= 0 (0 turns clipping off), got ", max_grad_norm);
+  check(!(fp16 && bf16), at, "fp16 and bf16 are exclusive");
+  try {
+    optim::parse_opt_level(fp16_opt_level);
+  } catch (const Error& e) {
+    fail(at, "fp16_opt_level (--opt-level): ", e.what());
+  }
+  optim::LossScaling scaling;
+  try {
+    scaling = optim::parse_loss_scale(loss_scale);
+  } catch (const Error& e) {
+    fail(at, "loss_scale (--loss-scale): ", e.what());
+  }
+  const optim::GradScalerOptions limits;
+  check(scaling.kind != optim::LossScaling::Kind::kStatic ||
+            (scaling.scale >= limits.min_scale && scaling.scale <= limits.max_scale),
+        at, "loss_scale (--loss-scale) ", loss_scale, " is outside the scaler's range [", limits.min_scale, ", ",
+        limits.max_scale, "] (init_scale <= max_scale)");
+  check(gradient_accumulation_steps >= 1, at, "gradient_accumulation_steps (--grad-accum) must be >= 1, got ",
         gradient_accumulation_steps);
-  check(!load_best_model_at_end || (eval_strategy != "no" && save_strategy == eval_strategy),
-        "training arguments: load_best_model_at_end needs eval_strategy and save_strategy equal and not 'no'");
+  check(!load_best_model_at_end || (eval_strategy != "no" && save_strategy == eval_strategy), at,
+        "load_best_model_at_end (--load-best) needs eval_strategy and save_strategy equal and not 'no', got '",
+        eval_strategy, "' and '", save_strategy, "'");
+  if (!metric_names.empty()) {
+    const std::string key = best_metric_key();
+    const bool known = std::any_of(metric_names.begin(), metric_names.end(),
+                                   [&](const std::string& m) { return key == "eval_" + m || key == m; });
+    std::string list;
+    for (const std::string& m : metric_names) list += (list.empty() ? "" : ", ") + m;
+    check(known, at, "metric_for_best_model (--metric) '", metric_for_best_model, "' is not a metric evaluation reports (",
+          list, ")");
+  }
 }
 
 std::string TrainingArguments::mixed_precision() const { return fp16 ? "fp16" : bf16 ? "bf16" : "no"; }

@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -20,7 +21,7 @@ struct TrainingArguments {
   float learning_rate = 1e-3f;  // HF's 5e-5 is for fine-tuning; this trains from scratch
   float weight_decay = 0.01f;   // on matrices only (optim/param_groups.h)
   int64_t warmup_steps = 0;     // > 0 overrides warmup_ratio
-  double warmup_ratio = 0.0;
+  double warmup_ratio = 0.0;                 // in [0, 1)
   std::string lr_scheduler_type = "linear";  // "linear" | "cosine" | "constant"
   std::string eval_strategy = "no";          // "no" | "steps" | "epoch" (old name: evaluation_strategy)
   int64_t eval_steps = 0;                    // 0: logging_steps
@@ -35,13 +36,17 @@ struct TrainingArguments {
   bool bf16 = false;
   std::string fp16_opt_level = "O1";     // "O1" | "O2" (HF's default is O1)
   std::string loss_scale = "dynamic";    // fp16: "dynamic" | "none" | a static scale
-  float max_grad_norm = 1.0f;            // <= 0: no clipping
+  float max_grad_norm = 1.0f;            // 0: no clipping
   int64_t gradient_accumulation_steps = 1;
   uint64_t seed = 42;
   bool detect_anomaly = false;  // name the first op that produces inf/NaN
 
-  // Throws hg::Error naming the first invalid field.
-  void validate() const;
+  // The metrics every evaluation reports with the default compute_metrics (classification_metrics).
+  static std::vector<std::string> standard_metrics() { return {"loss", "accuracy", "f1"}; }
+  // Throws hg::Error naming the first invalid field and the `halfgrad train` flag that sets it.
+  // metric_for_best_model must be one of `metric_names` ("eval_" prefix optional); an empty
+  // list skips that check (custom compute_metrics, whose keys are known only after evaluating).
+  void validate(const std::vector<std::string>& metric_names = standard_metrics()) const;
   // The mixed-precision mode these flags select: "no", "fp16" or "bf16".
   std::string mixed_precision() const;
   // The metric key in evaluate()'s result ("eval_loss" for "loss").

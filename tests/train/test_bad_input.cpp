@@ -94,18 +94,70 @@ TEST_CASE("model and training flags out of range, NaN and inf included", "[train
       {untuned + " --max-len 100000", kCliValidation, "--max-len"},
       {untuned + " --batch-size 0", kCliValidation, "--batch-size"},
       {untuned + " --d-model 10 --heads 3", kError, "heads (3) must divide d_model (10)"},
-      {train + " --lr 0", kError, "learning_rate must be in (0, 10), got 0"},
-      {train + " --lr 50", kError, "learning_rate must be in (0, 10), got 50"},
-      {train + " --lr nan", kError, "learning_rate must be in (0, 10), got nan"},
-      {train + " --lr inf", kError, "learning_rate must be in (0, 10), got inf"},
+      {train + " --lr 0", kError, "learning_rate (--lr) must be in (0, 10), got 0"},
+      {train + " --lr 50", kError, "learning_rate (--lr) must be in (0, 10), got 50"},
+      {train + " --lr nan", kError, "learning_rate (--lr) must be in (0, 10), got nan"},
+      {train + " --lr inf", kError, "learning_rate (--lr) must be in (0, 10), got inf"},
       {train + " --loss-scale inf", kError, "invalid loss scale 'inf'"},
       {train + " --loss-scale nan", kError, "invalid loss scale 'nan'"},
       {train + " --loss-scale 1e30", kError, "init_scale <= max_scale"},
       {train + " --dropout nan", kError, "dropout must be in [0, 1), got nan"},
-      {train + " --weight-decay inf", kError, "weight_decay must be in [0, 1), got inf"},
-      {train + " --warmup-ratio nan", kError, "warmup_ratio must be in [0, 1], got nan"},
-      {train + " --max-grad-norm nan", kError, "max_grad_norm must not be NaN"},
-      {train + " --epochs nan", kError, "num_train_epochs must be > 0"},
+      {train + " --weight-decay inf", kError, "weight_decay (--weight-decay) must be in [0, 1), got inf"},
+      {train + " --warmup-ratio nan", kError, "warmup_ratio (--warmup-ratio) must be in [0, 1), got nan"},
+      {train + " --max-grad-norm nan", kError, "max_grad_norm (--max-grad-norm) must be finite and >= 0"},
+      {train + " --epochs nan", kError, "num_train_epochs (--epochs) must be > 0"},
+  });
+}
+
+// Every case also names a data file whose line 2 has no tab: an error about the flag, not about
+// that line, shows that the flags were checked before any data was read.
+TEST_CASE("flags without effect under the chosen strategy and bad flag values fail before the data is read",
+          "[train][cli][bad_input]") {
+  const TempDir dir("flags_first");
+  write_bytes(dir.path / "bad.tsv", "en\tfine\nno tab here\n");
+  const std::string train = "train" + kTiny + " --train " + dir / "bad.tsv";
+  const std::string with_eval = train + " --eval " + dir / "bad.tsv";
+  run_cases(dir, {
+      {train, kError, "bad.tsv:2: expected 'label<TAB>text'"},  // the data file is read last
+      {train + " --save-steps 3 --save-strategy epoch", kError,
+       "--save-steps has no effect with --save-strategy epoch: drop --save-strategy"},
+      {train + " --save-steps 3 --save-strategy no", kError, "--save-steps has no effect with --save-strategy no"},
+      {with_eval + " --eval-steps 2 --eval-strategy epoch", kError,
+       "--eval-steps has no effect with --eval-strategy epoch: drop --eval-strategy"},
+      {train + " --eval-steps 2", kError, "--eval-steps needs evaluation data: add --eval FILE"},
+      {train + " --eval-strategy steps", kError, "--eval-strategy steps needs evaluation data: add --eval FILE"},
+      {train + " --load-best", kError, "--load-best needs evaluation data"},
+      {train + " --early-stopping 2", kError, "--early-stopping needs evaluation data"},
+      {train + " --save-total-limit 0", kError,
+       "save_total_limit (--save-total-limit) 0 would keep no checkpoints: give N >= 1"},
+      {train + " --save-total-limit 2 --save-strategy no", kError,
+       "--save-total-limit has no effect with --save-strategy no"},
+      {train + " --lr -1", kError, "learning_rate (--lr) must be in (0, 10), got -1"},
+      {train + " --weight-decay -0.1", kError, "weight_decay (--weight-decay) must be in [0, 1), got -0.1"},
+      {train + " --warmup-ratio 1", kError, "warmup_ratio (--warmup-ratio) must be in [0, 1), got 1"},
+      {train + " --warmup-ratio 0.1 --warmup-steps 5", kError, "--warmup-ratio and --warmup-steps both given"},
+      {train + " --epochs 2 --max-steps 3", kError, "--epochs and --max-steps both given"},
+      {train + " --max-grad-norm -1", kError, "max_grad_norm (--max-grad-norm) must be finite and >= 0"},
+      {train + " --scheduler cosine_restarts", kError,
+       "lr_scheduler_type (--scheduler): unknown lr_scheduler_type 'cosine_restarts'"},
+      {train + " --eval-strategy sometimes", kError, "eval_strategy (--eval-strategy) must be no, steps or epoch"},
+      {train + " --save-strategy always", kError, "save_strategy (--save-strategy) must be no, steps or epoch"},
+      {train + " --loss-scale lots", kError, "loss_scale (--loss-scale): invalid loss scale 'lots'"},
+      {train + " --precision fp32 --loss-scale 128", kError, "--loss-scale applies to --precision fp16 only"},
+      {train + " --bf16 --opt-level O1", kError, "--opt-level applies to --precision fp16 only"},
+      {train + " --fp16 --bf16", kError, "--fp16 and --bf16 are exclusive"},
+      {with_eval + " --load-best --metric precision", kError,
+       "metric_for_best_model (--metric) 'precision' is not a metric evaluation reports (loss, accuracy, f1)"},
+      {with_eval + " --metric accuracy", kError, "--metric has no effect without --load-best or --early-stopping"},
+      {with_eval + " --load-best --eval-steps 2", kError,
+       "load_best_model_at_end (--load-best) needs eval_strategy and save_strategy equal"},
+      {train + " --train-per-language 20", kError, "--train-per-language and --test-per-language size the default"},
+      {"train" + kTiny + " --eval " + dir / "bad.tsv", kError, "--eval needs --train"},
+      {"train --threads 1 --train " + dir / "bad.tsv" + " --d-model 10 --heads 3", kError,
+       "heads (3) must divide d_model (10)"},
+      {train + " --dropout nan", kError, "dropout must be in [0, 1), got nan"},
+      {train + " --eval-steps 0", kCliValidation, "--eval-steps"},
+      {train + " --save-steps 0", kCliValidation, "--save-steps"},
   });
 }
 
@@ -118,7 +170,7 @@ TEST_CASE("a text longer than max_len is truncated, counted and reported once", 
                   " --max-steps 2 --save-strategy no --train " + dir / "good.tsv" + " --output-dir " + dir / "out");
   INFO(r.output);
   CHECK(r.exit_code == 0);
-  const std::string note = "note: 5 training texts are longer than max_len 4 and were truncated";
+  const std::string note = "note: 5 training texts are longer than max_len 4 tokens and were truncated";
   CHECK_THAT(r.output, Catch::Contains(note));
   CHECK(r.output.find(note) == r.output.rfind(note));
 }
