@@ -36,7 +36,9 @@ using namespace hg;
 using train::Metrics;
 
 // Progress on stderr (only on a terminal), and a table row on stdout after every evaluation
-// (every epoch by default), or every epoch when there is no evaluation data.
+// (every epoch by default), or every epoch when there is no evaluation data. The row's
+// train_loss is the mean loss of the current epoch's optimizer steps so far (at an epoch's end:
+// the epoch's mean), from the TrainerState, so a resumed run prints the same numbers.
 class ConsoleCallback : public train::TrainerCallback {
  public:
   explicit ConsoleCallback(bool has_eval) : has_eval_(has_eval) {}
@@ -50,8 +52,6 @@ class ConsoleCallback : public train::TrainerCallback {
   }
 
   void on_step_end(const train::TrainerState& state, const nlohmann::json& info) override {
-    epoch_loss_ += info.at("loss").get<double>();
-    ++epoch_steps_;
     scale_ = info.at("scale").get<double>();
     if (!info.at("stepped").get<bool>()) ++epoch_skipped_;
     if (!isatty(STDERR_FILENO)) return;
@@ -78,18 +78,16 @@ class ConsoleCallback : public train::TrainerCallback {
   void row(const train::TrainerState& state, double loss, double accuracy, double f1) {
     if (isatty(STDERR_FILENO)) std::fprintf(stderr, "\r%80s\r", "");
     std::printf("%5.2f %8lld %10.4f %10.4f %8.2f%% %8.4f %8lld %10g %7.0fs\n", state.epoch,
-                static_cast<long long>(state.global_step), epoch_loss_ / double(std::max<int64_t>(epoch_steps_, 1)),
-                loss, 100 * accuracy, f1, static_cast<long long>(epoch_skipped_), scale_, elapsed());
+                static_cast<long long>(state.global_step), state.epoch_train_loss(), loss, 100 * accuracy, f1,
+                static_cast<long long>(epoch_skipped_), scale_, elapsed());
     std::fflush(stdout);
-    epoch_loss_ = 0;
-    epoch_steps_ = 0;
     epoch_skipped_ = 0;
   }
 
   bool has_eval_;
   std::chrono::steady_clock::time_point start_;
-  int64_t first_step_ = 0, epoch_steps_ = 0, epoch_skipped_ = 0;
-  double epoch_loss_ = 0, scale_ = 1;
+  int64_t first_step_ = 0, epoch_skipped_ = 0;
+  double scale_ = 1;
 };
 
 // The one wording of "texts were cut to max_len tokens", for train, eval and predict.
@@ -156,9 +154,11 @@ int run_train(const CLI::App& cmd, cli::TrainOptions& o) {
   }
 
   std::printf("\n== summary ==\n");
-  std::printf("steps %lld (%lld skipped by the loss scaler), %.1f s, %.2f steps/s, final train loss %.4f\n",
+  std::printf("steps %lld (%lld skipped by the loss scaler), %.1f s, %.2f steps/s\n",
               static_cast<long long>(out.global_step), static_cast<long long>(trainer.state().skipped_steps),
-              out.metrics.at("train_runtime"), out.metrics.at("train_steps_per_second"), out.training_loss);
+              out.metrics.at("train_runtime"), out.metrics.at("train_steps_per_second"));
+  std::printf("train_loss %.4f (the mean loss of the %lld optimizer steps, as Hugging Face's train_loss)\n",
+              out.training_loss, static_cast<long long>(trainer.state().loss_steps));
   if (has_eval) {
     const train::PredictionOutput final = trainer.predict(eval_set);
     const train::ClassificationReport report = train::classification_report(

@@ -25,7 +25,9 @@ namespace hg::train {
 nlohmann::json TrainerState::to_json() const {
   nlohmann::json j = {{"global_step", global_step}, {"max_steps", max_steps},     {"epoch", epoch},
                       {"log_history", log_history}, {"skipped_steps", skipped_steps},
-                      {"best_model_checkpoint", best_model_checkpoint}};
+                      {"best_model_checkpoint", best_model_checkpoint},
+                      {"loss_sum", loss_sum},       {"loss_steps", loss_steps},
+                      {"epoch_loss_sum", epoch_loss_sum}, {"epoch_loss_steps", epoch_loss_steps}};
   j["best_metric"] = best_metric ? nlohmann::json(*best_metric) : nlohmann::json(nullptr);
   return j;
 }
@@ -40,12 +42,17 @@ TrainerState TrainerState::from_json(const nlohmann::json& j, const std::string&
     s.log_history = j.at("log_history");
     s.skipped_steps = j.value("skipped_steps", int64_t{0});
     s.best_model_checkpoint = j.value("best_model_checkpoint", std::string());
+    s.loss_sum = j.value("loss_sum", 0.0);  // absent before they were checkpointed: see trainer.h
+    s.loss_steps = j.value("loss_steps", int64_t{0});
+    s.epoch_loss_sum = j.value("epoch_loss_sum", 0.0);
+    s.epoch_loss_steps = j.value("epoch_loss_steps", int64_t{0});
     if (!j.at("best_metric").is_null()) s.best_metric = j.at("best_metric").get<double>();
   } catch (const nlohmann::json::exception& e) {
     fail(source, ": missing or mistyped field (", e.what(), ")");
   }
   check(s.global_step >= 0 && s.max_steps >= 0 && s.skipped_steps >= 0 && s.skipped_steps <= s.global_step &&
-            std::isfinite(s.epoch) && s.epoch >= 0,
+            std::isfinite(s.epoch) && s.epoch >= 0 && s.loss_steps >= 0 && s.loss_steps <= s.global_step &&
+            s.epoch_loss_steps >= 0 && s.epoch_loss_steps <= s.loss_steps,
         source, ": inconsistent state (global_step ", s.global_step, ", max_steps ", s.max_steps, ", skipped_steps ",
         s.skipped_steps, ", epoch ", s.epoch, ")");
   check(s.log_history.is_array(), source, ": log_history is not an array");
@@ -285,8 +292,8 @@ TrainOutput Trainer::train(const std::string& resume_from_checkpoint) {
   const int64_t per_epoch = steps_per_epoch(), accumulation = args_.gradient_accumulation_steps;
   data::DataLoader& loader = *parts_->loader;
   optim::MixedPrecision& mp = accelerator_->mixed_precision();
-  double total_loss = 0, window_loss = 0;
-  int64_t total_batches = 0, window_batches = 0, window_skipped = 0;
+  double window_loss = 0;  // sum of the step losses since the last log entry
+  int64_t window_steps = 0, window_skipped = 0;
   const int64_t start_step = state_.global_step;
   bool stop = false, warned = false, interrupted = false;
   std::string warning;
@@ -296,8 +303,13 @@ TrainOutput Trainer::train(const std::string& resume_from_checkpoint) {
     loader.set_epoch(epoch);
     // On resume, skip the batches of this epoch that earlier steps consumed.
     const int64_t first_batch = (state_.global_step - epoch * per_epoch) * accumulation;
+    if (first_batch == 0) {
+      state_.epoch_loss_sum = 0;
+      state_.epoch_loss_steps = 0;
+    }
     for (int64_t b = first_batch; b < loader.num_batches() && !stop; b += accumulation) {
       const int64_t end = std::min(loader.num_batches(), b + accumulation);
+      double step_loss = 0;  // summed over this step's micro-batches, then their mean
       for (int64_t micro = b; micro < end; ++micro) {
         const data::Batch batch = loader.batch(micro);
         Tensor loss;
@@ -311,11 +323,9 @@ TrainOutput Trainer::train(const std::string& resume_from_checkpoint) {
               state_.global_step + 1, " (no loss scaler to skip the step): stopping instead of training on garbage; "
               "try a lower learning_rate, or --detect-anomaly to find the op");
         accelerator_->backward(loss);
-        total_loss += value;
-        window_loss += value;
-        ++total_batches;
-        ++window_batches;
+        step_loss += value;
       }
+      step_loss /= double(end - b);
       const float scale = mp.scaler().get_scale();
       const float norm = args_.max_grad_norm > 0 ? accelerator_->clip_grad_norm(args_.max_grad_norm) : 0.0f;
       const bool stepped = accelerator_->step();
@@ -325,17 +335,23 @@ TrainOutput Trainer::train(const std::string& resume_from_checkpoint) {
         ++state_.skipped_steps;
         ++window_skipped;
       }
-      const nlohmann::json step_info = {{"step", state_.global_step}, {"loss", window_loss / double(std::max<int64_t>(window_batches, 1))},
+      state_.loss_sum += step_loss;
+      ++state_.loss_steps;
+      state_.epoch_loss_sum += step_loss;
+      ++state_.epoch_loss_steps;
+      window_loss += step_loss;
+      ++window_steps;
+      const nlohmann::json step_info = {{"step", state_.global_step}, {"loss", step_loss},
                                         {"scale", scale}, {"stepped", stepped}, {"grad_norm", norm}};
       for (auto& c : callbacks_) {
         c->on_step_end(state_, step_info);
         stop = stop || c->should_stop;
       }
       if (state_.global_step % args_.logging_steps == 0) {
-        log({{"loss", window_loss / double(window_batches)}, {"learning_rate", parts_->scheduler->last_lr()},
+        log({{"loss", window_loss / double(window_steps)}, {"learning_rate", parts_->scheduler->last_lr()},
              {"grad_norm", norm}, {"loss_scale", mp.scaler().get_scale()}, {"skipped_steps", window_skipped}});
         window_loss = 0;
-        window_batches = 0;
+        window_steps = 0;
         window_skipped = 0;
       }
       if (!warned && !(warning = mp.scaler().health_warning()).empty()) {
@@ -371,7 +387,7 @@ TrainOutput Trainer::train(const std::string& resume_from_checkpoint) {
   TrainOutput out;
   out.global_step = state_.global_step;
   out.interrupted = interrupted;
-  out.training_loss = total_batches ? total_loss / double(total_batches) : 0.0;
+  out.training_loss = state_.train_loss();
   out.metrics = {{"train_runtime", seconds},
                  {"train_steps_per_second", double(state_.global_step - start_step) / std::max(seconds, 1e-9)},
                  {"train_loss", out.training_loss},

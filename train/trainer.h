@@ -44,6 +44,18 @@ struct TrainerState {
   std::optional<double> best_metric;
   std::string best_model_checkpoint;
   int64_t skipped_steps = 0;
+  // Sums of the per-step training loss (a step's loss: the mean over its micro-batches) over the
+  // steps so far and over the current epoch's steps. They are checkpointed, so a resumed run
+  // reports the same means as an uninterrupted one (HF's train_loss, which sums only the steps
+  // since the resume but divides by all steps, comes out low after a resume). A checkpoint
+  // written before these fields existed resumes with them at 0: its means then cover only the
+  // steps run since.
+  double loss_sum = 0, epoch_loss_sum = 0;
+  int64_t loss_steps = 0, epoch_loss_steps = 0;
+  // HF's train_loss: the mean loss of all optimizer steps so far (0 before the first).
+  double train_loss() const { return loss_steps ? loss_sum / double(loss_steps) : 0.0; }
+  // The mean loss of the current epoch's optimizer steps so far.
+  double epoch_train_loss() const { return epoch_loss_steps ? epoch_loss_sum / double(epoch_loss_steps) : 0.0; }
   nlohmann::json to_json() const;
   // Throws hg::Error naming `source` and the missing or mistyped field.
   static TrainerState from_json(const nlohmann::json& j, const std::string& source = "trainer_state.json");
@@ -55,6 +67,8 @@ class TrainerCallback {
  public:
   virtual ~TrainerCallback() = default;
   virtual void on_train_begin(const TrainerState&, const TrainingArguments&) {}
+  // step_info: {"step", "loss" (this step's: the mean over its micro-batches), "scale", "stepped",
+  // "grad_norm"}.
   virtual void on_step_end(const TrainerState&, const nlohmann::json& step_info) { (void)step_info; }
   virtual void on_log(const TrainerState&, const nlohmann::json& logs) { (void)logs; }
   virtual void on_evaluate(const TrainerState&, const Metrics& metrics) { (void)metrics; }
@@ -81,7 +95,7 @@ class EarlyStoppingCallback : public TrainerCallback {
 struct TrainOutput {
   int64_t global_step = 0;
   bool interrupted = false;  // SIGINT: stopped after the step in progress, saved a checkpoint
-  double training_loss = 0;  // mean over all micro-batches of this run
+  double training_loss = 0;  // HF's train_loss: TrainerState::train_loss(), across resumes
   Metrics metrics;           // train_runtime, train_steps_per_second, ...
 };
 

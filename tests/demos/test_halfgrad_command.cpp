@@ -1,0 +1,125 @@
+// The `halfgrad` command's outputs (demos/halfgrad.cpp), run as a program on tiny f32 models: a
+// --save-steps that selects its strategy, the train_loss column and summary against means
+// hand-computed from log.jsonl (with and without a resume).
+#include <catch2/catch.hpp>
+
+#include <cstdlib>
+#include <filesystem>
+#include <map>
+#include <regex>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "data/dataset.h"
+#include "nn/text_classifier.h"
+#include "tests/demos/run_program.h"
+#include "tests/train/temp_dir.h"
+#include "train/checkpoint.h"
+#include "train/evaluation.h"
+#include "train/model_config.h"
+
+namespace hg {
+namespace {
+
+namespace fs = std::filesystem;
+using train::testing::TempDir;
+
+// 16 examples in batches of 4: 4 optimizer steps an epoch.
+const std::string kTinyF32 = " --precision fp32 --d-model 8 --heads 2 --layers 1 --d-ff 16 --max-len 8 --batch-size 4"
+                             " --threads 1 --logging-steps 1";
+
+testing::ProgramResult halfgrad(const std::string& args) {
+  testing::ProgramResult r = testing::run_program("halfgrad", args);
+  INFO("halfgrad " << args << "\n" << r.output);
+  REQUIRE(r.exit_code == 0);
+  return r;
+}
+
+// log.jsonl: the loss of each step (logging_steps 1: each entry's "loss" is one step's), and the
+// run's final "train_loss".
+struct Log {
+  std::map<int64_t, double> step_loss;
+  double train_loss = -1;
+};
+
+Log read_log(const fs::path& file) {
+  Log log;
+  std::istringstream lines(train::testing::read_bytes(file));
+  for (std::string line; std::getline(lines, line);) {
+    const nlohmann::json j = nlohmann::json::parse(line);
+    if (j.contains("loss")) log.step_loss[j.at("step").get<int64_t>()] = j.at("loss").get<double>();
+    if (j.contains("train_loss")) log.train_loss = j.at("train_loss").get<double>();
+  }
+  return log;
+}
+
+double mean_of_steps(const Log& log, int64_t first, int64_t last) {
+  double sum = 0;
+  for (int64_t s = first; s <= last; ++s) {
+    REQUIRE(log.step_loss.count(s) == 1);
+    sum += log.step_loss.at(s);
+  }
+  return sum / double(last - first + 1);
+}
+
+// The table rows printed at each epoch's end (no evaluation data): step -> train_loss as printed.
+std::map<int64_t, std::string> epoch_rows(const std::string& output) {
+  std::map<int64_t, std::string> rows;
+  const std::regex row(R"(^\s*[0-9.]+\s+([0-9]+)\s+([0-9.]+)\s+nan)");
+  std::istringstream lines(output);
+  std::smatch m;
+  for (std::string line; std::getline(lines, line);) {
+    if (std::regex_search(line, m, row)) rows[std::stoll(m[1])] = m[2];
+  }
+  return rows;
+}
+
+std::string summary_train_loss(const std::string& output) {
+  std::smatch m;
+  REQUIRE(std::regex_search(output, m, std::regex(R"(train_loss ([0-9.]+) \(the mean loss of the ([0-9]+) optimizer)")));
+  return m[1];
+}
+
+TEST_CASE("halfgrad train --save-steps alone selects the steps save strategy", "[demo][cli]") {
+  const TempDir dir("save_steps_selects");
+  data::write_tsv(data::synthetic_dataset(16, 2, 3), dir / "train.tsv");
+  const testing::ProgramResult r =
+      halfgrad("train" + kTinyF32 + " --max-steps 6 --save-steps 3 --save-total-limit 5 --train " + dir / "train.tsv" +
+               " --output-dir " + dir / "out");
+  CHECK(fs::exists(dir.path / "out/checkpoint-3"));  // under the default epoch strategy: only checkpoint-4
+  CHECK(fs::exists(dir.path / "out/checkpoint-6"));
+  CHECK_FALSE(fs::exists(dir.path / "out/checkpoint-4"));
+}
+
+TEST_CASE("the train_loss column and summary are means of the step losses and the same after a resume", "[demo][cli]") {
+  const TempDir dir("train_loss_column");
+  data::write_tsv(data::synthetic_dataset(16, 2, 3), dir / "train.tsv");
+  const std::string flags = "train" + kTinyF32 + " --epochs 2 --save-steps 6 --train " + dir / "train.tsv";
+  const testing::ProgramResult whole = halfgrad(flags + " --output-dir " + dir / "whole");
+  const Log log = read_log(dir.path / "whole/log.jsonl");
+  REQUIRE(log.step_loss.size() == 8);
+
+  // The columns print 4 decimals; the log's train_loss is the double itself.
+  const std::map<int64_t, std::string> rows = epoch_rows(whole.output);
+  REQUIRE(rows.size() == 2);
+  CHECK(std::stod(rows.at(4)) == Approx(mean_of_steps(log, 1, 4)).margin(5.1e-5));
+  CHECK(std::stod(rows.at(8)) == Approx(mean_of_steps(log, 5, 8)).margin(5.1e-5));
+  CHECK(log.train_loss == Approx(mean_of_steps(log, 1, 8)).epsilon(1e-12));
+  CHECK(std::stod(summary_train_loss(whole.output)) == Approx(mean_of_steps(log, 1, 8)).margin(5.1e-5));
+  CHECK_THAT(whole.output, Catch::Contains("the mean loss of the 8 optimizer steps"));
+
+  // Resumed from step 6 (mid epoch 2): the epoch-2 row and train_loss cover steps 5-8 and 1-8 again.
+  const testing::ProgramResult resumed =
+      halfgrad(flags + " --output-dir " + dir / "resumed" + " --resume " + dir / "whole/checkpoint-6");
+  const std::map<int64_t, std::string> resumed_rows = epoch_rows(resumed.output);
+  REQUIRE(resumed_rows.count(8) == 1);
+  CHECK(resumed_rows.at(8) == rows.at(8));
+  CHECK(summary_train_loss(resumed.output) == summary_train_loss(whole.output));
+  CHECK(read_log(dir.path / "resumed/log.jsonl").train_loss == log.train_loss);
+}
+
+}  // namespace
+}  // namespace hg
