@@ -1,7 +1,7 @@
 // halfgrad: train, evaluate and use a transformer text classifier from the command line.
 //   halfgrad train [flags]          with no flags: the language-id main job (fp16 O2)
 //   halfgrad eval --checkpoint DIR --data FILE.tsv
-//   halfgrad predict --checkpoint DIR [TEXT...]   (or one text per stdin line)
+//   halfgrad predict --checkpoint DIR [--logits] [TEXT...]   (or one text per stdin line)
 //   halfgrad export-langid --out DIR              the language-id split as train.tsv/test.tsv
 // Every error is one line on stderr and exit code 1 (a bad command line: CLI11's codes, 100-127);
 // train checks all its flags before it reads data. docs/training.md is the reference.
@@ -208,11 +208,17 @@ int run_eval(const std::string& checkpoint, const std::string& data_file, int64_
   const train::EvalPrediction p = train::run_evaluation(*l.model, d, batch_size, l.autocast);
   const train::ClassificationReport r =
       train::classification_report(p.predictions, p.label_ids, int64_t(l.labels.size()));
-  std::printf("%s\nloss %.4f\n%s", d.summary().c_str(), p.loss, train::format_report(r, l.labels).c_str());
+  std::printf("%s\n", d.summary().c_str());
+  if (p.truncated > 0) {
+    std::printf("%s", truncation_note(p.truncated, "evaluation", l.model->config.max_len).c_str());
+  }
+  std::printf("loss %.4f\n%s", p.loss, train::format_report(r, l.labels).c_str());
   return 0;
 }
 
-int run_predict(const std::string& checkpoint, std::vector<std::string> texts) {
+// One line per text: "text<TAB>label<TAB>label=probability...", or with `logits` a JSON object
+// {"text", "label", "logits"} whose logits (f32, %.9g) read back to the same floats.
+int run_predict(const std::string& checkpoint, std::vector<std::string> texts, bool logits) {
   Loaded l = load_model(checkpoint);
   if (texts.empty()) {
     std::string line;
@@ -229,7 +235,20 @@ int run_predict(const std::string& checkpoint, std::vector<std::string> texts) {
     d.examples.push_back({t, 0});
   }
   const train::EvalPrediction p = train::run_evaluation(*l.model, d, 256, l.autocast);
-  for (size_t i = 0; i < texts.size(); ++i) {
+  if (p.truncated > 0) {  // stderr: stdout stays the predictions alone
+    std::fprintf(stderr, "%s", truncation_note(p.truncated, "input", l.model->config.max_len).c_str());
+  }
+  for (size_t i = 0; i < texts.size() && logits; ++i) {
+    std::string row = "{\"text\": " + nlohmann::json(texts[i]).dump() + ", \"label\": " +
+                      nlohmann::json(l.labels[size_t(p.predictions[i])]).dump() + ", \"logits\": [";
+    char number[32];
+    for (int64_t k = 0; k < p.classes; ++k) {
+      std::snprintf(number, sizeof number, "%s%.9g", k ? ", " : "", double(p.logits[size_t(int64_t(i) * p.classes + k)]));
+      row += number;
+    }
+    std::printf("%s]}\n", row.c_str());
+  }
+  for (size_t i = 0; i < texts.size() && !logits; ++i) {
     const std::vector<double> probs = train::probabilities(p.logits, int64_t(i), p.classes);
     std::printf("%s\t%s", texts[i].c_str(), l.labels[size_t(p.predictions[i])].c_str());
     for (size_t k = 0; k < probs.size(); ++k) std::printf("\t%s=%.3f", l.labels[k].c_str(), probs[k]);
@@ -248,7 +267,7 @@ int main(int argc, char** argv) {
   CLI11_PARSE(app, argc, argv);
   try {
     if (*cl.eval_cmd) return run_eval(cl.checkpoint, cl.data_file, cl.eval_batch);
-    if (*cl.predict_cmd) return run_predict(cl.checkpoint, cl.texts);
+    if (*cl.predict_cmd) return run_predict(cl.checkpoint, cl.texts, cl.logits);
     if (*cl.export_cmd) {
       const std::string& export_dir = cl.export_dir;
       const data::Split split = data::language_id_dataset({.seed = cl.export_seed});

@@ -181,6 +181,7 @@ struct CommandLine {
   std::string checkpoint, data_file;  // eval, predict
   int64_t eval_batch = 256;
   std::vector<std::string> texts;  // predict
+  bool logits = false;             // predict --logits
   std::string export_dir;          // export-langid
   uint64_t export_seed = 0;
   CLI::App *train_cmd = nullptr, *eval_cmd = nullptr, *predict_cmd = nullptr, *export_cmd = nullptr;
@@ -205,6 +206,9 @@ inline void setup_command_line(CLI::App& app, CommandLine& cl) {
       ->required()
       ->check(CLI::ExistingDirectory);
   cl.predict_cmd->add_option("texts", cl.texts, "texts to label (default: one per stdin line)");
+  cl.predict_cmd->add_flag("--logits", cl.logits,
+                           "print JSON lines {\"text\", \"label\", \"logits\"} with the f32 logits (%.9g: they "
+                           "read back to the same floats) instead of probabilities");
 
   cl.export_cmd = app.add_subcommand("export-langid", "write the language-id split as train.tsv and test.tsv");
   cl.export_cmd->add_option("--out", cl.export_dir, "output directory")->required();

@@ -16,6 +16,7 @@ EvalPrediction run_evaluation(nn::TextClassifier& model, const data::Dataset& da
   data::DataLoader loader(dataset, tokenizer, {batch_size, false, false, 0, model.config.max_len});
   EvalPrediction p;
   p.classes = model.config.classes;
+  p.truncated = loader.truncated();
   double loss_sum = 0;
   const bool was_training = model.is_training();
   model.eval();

@@ -19,6 +19,7 @@ struct EvalPrediction {
   std::vector<int32_t> label_ids;
   std::vector<int32_t> predictions;  // argmax of each row
   double loss = 0;                   // mean cross-entropy over the N examples
+  int64_t truncated = 0;             // texts longer than max_len tokens, cut by the tokenizer
 };
 
 EvalPrediction run_evaluation(nn::TextClassifier& model, const data::Dataset& dataset, int64_t batch_size,

@@ -1,6 +1,7 @@
 // The `halfgrad` command's outputs (demos/halfgrad.cpp), run as a program on tiny f32 models: a
 // --save-steps that selects its strategy, the train_loss column and summary against means
-// hand-computed from log.jsonl (with and without a resume).
+// hand-computed from log.jsonl (with and without a resume), predict --logits against the
+// library's own forward pass, and the truncation notes of eval and predict.
 #include <catch2/catch.hpp>
 
 #include <cstdlib>
@@ -119,6 +120,52 @@ TEST_CASE("the train_loss column and summary are means of the step losses and th
   CHECK(resumed_rows.at(8) == rows.at(8));
   CHECK(summary_train_loss(resumed.output) == summary_train_loss(whole.output));
   CHECK(read_log(dir.path / "resumed/log.jsonl").train_loss == log.train_loss);
+}
+
+TEST_CASE("halfgrad predict --logits prints the library's f32 logits as JSON lines and eval and predict note truncation",
+          "[demo][cli]") {
+  const TempDir dir("predict_logits");
+  data::write_tsv(data::synthetic_dataset(48, 3, 3), dir / "train.tsv");
+  halfgrad("train" + kTinyF32 + " --max-steps 3 --save-steps 3 --train " + dir / "train.tsv" + " --output-dir " +
+           dir / "out");
+  const fs::path checkpoint = dir.path / "out/checkpoint-3";
+  const std::vector<std::string> texts = {"abab", "cdcdcd", "a \"quoted\" text much longer than eight bytes"};
+  const testing::ProgramResult r = halfgrad("predict --logits --checkpoint " + checkpoint.string() +
+                                            " abab cdcdcd 'a \"quoted\" text much longer than eight bytes'");
+  CHECK_THAT(r.output, Catch::Contains("note: 1 input text is longer than max_len 8 tokens and was truncated"));
+
+  // The same checkpoint through the library.
+  const train::Checkpoint c = train::load_checkpoint(checkpoint);
+  const train::ModelConfig config = train::model_config_from_json(c.config, "config.json");
+  nn::TextClassifier model(config.classifier, 0);
+  model.load_state_dict(c.model);
+  data::Dataset d;
+  d.label_names = config.labels;
+  for (const std::string& t : texts) d.examples.push_back({t, 0});
+  const train::EvalPrediction expected = train::run_evaluation(model, d, 256, std::nullopt);
+  CHECK(expected.truncated == 1);
+
+  std::vector<nlohmann::json> lines;
+  std::istringstream output(r.output);
+  for (std::string line; std::getline(output, line);) {
+    if (!line.empty() && line[0] == '{') lines.push_back(nlohmann::json::parse(line));
+  }
+  REQUIRE(lines.size() == texts.size());
+  for (size_t i = 0; i < texts.size(); ++i) {
+    INFO(lines[i].dump());
+    CHECK(lines[i].at("text") == texts[i]);
+    CHECK(lines[i].at("label") == config.labels[size_t(expected.predictions[i])]);
+    const std::vector<double> logits = lines[i].at("logits").get<std::vector<double>>();
+    REQUIRE(int64_t(logits.size()) == expected.classes);
+    for (int64_t k = 0; k < expected.classes; ++k) {
+      CHECK(float(logits[size_t(k)]) == expected.logits[i * size_t(expected.classes) + size_t(k)]);  // bit for bit
+    }
+  }
+
+  train::testing::write_bytes(dir.path / "long.tsv", "class0\tlonger than eight\nclass1\tshort\nclass2\talso longer than eight\n");
+  const testing::ProgramResult evaluated =
+      halfgrad("eval --checkpoint " + checkpoint.string() + " --data " + dir / "long.tsv");
+  CHECK_THAT(evaluated.output, Catch::Contains("note: 2 evaluation texts are longer than max_len 8 tokens and were truncated"));
 }
 
 }  // namespace
