@@ -1,0 +1,48 @@
+#!/bin/bash
+# tools/to_torch.py against `halfgrad predict --logits`: trains tiny f32 models (mean and CLS
+# pooling, a few steps) on a small TSV, rebuilds each in stock torch.nn and requires the logits to
+# agree within the tool's f32 tolerance; then feeds the tool logits off by 1e-3 and requires it to
+# fail naming the difference. Exit 77 (CTest's skip) without /usr/bin/python3 or python3-torch.
+#   to_torch_roundtrip.sh HALFGRAD_PROGRAM TO_TORCH_PY
+set -u
+halfgrad=$1 tool=$2
+if ! [ -x /usr/bin/python3 ]; then
+  echo "skipped: /usr/bin/python3 is not installed"
+  exit 77
+fi
+dir=$(mktemp -d)
+trap 'rm -rf "$dir"' EXIT
+fail() { echo "FAIL: $*"; exit 1; }
+
+for i in 1 2 3 4 5 6; do
+  printf 'en\tthe cat sat on the mat %s\nde\tdie Katze sa\xc3\x9f auf %s\nfr\tle chat \xc3\xa9tait l\xc3\xa0 %s\n' $i $i $i
+done > "$dir/train.tsv"
+printf 'en\ta dog\nde\tein Hund und eine Katze, viel l\xc3\xa4nger als max_len\nfr\tun chien\n' > "$dir/test.tsv"
+
+for pooling in mean cls; do
+  out="$dir/out-$pooling"
+  "$halfgrad" train --train "$dir/train.tsv" --precision fp32 --pooling $pooling --d-model 16 --heads 4 --layers 2 \
+    --d-ff 32 --max-len 16 --batch-size 6 --max-steps 4 --save-steps 4 --lr 1e-2 --threads 1 --output-dir "$out" \
+    > "$dir/train-$pooling.log" 2>&1 || { cat "$dir/train-$pooling.log"; fail "halfgrad train ($pooling)"; }
+  /usr/bin/python3 "$tool" "$out/checkpoint-4" --data "$dir/test.tsv" --halfgrad "$halfgrad"
+  code=$?
+  [ $code -eq 77 ] && exit 77  # the tool's skip: no torch (or numpy)
+  [ $code -eq 0 ] || fail "to_torch.py disagrees with halfgrad ($pooling pooling)"
+done
+
+# The check can fail: logits changed by 1e-3 must be caught.
+checkpoint="$dir/out-mean/checkpoint-4"
+"$halfgrad" predict --logits --checkpoint "$checkpoint" "a dog" "un chien" > "$dir/logits.jsonl" 2>/dev/null \
+  || fail "halfgrad predict --logits"
+/usr/bin/python3 - "$dir/logits.jsonl" <<'PY'
+import json, sys
+rows = [json.loads(line) for line in open(sys.argv[1])]
+rows[1]["logits"][0] += 1e-3
+open(sys.argv[1], "w").write("".join(json.dumps(r) + "\n" for r in rows))
+PY
+output=$(/usr/bin/python3 "$tool" "$checkpoint" --texts "a dog" "un chien" --logits-file "$dir/logits.jsonl" 2>&1)
+code=$?
+echo "$output"
+[ $code -eq 1 ] || fail "to_torch.py exited $code on logits off by 1e-3, expected 1"
+grep -q "FAIL: max abs diff 0.001" <<< "$output" || fail "to_torch.py did not name the difference"
+echo "ok"

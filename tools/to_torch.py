@@ -1,0 +1,237 @@
+#!/usr/bin/python3
+"""Rebuild a halfgrad checkpoint as a stock torch.nn model and check it against halfgrad.
+
+    /usr/bin/python3 tools/to_torch.py CHECKPOINT_DIR --texts "the cat" "die Katze"
+    /usr/bin/python3 tools/to_torch.py CHECKPOINT_DIR --data test.tsv [--halfgrad build/bin/halfgrad]
+    /usr/bin/python3 tools/to_torch.py CHECKPOINT_DIR --data test.tsv --logits-file predictions.jsonl
+
+The model is built from config.json alone (docs/training.md lists its fields) with torch.nn's own
+modules: nn.Embedding for tokens and learned absolute positions, nn.TransformerEncoder of pre-LN
+nn.TransformerEncoderLayer (exact erf GELU, no dropout) with a final nn.LayerNorm, pooling (the
+mean over real tokens, or the CLS token's output) and an nn.Linear head. The weights come from
+model.safetensors, read here by hand (an 8-byte header length, a JSON header, raw little-endian
+data), so no safetensors package is needed. Texts are UTF-8 bytes as token ids (0 = padding; with
+CLS pooling id 256 first), truncated to max_position_embeddings, as data/tokenizer.h does.
+
+Its logits are compared with `halfgrad predict --logits` (run on the same texts, or read from
+--logits-file). Exit codes: 0 when the largest absolute difference is within the tolerance, 1 when
+it is not (the difference is printed either way), 2 for bad input, 77 when torch is not installed
+(CTest's skip code). Default tolerance: 1e-5 for f32 checkpoints: both sides compute in f32 and
+differ only in summation order (about 1e-6 on logits of size 1-10); 5e-2 for fp16/bf16 ones,
+which halfgrad runs under autocast (f16/bf16 matrix products) while this model stays in f32, so
+there the check catches a wrong architecture, not rounding.
+"""
+import argparse
+import json
+import math
+import os
+import struct
+import subprocess
+import sys
+
+try:
+    import numpy as np
+    import torch
+    from torch import nn
+except ImportError as e:
+    print(f"to_torch.py: skipped: {e.name} is not installed (Debian: apt-get install python3-torch)", file=sys.stderr)
+    sys.exit(77)
+
+SAFETENSORS_DTYPES = {"F32": np.float32, "F16": np.float16, "F64": np.float64}
+
+
+def fail(message):
+    print(f"to_torch.py: error: {message}", file=sys.stderr)
+    sys.exit(2)
+
+
+def read_safetensors(path):
+    """{name: float32 numpy array} from a .safetensors file (F32, F16, BF16 or F64 tensors)."""
+    with open(path, "rb") as f:
+        data = f.read()
+    if len(data) < 8:
+        fail(f"{path}: shorter than the 8-byte header length")
+    (header_len,) = struct.unpack("<Q", data[:8])
+    if 8 + header_len > len(data):
+        fail(f"{path}: header length {header_len} runs past the end of the file")
+    header = json.loads(data[8 : 8 + header_len])
+    body = data[8 + header_len :]
+    tensors = {}
+    for name, info in header.items():
+        if name == "__metadata__":
+            continue
+        begin, end = info["data_offsets"]
+        raw = body[begin:end]
+        if info["dtype"] == "BF16":  # the upper half of an f32
+            values = (np.frombuffer(raw, dtype="<u2").astype(np.uint32) << 16).view(np.float32)
+        elif info["dtype"] in SAFETENSORS_DTYPES:
+            values = np.frombuffer(raw, dtype=np.dtype(SAFETENSORS_DTYPES[info["dtype"]]).newbyteorder("<"))
+        else:
+            fail(f"{path}: tensor '{name}' has dtype {info['dtype']}, expected F32, F16, BF16 or F64")
+        tensors[name] = values.astype(np.float32).reshape(info["shape"])
+    return tensors
+
+
+class TorchTextClassifier(nn.Module):
+    """halfgrad's TextClassifier (nn/text_classifier.h) in stock torch.nn modules."""
+
+    def __init__(self, config):
+        super().__init__()
+        for key, expected in {"hidden_act": "gelu", "norm_first": True, "final_layer_norm": True,
+                              "position_embedding_type": "absolute"}.items():
+            if config.get(key, expected) != expected:  # absent in config.json files older than these fields
+                fail(f"config.json: {key} is {config[key]!r}; this tool builds {expected!r}")
+        d_model = config["hidden_size"]
+        eps = config.get("layer_norm_eps", 1e-5)
+        self.pooling = config["pooling"]
+        self.token_embedding = nn.Embedding(config["vocab_size"], d_model)
+        self.position_embedding = nn.Embedding(config["max_position_embeddings"], d_model)
+        layer = nn.TransformerEncoderLayer(
+            d_model, config["num_attention_heads"], config["intermediate_size"], dropout=0.0, activation="gelu",
+            layer_norm_eps=eps, batch_first=True, norm_first=True)
+        self.encoder = nn.TransformerEncoder(layer, config["num_hidden_layers"], norm=nn.LayerNorm(d_model, eps=eps),
+                                             enable_nested_tensor=False)
+        self.head = nn.Linear(d_model, config["num_labels"])
+
+    def forward(self, ids, mask):
+        """ids, mask: (B, T) int64, mask 1 = real token -> logits (B, K)."""
+        positions = torch.arange(ids.shape[1])
+        x = self.token_embedding(ids) + self.position_embedding(positions)[None]
+        h = self.encoder(x, src_key_padding_mask=mask == 0)  # the final LayerNorm included
+        if self.pooling == "cls":
+            pooled = h[:, 0]
+        else:  # the mean over real tokens
+            m = mask[..., None].to(h.dtype)
+            pooled = (h * m).sum(1) / m.sum(1)
+        return self.head(pooled)
+
+    def load_halfgrad(self, weights):
+        """Copies halfgrad's tensors (PyTorch-style names) into the stock modules."""
+        used = set()
+
+        def take(name):
+            if name not in weights:
+                fail(f"model.safetensors: missing tensor '{name}'")
+            used.add(name)
+            return torch.from_numpy(weights[name].copy())
+
+        state = {
+            "token_embedding.weight": take("token_embedding.weight"),
+            "position_embedding.weight": take("position_embedding.weight"),
+            "encoder.norm.weight": take("norm.weight"),
+            "encoder.norm.bias": take("norm.bias"),
+            "head.weight": take("head.weight"),
+            "head.bias": take("head.bias"),
+        }
+        for i in range(len(self.encoder.layers)):
+            src, dst = f"encoder.layers.{i}.", f"encoder.layers.{i}."
+            for part in ("weight", "bias"):  # nn.MultiheadAttention packs q, k, v into in_proj
+                state[dst + f"self_attn.in_proj_{part}"] = torch.cat(
+                    [take(src + f"attn.{p}_proj.{part}") for p in ("q", "k", "v")])
+                state[dst + f"self_attn.out_proj.{part}"] = take(src + f"attn.out_proj.{part}")
+                state[dst + f"linear1.{part}"] = take(src + f"ff.fc1.{part}")
+                state[dst + f"linear2.{part}"] = take(src + f"ff.fc2.{part}")
+                state[dst + f"norm1.{part}"] = take(src + f"ln1.{part}")
+                state[dst + f"norm2.{part}"] = take(src + f"ln2.{part}")
+        unused = sorted(set(weights) - used)
+        if unused:
+            fail(f"model.safetensors: tensors this architecture does not use: {', '.join(unused)}")
+        self.load_state_dict(state, strict=True)
+
+
+def encode(texts, config):
+    """Byte ids padded to the longest text, and the mask, as data/tokenizer.h and DataLoader make them."""
+    max_len = config["max_position_embeddings"]
+    cls = [config["cls_token_id"] if "cls_token_id" in config else 256] if config["pooling"] == "cls" else []
+    rows = [(cls + list(t.encode("utf-8")))[:max_len] for t in texts]
+    width = max(len(r) for r in rows)
+    ids = torch.zeros(len(rows), width, dtype=torch.long)
+    mask = torch.zeros(len(rows), width, dtype=torch.long)
+    for i, r in enumerate(rows):
+        ids[i, : len(r)] = torch.tensor(r)
+        mask[i, : len(r)] = 1
+    return ids, mask
+
+
+def halfgrad_logits(args, texts):
+    """{text: (label, logits)} from `halfgrad predict --logits` or a file of its output."""
+    if args.logits_file:
+        with open(args.logits_file, encoding="utf-8") as f:
+            lines = f.read().splitlines()
+    else:
+        run = subprocess.run([args.halfgrad, "predict", "--logits", "--checkpoint", args.checkpoint],
+                             input="\n".join(texts) + "\n", capture_output=True, text=True)
+        if run.returncode != 0:
+            fail(f"{args.halfgrad} predict failed ({run.returncode}): {run.stderr.strip()}")
+        lines = run.stdout.splitlines()
+    rows = [json.loads(line) for line in lines if line.startswith("{")]
+    return {r["text"]: (r["label"], r["logits"]) for r in rows}
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("checkpoint", help="checkpoint directory (config.json, model.safetensors)")
+    parser.add_argument("--texts", nargs="+", default=[], help="texts to compare on")
+    parser.add_argument("--data", help="a label<TAB>text file whose texts to compare on")
+    parser.add_argument("--halfgrad", default=os.path.join(os.path.dirname(__file__), "..", "build", "bin", "halfgrad"),
+                        help="the halfgrad program (default: build/bin/halfgrad)")
+    parser.add_argument("--logits-file", help="JSON lines of `halfgrad predict --logits` instead of running it")
+    parser.add_argument("--tolerance", type=float, help="largest allowed |difference| (default: see above)")
+    args = parser.parse_args()
+
+    texts = list(args.texts)
+    if args.data:
+        with open(args.data, encoding="utf-8") as f:
+            texts += [line.split("\t", 1)[1] for line in f.read().splitlines() if "\t" in line]
+    texts = [t for t in texts if t]  # halfgrad predict skips empty lines
+    if not texts:
+        fail("no texts: give --texts or --data")
+    with open(os.path.join(args.checkpoint, "config.json"), encoding="utf-8") as f:
+        config = json.load(f)
+    if config.get("model_type") != "halfgrad-text-classifier":
+        fail(f"{args.checkpoint}/config.json: model_type is not halfgrad-text-classifier")
+    training_args = {}
+    state_file = os.path.join(args.checkpoint, "trainer_state.json")
+    if os.path.exists(state_file):
+        with open(state_file, encoding="utf-8") as f:
+            training_args = json.load(f).get("training_args", {})
+    reduced = training_args.get("fp16", False) or training_args.get("bf16", False)
+    tolerance = args.tolerance if args.tolerance is not None else (5e-2 if reduced else 1e-5)
+
+    torch.manual_seed(0)
+    model = TorchTextClassifier(config)
+    model.load_halfgrad(read_safetensors(os.path.join(args.checkpoint, "model.safetensors")))
+    model.eval()
+    with torch.no_grad():
+        ids, mask = encode(texts, config)
+        logits = model(ids, mask).double().numpy()
+
+    expected = halfgrad_logits(args, texts)
+    labels = [config["id2label"][str(k)] for k in range(config["num_labels"])]
+    worst, worst_text, label_mismatches = 0.0, "", 0
+    for i, text in enumerate(texts):
+        if text not in expected:
+            fail(f"halfgrad printed no logits for text {text!r}")
+        label, theirs = expected[text]
+        diff = float(np.max(np.abs(logits[i] - np.asarray(theirs, dtype=np.float64))))
+        if not math.isfinite(diff) or diff > worst:
+            worst, worst_text = diff, text
+        label_mismatches += labels[int(np.argmax(logits[i]))] != label
+    kind = "fp16/bf16" if reduced else "f32"
+    print(f"{len(texts)} texts, {kind} checkpoint: max |torch - halfgrad| logit difference {worst:.3g} "
+          f"(tolerance {tolerance:g}, worst text {worst_text!r}); {label_mismatches} predicted labels differ")
+    if not (worst <= tolerance):
+        print(f"to_torch.py: FAIL: max abs diff {worst:.3g} > tolerance {tolerance:g}", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    try:
+        sys.exit(main())
+    except OSError as e:  # a missing or unreadable file, or halfgrad not found
+        fail(f"{e.filename}: {e.strerror}")
+    except KeyError as e:
+        fail(f"missing field {e} (in config.json, model.safetensors' header or halfgrad's output)")
+    except ValueError as e:  # malformed JSON among them
+        fail(str(e))
