@@ -1,6 +1,7 @@
 // Fuzzes the `halfgrad` command line (demos/halfgrad_cli.h): the input, split at newlines, is
 // the argument list. Parsing either succeeds or throws CLI::ParseError (which the program turns
-// into a usage message and exit code); nothing trains.
+// into a usage message and exit code); a parsed train command then goes through
+// resolve_train_options, which either completes it or throws hg::Error. Nothing trains.
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -28,6 +29,12 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   try {
     app.parse(int(argv.size()), argv.data());
   } catch (const CLI::ParseError&) {
+    return 0;
+  }
+  if (*cl.eval_cmd || *cl.predict_cmd || *cl.export_cmd) return 0;
+  try {
+    hg::cli::resolve_train_options(*cl.train_cmd, cl.train);
+  } catch (const hg::Error&) {
   }
   return 0;
 }
