@@ -2,7 +2,7 @@
 """Rebuild a halfgrad checkpoint as a stock torch.nn model and check it against halfgrad.
 
     /usr/bin/python3 tools/to_torch.py CHECKPOINT_DIR --texts "the cat" "die Katze"
-    /usr/bin/python3 tools/to_torch.py CHECKPOINT_DIR --data test.tsv [--halfgrad build/bin/halfgrad]
+    /usr/bin/python3 tools/to_torch.py CHECKPOINT_DIR... --data test.tsv [--halfgrad build/bin/halfgrad]
     /usr/bin/python3 tools/to_torch.py CHECKPOINT_DIR --data test.tsv --logits-file predictions.jsonl
 
 The model is built from config.json alone (docs/training.md lists its fields) with torch.nn's own
@@ -17,7 +17,7 @@ Its logits are compared with `halfgrad predict --logits` (run on the same texts,
 --logits-file). Exit codes: 0 when the largest absolute difference is within the tolerance, 1 when
 it is not (the difference is printed either way), 2 for bad input, 77 when torch is not installed
 (CTest's skip code). Default tolerance: 1e-5 for f32 checkpoints: both sides compute in f32 and
-differ only in summation order (about 1e-6 on logits of size 1-10); 5e-2 for fp16/bf16 ones,
+differ only in summation order (1e-8 to 1e-6 on logits of size 1-10); 5e-2 for fp16/bf16 ones,
 which halfgrad runs under autocast (f16/bf16 matrix products) while this model stays in f32, so
 there the check catches a wrong architecture, not rounding.
 """
@@ -153,13 +153,13 @@ def encode(texts, config):
     return ids, mask
 
 
-def halfgrad_logits(args, texts):
+def halfgrad_logits(args, checkpoint, texts):
     """{text: (label, logits)} from `halfgrad predict --logits` or a file of its output."""
     if args.logits_file:
         with open(args.logits_file, encoding="utf-8") as f:
             lines = f.read().splitlines()
     else:
-        run = subprocess.run([args.halfgrad, "predict", "--logits", "--checkpoint", args.checkpoint],
+        run = subprocess.run([args.halfgrad, "predict", "--logits", "--checkpoint", checkpoint],
                              input="\n".join(texts) + "\n", capture_output=True, text=True)
         if run.returncode != 0:
             fail(f"{args.halfgrad} predict failed ({run.returncode}): {run.stderr.strip()}")
@@ -168,30 +168,14 @@ def halfgrad_logits(args, texts):
     return {r["text"]: (r["label"], r["logits"]) for r in rows}
 
 
-def main():
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("checkpoint", help="checkpoint directory (config.json, model.safetensors)")
-    parser.add_argument("--texts", nargs="+", default=[], help="texts to compare on")
-    parser.add_argument("--data", help="a label<TAB>text file whose texts to compare on")
-    parser.add_argument("--halfgrad", default=os.path.join(os.path.dirname(__file__), "..", "build", "bin", "halfgrad"),
-                        help="the halfgrad program (default: build/bin/halfgrad)")
-    parser.add_argument("--logits-file", help="JSON lines of `halfgrad predict --logits` instead of running it")
-    parser.add_argument("--tolerance", type=float, help="largest allowed |difference| (default: see above)")
-    args = parser.parse_args()
-
-    texts = list(args.texts)
-    if args.data:
-        with open(args.data, encoding="utf-8") as f:
-            texts += [line.split("\t", 1)[1] for line in f.read().splitlines() if "\t" in line]
-    texts = [t for t in texts if t]  # halfgrad predict skips empty lines
-    if not texts:
-        fail("no texts: give --texts or --data")
-    with open(os.path.join(args.checkpoint, "config.json"), encoding="utf-8") as f:
+def check(args, checkpoint, texts):
+    """Compares one checkpoint's torch logits with halfgrad's; True when within the tolerance."""
+    with open(os.path.join(checkpoint, "config.json"), encoding="utf-8") as f:
         config = json.load(f)
     if config.get("model_type") != "halfgrad-text-classifier":
-        fail(f"{args.checkpoint}/config.json: model_type is not halfgrad-text-classifier")
+        fail(f"{checkpoint}/config.json: model_type is not halfgrad-text-classifier")
     training_args = {}
-    state_file = os.path.join(args.checkpoint, "trainer_state.json")
+    state_file = os.path.join(checkpoint, "trainer_state.json")
     if os.path.exists(state_file):
         with open(state_file, encoding="utf-8") as f:
             training_args = json.load(f).get("training_args", {})
@@ -200,13 +184,13 @@ def main():
 
     torch.manual_seed(0)
     model = TorchTextClassifier(config)
-    model.load_halfgrad(read_safetensors(os.path.join(args.checkpoint, "model.safetensors")))
+    model.load_halfgrad(read_safetensors(os.path.join(checkpoint, "model.safetensors")))
     model.eval()
     with torch.no_grad():
         ids, mask = encode(texts, config)
         logits = model(ids, mask).double().numpy()
 
-    expected = halfgrad_logits(args, texts)
+    expected = halfgrad_logits(args, checkpoint, texts)
     labels = [config["id2label"][str(k)] for k in range(config["num_labels"])]
     worst, worst_text, label_mismatches = 0.0, "", 0
     for i, text in enumerate(texts):
@@ -218,12 +202,39 @@ def main():
             worst, worst_text = diff, text
         label_mismatches += labels[int(np.argmax(logits[i]))] != label
     kind = "fp16/bf16" if reduced else "f32"
-    print(f"{len(texts)} texts, {kind} checkpoint: max |torch - halfgrad| logit difference {worst:.3g} "
-          f"(tolerance {tolerance:g}, worst text {worst_text!r}); {label_mismatches} predicted labels differ")
+    print(f"{checkpoint}: {len(texts)} texts, {kind} checkpoint, {config['pooling']} pooling: max |torch - halfgrad| "
+          f"logit difference {worst:.3g} (tolerance {tolerance:g}, worst text {worst_text!r}); "
+          f"{label_mismatches} predicted labels differ")
     if not (worst <= tolerance):
-        print(f"to_torch.py: FAIL: max abs diff {worst:.3g} > tolerance {tolerance:g}", file=sys.stderr)
-        return 1
-    return 0
+        print(f"to_torch.py: FAIL: {checkpoint}: max abs diff {worst:.3g} > tolerance {tolerance:g}", file=sys.stderr)
+        return False
+    return True
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("checkpoints", nargs="+", metavar="checkpoint",
+                        help="checkpoint directories (config.json, model.safetensors), each checked in turn")
+    parser.add_argument("--texts", nargs="+", default=[], help="texts to compare on")
+    parser.add_argument("--data", help="a label<TAB>text file whose texts to compare on")
+    parser.add_argument("--halfgrad", default=os.path.join(os.path.dirname(__file__), "..", "build", "bin", "halfgrad"),
+                        help="the halfgrad program (default: build/bin/halfgrad)")
+    parser.add_argument("--logits-file", help="JSON lines of `halfgrad predict --logits` instead of running it "
+                                              "(one checkpoint only)")
+    parser.add_argument("--tolerance", type=float, help="largest allowed |difference| (default: see above)")
+    args = parser.parse_args()
+    if args.logits_file and len(args.checkpoints) > 1:
+        fail("--logits-file holds one checkpoint's logits: give one checkpoint")
+
+    texts = list(args.texts)
+    if args.data:
+        with open(args.data, encoding="utf-8") as f:
+            texts += [line.split("\t", 1)[1] for line in f.read().splitlines() if "\t" in line]
+    texts = [t for t in texts if t]  # halfgrad predict skips empty lines
+    if not texts:
+        fail("no texts: give --texts or --data")
+    results = [check(args, checkpoint, texts) for checkpoint in args.checkpoints]
+    return 0 if all(results) else 1
 
 
 if __name__ == "__main__":
