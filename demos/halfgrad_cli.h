@@ -6,6 +6,7 @@
 
 #include <CLI/CLI.hpp>
 #include <cstdint>
+#include <filesystem>
 #include <string>
 #include <tuple>
 #include <vector>
@@ -173,6 +174,8 @@ inline void resolve_train_options(const CLI::App& cmd, TrainOptions& o) {
         "--warmup-ratio and --warmup-steps both given: --warmup-steps would override --warmup-ratio; give one");
   if (given("--warmup-ratio")) a.warmup_steps = 0;  // else the default --warmup-steps would override it
   a.validate();
+  check(!std::filesystem::exists(a.output_dir) || std::filesystem::is_directory(a.output_dir), "--output-dir ",
+        a.output_dir, " exists and is not a directory");
 }
 
 // Every subcommand's options; CommandLine must outlive the CLI::App it is bound to.

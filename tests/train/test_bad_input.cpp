@@ -159,6 +159,10 @@ TEST_CASE("flags without effect under the chosen strategy and bad flag values fa
       {train + " --eval-steps 0", kCliValidation, "--eval-steps"},
       {train + " --save-steps 0", kCliValidation, "--save-steps"},
   });
+  const hg::testing::ProgramResult r = hg::testing::run_program("halfgrad", train + " --output-dir " + dir / "bad.tsv");
+  INFO(r.output);
+  CHECK(r.exit_code == kError);
+  CHECK_THAT(r.output, Catch::Contains("--output-dir " + dir / "bad.tsv" + " exists and is not a directory"));
 }
 
 TEST_CASE("a text longer than max_len is truncated, counted and reported once", "[train][cli][bad_input]") {
