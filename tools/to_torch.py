@@ -141,6 +141,10 @@ class TorchTextClassifier(nn.Module):
 
 def encode(texts, config):
     """Byte ids padded to the longest text, and the mask, as data/tokenizer.h and DataLoader make them."""
+    tokenizer = config.get("tokenizer", "bytes")
+    kind = tokenizer.get("type") if isinstance(tokenizer, dict) else tokenizer
+    if kind != "bytes":
+        fail(f"config.json: tokenizer {json.dumps(tokenizer)}: this tool encodes bytes tokenizers only")
     max_len = config["max_position_embeddings"]
     cls = [config["cls_token_id"] if "cls_token_id" in config else 256] if config["pooling"] == "cls" else []
     rows = [(cls + list(t.encode("utf-8")))[:max_len] for t in texts]
