@@ -106,6 +106,11 @@ TEST_CASE("model and training flags out of range, NaN and inf included", "[train
       {train + " --warmup-ratio nan", kError, "warmup_ratio (--warmup-ratio) must be in [0, 1), got nan"},
       {train + " --max-grad-norm nan", kError, "max_grad_norm (--max-grad-norm) must be finite and >= 0"},
       {train + " --epochs nan", kError, "num_train_epochs (--epochs) must be > 0"},
+      // Known once the data is: 6 texts in batches of 4 make 2 steps an epoch.
+      {train + " --epochs 1 --save-steps 3", kError,
+       "--save-steps 3 is more than the run's 2 optimizer steps: no checkpoint would be saved"},
+      {train + " --eval " + dir / "good.tsv" + " --max-steps 2 --eval-steps 5", kError,
+       "--eval-steps 5 is more than the run's 2 optimizer steps: nothing would be evaluated"},
   });
 }
 
