@@ -69,6 +69,11 @@ void TrainingArguments::validate(const std::vector<std::string>& metric_names) c
   check(!load_best_model_at_end || (eval_strategy != "no" && save_strategy == eval_strategy), at,
         "load_best_model_at_end (--load-best) needs eval_strategy and save_strategy equal and not 'no', got '",
         eval_strategy, "' and '", save_strategy, "'");
+  // The best model is chosen among checkpoints saved at an evaluation (HF's rule).
+  const int64_t eval_every = eval_steps > 0 ? eval_steps : logging_steps;
+  check(!load_best_model_at_end || save_strategy != "steps" || save_steps % eval_every == 0, at,
+        "load_best_model_at_end (--load-best) needs save_steps (--save-steps) ", save_steps,
+        " to be a multiple of eval_steps (--eval-steps) ", eval_every, ", else no checkpoint is saved with a metric");
   if (!metric_names.empty()) {
     const std::string key = best_metric_key();
     const bool known = std::any_of(metric_names.begin(), metric_names.end(),

@@ -156,6 +156,9 @@ TEST_CASE("flags without effect under the chosen strategy and bad flag values fa
       {with_eval + " --metric accuracy", kError, "--metric has no effect without --load-best or --early-stopping"},
       {with_eval + " --load-best --eval-steps 2", kError,
        "load_best_model_at_end (--load-best) needs eval_strategy and save_strategy equal"},
+      {with_eval + " --load-best --eval-steps 2 --save-steps 3", kError,
+       "load_best_model_at_end (--load-best) needs save_steps (--save-steps) 3 to be a multiple of eval_steps "
+       "(--eval-steps) 2"},
       {train + " --train-per-language 20", kError, "--train-per-language and --test-per-language size the default"},
       {"train" + kTiny + " --eval " + dir / "bad.tsv", kError, "--eval needs --train"},
       {"train --threads 1 --train " + dir / "bad.tsv" + " --d-model 10 --heads 3", kError,
