@@ -112,6 +112,10 @@ int run_train(const CLI::App& cmd, cli::TrainOptions& o) {
   config.dropout = o.dropout;
   config.pooling = o.pooling == "cls" ? nn::Pooling::kCls : nn::Pooling::kMean;
   config.validate();
+  if (!o.resume.empty()) {  // a broken checkpoint fails now, not after the data is read (restore reads it again)
+    const train::Checkpoint c = train::load_checkpoint(o.resume);
+    train::model_config_from_json(c.config, o.resume + "/config.json");
+  }
   if (o.threads > 0) omp_set_num_threads(o.threads);
 
   data::Dataset train_set, eval_set;
