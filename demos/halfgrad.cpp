@@ -169,8 +169,10 @@ int run_train(const CLI::App& cmd, cli::TrainOptions& o) {
   std::printf("steps %lld (%lld skipped by the loss scaler), %.1f s, %.2f steps/s\n",
               static_cast<long long>(out.global_step), static_cast<long long>(trainer.state().skipped_steps),
               out.metrics.at("train_runtime"), out.metrics.at("train_steps_per_second"));
-  std::printf("train_loss %.4f (the mean loss of the %lld optimizer steps, as Hugging Face's train_loss)\n",
-              out.training_loss, static_cast<long long>(trainer.state().loss_steps));
+  const train::TrainerState& state = trainer.state();
+  std::printf("train_loss %.4f (the mean loss of the %lld optimizer steps%s, as Hugging Face's train_loss)\n",
+              out.training_loss, static_cast<long long>(state.loss_steps),
+              state.loss_steps < state.global_step ? " with a finite loss" : "");
   if (has_eval) {
     const train::PredictionOutput final = trainer.predict(eval_set);
     const train::ClassificationReport report = train::classification_report(

@@ -335,10 +335,12 @@ TrainOutput Trainer::train(const std::string& resume_from_checkpoint) {
         ++state_.skipped_steps;
         ++window_skipped;
       }
-      state_.loss_sum += step_loss;
-      ++state_.loss_steps;
-      state_.epoch_loss_sum += step_loss;
-      ++state_.epoch_loss_steps;
+      if (std::isfinite(step_loss)) {  // an inf/NaN loss (a step the scaler skips) would poison the means
+        state_.loss_sum += step_loss;
+        ++state_.loss_steps;
+        state_.epoch_loss_sum += step_loss;
+        ++state_.epoch_loss_steps;
+      }
       window_loss += step_loss;
       ++window_steps;
       const nlohmann::json step_info = {{"step", state_.global_step}, {"loss", step_loss},

@@ -45,14 +45,16 @@ struct TrainerState {
   std::string best_model_checkpoint;
   int64_t skipped_steps = 0;
   // Sums of the per-step training loss (a step's loss: the mean over its micro-batches) over the
-  // steps so far and over the current epoch's steps. They are checkpointed, so a resumed run
+  // steps so far and over the current epoch's steps, leaving out steps whose loss is inf or NaN
+  // (fp16 steps the loss scaler skips; HF's logging_nan_inf_filter also keeps them out of its
+  // train_loss), so the counts may be less than the steps. They are checkpointed, so a resumed run
   // reports the same means as an uninterrupted one (HF's train_loss, which sums only the steps
   // since the resume but divides by all steps, comes out low after a resume). A checkpoint
   // written before these fields existed resumes with them at 0: its means then cover only the
   // steps run since.
   double loss_sum = 0, epoch_loss_sum = 0;
   int64_t loss_steps = 0, epoch_loss_steps = 0;
-  // HF's train_loss: the mean loss of all optimizer steps so far (0 before the first).
+  // HF's train_loss: the mean loss of the optimizer steps so far (0 before the first).
   double train_loss() const { return loss_steps ? loss_sum / double(loss_steps) : 0.0; }
   // The mean loss of the current epoch's optimizer steps so far.
   double epoch_train_loss() const { return epoch_loss_steps ? epoch_loss_sum / double(epoch_loss_steps) : 0.0; }

@@ -4,6 +4,7 @@
 // one-line messages and exit codes.
 #include <catch2/catch.hpp>
 
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <limits>
@@ -209,6 +210,11 @@ TEST_CASE("a weight gone inf: f32 training stops with a message; fp16 skips, cou
     // Steps 6..40 all see inf/NaN gradients: 35 skipped. The scale halves each time from 2^16
     // and falls below 1 at the 17th skip, where the (single) warning is raised.
     CHECK(trainer.state().skipped_steps == 35);
+    // The NaN losses of those steps stay out of train_loss, which a checkpoint must store (JSON has
+    // no NaN: it would be written as null and refused on resume).
+    CHECK(trainer.state().loss_steps == 5);
+    CHECK(std::isfinite(trainer.state().train_loss()));
+    CHECK(TrainerState::from_json(trainer.state().to_json()).loss_sum == trainer.state().loss_sum);
     std::string warning;
     for (const auto& entry : trainer.state().log_history) {
       if (entry.contains("warning")) warning = entry["warning"];
