@@ -26,8 +26,10 @@ nlohmann::json TrainerState::to_json() const {
   nlohmann::json j = {{"global_step", global_step}, {"max_steps", max_steps},     {"epoch", epoch},
                       {"log_history", log_history}, {"skipped_steps", skipped_steps},
                       {"best_model_checkpoint", best_model_checkpoint},
-                      {"loss_sum", loss_sum},       {"loss_steps", loss_steps},
-                      {"epoch_loss_sum", epoch_loss_sum}, {"epoch_loss_steps", epoch_loss_steps}};
+                      {"loss_sum", loss_sum},
+                      {"loss_steps", loss_steps},
+                      {"epoch_loss_sum", epoch_loss_sum},
+                      {"epoch_loss_steps", epoch_loss_steps}};
   j["best_metric"] = best_metric ? nlohmann::json(*best_metric) : nlohmann::json(nullptr);
   return j;
 }
@@ -54,7 +56,8 @@ TrainerState TrainerState::from_json(const nlohmann::json& j, const std::string&
             std::isfinite(s.epoch) && s.epoch >= 0 && s.loss_steps >= 0 && s.loss_steps <= s.global_step &&
             s.epoch_loss_steps >= 0 && s.epoch_loss_steps <= s.loss_steps,
         source, ": inconsistent state (global_step ", s.global_step, ", max_steps ", s.max_steps, ", skipped_steps ",
-        s.skipped_steps, ", epoch ", s.epoch, ")");
+        s.skipped_steps, ", epoch ", s.epoch, ", loss_steps ", s.loss_steps, ", epoch_loss_steps ", s.epoch_loss_steps,
+        ")");
   check(s.log_history.is_array(), source, ": log_history is not an array");
   return s;
 }
