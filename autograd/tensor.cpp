@@ -9,7 +9,6 @@
 #include "autograd/error.h"
 #include "autograd/kernels/cast.h"
 #include "autograd/ops/shape_ops.h"
-#include "precision/convert.h"
 
 namespace hg {
 namespace {
@@ -134,17 +133,6 @@ Tensor Tensor::clone() const {
   std::memcpy(copy.bytes(), bytes(), nbytes());
   copy.impl().name = name();
   return copy;
-}
-
-Tensor Tensor::cast_with_stats(DType target, precision::NumericsStats* stats) const {
-  Tensor out = empty(shape(), target);
-  const std::vector<float> values = to_vector();
-  if (target == DType::f32) {
-    std::memcpy(out.bytes(), values.data(), values.size() * sizeof(float));
-  } else {
-    precision::encode(storage_format(target), values, out.u16(), {.stats = stats});
-  }
-  return out;
 }
 
 Tensor& Tensor::set_requires_grad(bool value) {

@@ -20,10 +20,6 @@
 
 namespace hg {
 
-namespace precision {
-struct NumericsStats;
-}
-
 class Tensor;
 // Called with a tensor's complete gradient during backward; may return a replacement
 // (an undefined Tensor keeps the gradient as it is).
@@ -89,8 +85,6 @@ class Tensor {
   Tensor detach() const;
   // A deep copy (not recorded).
   Tensor clone() const;
-  // Rounds to `dtype` and reports what the rounding lost; not recorded.
-  Tensor cast_with_stats(DType dtype, precision::NumericsStats* stats) const;
 
   // Autograd.
   bool requires_grad() const { return impl().requires_grad; }

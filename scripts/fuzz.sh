@@ -1,25 +1,45 @@
 #!/usr/bin/env bash
-# Builds the libFuzzer targets of fuzz/ with clang (ASan + UBSan) into build-fuzz/ and runs each
-# for FUZZ_SECONDS (default 20), one per core at a time, from its committed seed corpus
-# fuzz/corpus/<name>/. Inputs the fuzzer finds go to build-fuzz/corpus/<name>/ (not the source
-# tree); a crash, leak, timeout or sanitizer report fails the script and leaves the input as
-# build-fuzz/crash-* (etc.), to be turned into a Catch2 test. Usage: scripts/fuzz.sh [target...]
-# (default: all).
+# Builds the libFuzzer targets of fuzz/ with clang (ASan + UBSan) into build-fuzz/ and runs each,
+# one per core at a time, from its committed seed corpus fuzz/corpus/<name>/.
+#
+#   scripts/fuzz.sh [target...]                   the test command's stage: reproducible
+#   scripts/fuzz.sh --explore SECONDS [target...]  a longer exploratory run
+#
+# The default run is the same on every machine: a fixed seed (-seed=1) and a fixed number of
+# inputs per target (FUZZ_RUNS, default 20000), starting from the committed corpus alone (new
+# inputs go to a fresh build-fuzz/run/<name>/), so CI cannot pass for one engineer and fail for
+# the next on the same code. --explore runs each target for SECONDS with a random seed and keeps
+# what it finds in build-fuzz/corpus/<name>/ across runs. Either way a crash, leak, timeout or
+# sanitizer report fails the script and leaves the input as build-fuzz/crash-* (etc.): add it to
+# fuzz/corpus/<name>/ and turn it into a test in tests/train/test_fuzz_findings.cpp.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-seconds="${FUZZ_SECONDS:-20}"
+explore=""
+if [ "${1:-}" = "--explore" ]; then
+  explore=${2:?"--explore needs a number of seconds"}
+  shift 2
+fi
+runs="${FUZZ_RUNS:-20000}"
 cmake -S . -B build-fuzz -DCMAKE_BUILD_TYPE=Release -DHALFGRAD_FUZZ=ON -DCMAKE_CXX_COMPILER=clang++ >/dev/null
 targets=("$@")
 if [ ${#targets[@]} -eq 0 ]; then
   for dir in fuzz/corpus/*/; do targets+=("$(basename "$dir")"); done
 fi
 cmake --build build-fuzz -j "$(nproc)" --target "${targets[@]/#/fuzz_}"
-# One fuzzer per core at a time; each writes its own log.
+
 fuzz_one() {
-  local name=$1 log="build-fuzz/fuzz_$1.log"
-  mkdir -p "build-fuzz/corpus/$name"
-  if ! build-fuzz/bin/"fuzz_$name" -max_total_time="$seconds" -timeout=10 -rss_limit_mb=2048 \
-      -artifact_prefix=build-fuzz/ "build-fuzz/corpus/$name" "fuzz/corpus/$name" >"$log" 2>&1; then
+  local name=$1 log="build-fuzz/fuzz_$1.log" corpus limits
+  if [ -n "$explore" ]; then
+    corpus="build-fuzz/corpus/$name"
+    limits=(-max_total_time="$explore")
+  else
+    corpus="build-fuzz/run/$name"
+    rm -rf "$corpus"
+    limits=(-seed=1 -runs="$runs")
+  fi
+  mkdir -p "$corpus"
+  if ! build-fuzz/bin/"fuzz_$name" "${limits[@]}" -timeout=10 -rss_limit_mb=2048 \
+      -artifact_prefix=build-fuzz/ "$corpus" "fuzz/corpus/$name" >"$log" 2>&1; then
     tail -n 40 "$log"
     echo "fuzz_$name: FAILED (input saved under build-fuzz/, full log $log)"
     return 1

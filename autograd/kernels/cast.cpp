@@ -9,7 +9,11 @@
 
 namespace hg::kernels {
 
+// Both return at once for n = 0: a zero-element tensor's values live in an empty std::vector
+// whose data() may be null, and memcpy (like the span constructors) needs valid pointers even
+// for zero bytes.
 void widen(float* dst, const void* src, DType dtype, int64_t offset, int64_t n) {
+  if (n == 0) return;
   if (dtype == DType::f32) {
     std::memcpy(dst, static_cast<const float*>(src) + offset, size_t(n) * sizeof(float));
     return;
@@ -21,6 +25,7 @@ void widen(float* dst, const void* src, DType dtype, int64_t offset, int64_t n) 
 
 void narrow(void* dst, DType dtype, int64_t offset, const float* src, int64_t n,
             const precision::RoundingOptions& rounding, uint64_t seed, uint64_t stochastic_index) {
+  if (n == 0) return;
   if (dtype == DType::f32) {
     std::memcpy(static_cast<float*>(dst) + offset, src, size_t(n) * sizeof(float));
     return;

@@ -435,7 +435,7 @@ void check_operand(const GemmOperand& x, const char* name, int64_t rows, int64_t
   if (x.data == nullptr && rows * cols != 0) {
     throw std::invalid_argument(std::string("gemm: ") + name + ".data is null");
   }
-  if (x.ld < std::max<int64_t>(width, 1)) {
+  if (x.ld < width || (x.ld < 1 && rows * cols != 0)) {  // an empty operand is never read
     throw std::invalid_argument(std::string("gemm: ") + name + ".ld = " + std::to_string(x.ld) +
                                 " is less than the stored width " + std::to_string(width));
   }

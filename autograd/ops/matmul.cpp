@@ -38,7 +38,13 @@ struct Result {
 };
 
 // Leading (batch) dims of a (..., R, C) shape and their product.
-int64_t batch_of(const Shape& s) { return s.numel() / std::max<int64_t>(1, s[-1] * s[-2]); }
+// A product, not numel / (R * C): that division gives 0 batches for an empty (2, 0) matrix,
+// whose (2, N) product is a sum over nothing (zeros) that must still be written.
+int64_t batch_of(const Shape& s) {
+  int64_t batch = 1;
+  for (int d = 0; d + 2 < s.ndim(); ++d) batch *= s[d];
+  return batch;
+}
 
 }  // namespace
 

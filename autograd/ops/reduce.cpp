@@ -137,7 +137,8 @@ Tensor reduce_all(const Tensor& x0, bool average, const char* op) {
   const Tensor x = autocast_input(x0, autocast_dtype(CastPolicy::kFloat32, {x0}));
   float total = 0.0f;
   sum_dim(&total, x, {1, x.numel(), 1});
-  const float scale = average ? 1.0f / float(std::max<int64_t>(x.numel(), 1)) : 1.0f;
+  // The mean of no elements is 0 * (1 / 0) = NaN, as torch.mean gives.
+  const float scale = average ? 1.0f / float(x.numel()) : 1.0f;
   Tensor y = store({total * scale}, {}, x.dtype());
   return record(op, y, {x}, [x, scale](const Tensor& dy) {
     accumulate_grad(x, broadcast_to(dy, x.shape(), dy.dtype(), scale));

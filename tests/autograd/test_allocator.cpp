@@ -55,7 +55,7 @@ TEST_CASE("a freed tensor's storage is reused by the next request of its size cl
   CHECK(c.bytes() != first);
 }
 
-TEST_CASE("release_cached_memory empties the cache; the limit bounds it", "[allocator]") {
+TEST_CASE("release_cached_memory empties the cache and the limit bounds it", "[allocator]") {
   ScopedCacheLimit generous(size_t(1) << 30);
   { Tensor a = Tensor::empty({1 << 18}); }
   CHECK(allocator_stats().cached_bytes > 0);

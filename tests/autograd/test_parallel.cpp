@@ -57,7 +57,7 @@ std::string child_output(const std::string& set) {
 
 }  // namespace
 
-TEST_CASE("without a user policy, libgomp runs with GOMP_SPINCOUNT=1000; a user's policy is kept", "[parallel]") {
+TEST_CASE("without a user policy libgomp runs with GOMP_SPINCOUNT=1000 and a user's policy is kept", "[parallel]") {
   const std::string defaulted = child_output("");
   INFO(defaulted);
   CHECK(defaulted.find(std::string("GOMP_SPINCOUNT = '") + kDefaultSpinCount + "'") != std::string::npos);

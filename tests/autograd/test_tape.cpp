@@ -21,7 +21,7 @@ TEST_CASE("backward accumulates into .grad across calls and zero_grad drops it",
   CHECK_FALSE(x.grad().defined());
 }
 
-TEST_CASE("a second backward over a freed graph is a clear error; retain_graph keeps it", "[tape]") {
+TEST_CASE("a second backward over a freed graph is a clear error and retain_graph keeps it", "[tape]") {
   Tensor x = Tensor::from_vector({2}, {1}).set_requires_grad();
   Tensor y = sum(mul(x, x));
   backward(y, {}, /*retain_graph=*/true);
@@ -50,7 +50,7 @@ TEST_CASE("NoGrad stops recording", "[tape]") {
   CHECK(grad_enabled());
 }
 
-TEST_CASE("tensor hooks see and may replace a gradient; observers see every gradient", "[tape]") {
+TEST_CASE("tensor hooks see and may replace a gradient and observers see every gradient", "[tape]") {
   Tensor x = Tensor::from_vector({1, 2}, {2}).set_requires_grad().set_name("x");
   Tensor h = mul_scalar(x, 3.0f);
   h.set_name("h");

@@ -32,7 +32,7 @@ TEST_CASE("creation rounds once to the dtype (nearest even)", "[tensor]") {
   CHECK(Tensor::arange(4).to_vector() == std::vector<float>{0, 1, 2, 3});
 }
 
-TEST_CASE("reshape is a view sharing storage; clone is a copy", "[tensor]") {
+TEST_CASE("reshape is a view sharing storage and clone is a copy", "[tensor]") {
   Tensor x = Tensor::arange(6);
   Tensor v = x.reshape({2, 3});
   Tensor c = x.clone();

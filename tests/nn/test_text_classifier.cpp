@@ -125,7 +125,7 @@ TEST_CASE("config validation names the bad field", "[nn]") {
   REQUIRE_THROWS_WITH(TextClassifier(config, 0), Catch::Contains("heads (3) must divide d_model (128)"));
 }
 
-TEST_CASE("to(dtype) converts parameters in place; train/eval toggles dropout", "[nn]") {
+TEST_CASE("to(dtype) converts parameters in place and train/eval toggles dropout", "[nn]") {
   ClassifierConfig config;
   config.d_model = 16;
   config.heads = 2;

@@ -17,7 +17,7 @@
 
 namespace hg::optim {
 
-TEST_CASE("pure fp16 loses updates below half an ulp; f32 masters accumulate them", "[mixed]") {
+TEST_CASE("pure fp16 loses updates below half an ulp while f32 masters accumulate them", "[mixed]") {
   // The weight 1.0 in f16: the next value below is 1 - 2^-11, so an update of 1e-4 (< 2^-12,
   // half the gap) rounds back to 1.0 every time.
   Tensor pure = Tensor::from_vector({1.0f}, {1}, DType::f16).set_requires_grad();
@@ -207,7 +207,7 @@ TEST_CASE("fp16 O2 stores activations in 2 bytes: a step's peak memory is under 
   CHECK(o2 <= 0.6 * f32);
 }
 
-TEST_CASE("without loss scaling small fp16 gradients underflow to zero; scaling keeps them", "[mixed]") {
+TEST_CASE("without loss scaling small fp16 gradients underflow to zero and scaling keeps them", "[mixed]") {
   // A loss multiplied by 2^-20 stands in for a loss whose gradients are tiny: most f16
   // parameter gradients fall below 2^-24 and flush to zero, unless the loss is first
   // multiplied by the scaler's 2^16.

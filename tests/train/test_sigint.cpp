@@ -49,7 +49,7 @@ int64_t count_lines(const fs::path& path) {
   return n;
 }
 
-TEST_CASE("Trainer: SIGINT stops after the step in progress and saves it and the handler is restored",
+TEST_CASE("Trainer: SIGINT stops after the step in progress and saves it, then restores the handler",
           "[train][sigint]") {
   const TempDir dir("sigint_trainer");
   const data::Dataset d = data::synthetic_dataset(64, 2, 5);
@@ -67,7 +67,7 @@ TEST_CASE("Trainer: SIGINT stops after the step in progress and saves it and the
   CHECK(after.sa_handler == before.sa_handler);
 }
 
-TEST_CASE("halfgrad train: SIGINT saves a checkpoint and exits 130 and --resume finishes the run", "[train][sigint][cli]") {
+TEST_CASE("halfgrad train: SIGINT saves a checkpoint and exits 130, and --resume finishes the run", "[train][sigint][cli]") {
   const TempDir dir("sigint_cli");
   data::write_tsv(data::synthetic_dataset(256, 2, 5), dir / "train.tsv");
   const std::string args = "train --d-model 8 --heads 2 --layers 1 --d-ff 16 --max-len 8 --batch-size 8 --threads 1"

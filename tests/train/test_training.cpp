@@ -172,7 +172,7 @@ struct PoisonWeightAt : TrainerCallback {
   }
 };
 
-TEST_CASE("a weight gone inf: f32 training stops with a message and fp16 skips, counts and warns naming the op", "[train]") {
+TEST_CASE("a weight gone inf: f32 training stops with a message, fp16 skips, counts and warns naming the op", "[train]") {
   const data::Dataset train_set = data::synthetic_dataset(500, 4, 1);
   const fs::path dir = fresh_dir("poisoned");
   TrainingArguments args = tiny_args(dir, 40);
