@@ -3,8 +3,8 @@
 fastText-style bag model that sees the same token ids as halfgrad.
 
 Why: halfgrad's numbers need anchors on the same data and the same machine. The baselines say what
-a well-tuned linear model reaches; the bag model says what halfgrad's hashed-bag architecture
-reaches in f32 PyTorch, with halfgrad's tokenization (bench/halfgrad_tokenize.py, one copy shared
+a well-tuned linear model reaches; the bag model says what a fastText-style hashed bag model
+reaches in f32 PyTorch with halfgrad's tokenization (bench/halfgrad_tokenize.py, one copy shared
 with its tests), so a gap between the two is halfgrad's, not the tokenizer's.
 
 Data: --train/--test TSV files (`label<TAB>text`), or by default the language-id split exported
@@ -28,18 +28,22 @@ Models (each row of the output table is one trained model, test accuracy and wal
   torch.optim.SparseAdam (lazy Adam: only rows in the batch move, no weight decay), which is what
   makes 2^20-bucket tables affordable on one core.
   --buckets, --dim, --hidden, --epochs, --ngram, --lr and --batch take comma-separated lists;
-  every combination is trained (ngram values are MIN-MAX, e.g. 1-5,2-5).
+  every combination is trained (ngram values are MIN-MAX, e.g. 1-5,2-5). Defaults: char 1-5,
+  2^16 buckets, dim 64, no hidden layer, 2 epochs, lr 0.03, batch 64, wd 0.01, 100 warmup steps,
+  max_len 512, dense AdamW (about 2 minutes on the language-id split here; figures in
+  docs/classifier_reference.md).
 
 Wall time: tokenization/vectorization plus training plus evaluation of that row, in seconds,
-torch.set_num_threads(--threads) (default 1). The tokenization of one ngram range is done once and
+torch.set_num_threads(--threads) (default 1). The "params" column of a logistic regression is its
+number of weights (features x classes). The tokenization of one ngram range is done once and
 its time is added to every row that uses it.
 
 Usage (Debian's python: apt-get install python3-torch python3-sklearn python3-numpy):
   /usr/bin/python3 bench/classifier_reference.py --halfgrad build/bin/halfgrad
   /usr/bin/python3 bench/classifier_reference.py --train DIR/train.tsv --test DIR/test.tsv \\
-      --words --tokenizer words --max-len 1024
+      --words --tokenizer words --sparse-embedding --buckets 262144 --epochs 20 --lr 0.1
   /usr/bin/python3 bench/classifier_reference.py --halfgrad build/bin/halfgrad --no-logreg \\
-      --buckets 65536,1048576 --dim 64,128 --epochs 1,5 --sparse-embedding
+      --sparse-embedding --buckets 65536,262144,1048576 --dim 64,128 --hidden 0,256 --epochs 5
 """
 import argparse
 import itertools
@@ -59,8 +63,7 @@ import torch.nn as nn  # noqa: E402
 import torch.nn.functional as F  # noqa: E402
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from halfgrad_tokenize import (compute_subwords, fasttext_hash, split_whitespace,  # noqa: E402
-                               word_ngram_hashes, word_tokens)
+from halfgrad_tokenize import char_ngram_hashes, word_hashes  # noqa: E402
 
 
 # ----------------------------------------------------------------------------- data
@@ -83,37 +86,12 @@ def export_langid(halfgrad, out_dir):
 
 
 # ----------------------------------------------------------------------------- tokenization
-class HashCache:
-    """fasttext_hash of byte strings and token strings, memoized (texts repeat their n-grams)."""
-
-    def __init__(self):
-        self.memo = {}
-
-    def __call__(self, s):
-        h = self.memo.get(s)
-        if h is None:
-            h = self.memo[s] = fasttext_hash(s)
-        return h
-
-
 def text_hashes(texts, tokenizer, ngram, max_len):
-    """Per text, the uint32 hash values whose `1 + h % buckets` are halfgrad's ids (truncated to
-    max_len). Same ids as halfgrad_tokenize.char_ngram_ids / word_ids, computed bucket-free so one
+    """Per text, the uint64 array of hashes whose `1 + h % buckets` are halfgrad's ids, so one
     tokenization serves every --buckets value."""
-    hash_of = HashCache()
-    out = []
-    for text in texts:
-        if tokenizer == "char":
-            hs = []
-            for word in split_whitespace(text):
-                hs += [hash_of(g) for g in compute_subwords(word, ngram[0], ngram[1])]
-                if len(hs) >= max_len:
-                    break
-        else:
-            hs = [hash_of(t) for t in word_tokens(text)]
-            hs += word_ngram_hashes(hs, 2)
-        out.append(np.array(hs[:max_len], dtype=np.uint64))
-    return out
+    if tokenizer == "char":
+        return [np.array(char_ngram_hashes(t, ngram[0], ngram[1], max_len), dtype=np.uint64) for t in texts]
+    return [np.array(word_hashes(t, 2, max_len), dtype=np.uint64) for t in texts]
 
 
 def to_ids(hashes, buckets):
@@ -215,11 +193,11 @@ def main():
     ap.add_argument("--tokenizer", choices=["char", "words"], default="char")
     ap.add_argument("--ngram", default="1-5", help="char n-gram ranges MIN-MAX, comma-separated")
     ap.add_argument("--max-len", type=int, default=512, help="ids per text at most")
-    ap.add_argument("--buckets", type=int_list, default=[1 << 18])
+    ap.add_argument("--buckets", type=int_list, default=[1 << 16])
     ap.add_argument("--dim", type=int_list, default=[64])
     ap.add_argument("--hidden", type=int_list, default=[0], help="0 = no hidden layer")
-    ap.add_argument("--epochs", type=int_list, default=[5])
-    ap.add_argument("--lr", default="0.01", help="peak learning rates, comma-separated")
+    ap.add_argument("--epochs", type=int_list, default=[2])
+    ap.add_argument("--lr", default="0.03", help="peak learning rates, comma-separated")
     ap.add_argument("--batch", type=int_list, default=[64])
     ap.add_argument("--wd", type=float, default=0.01)
     ap.add_argument("--warmup", type=int, default=100, help="warmup steps")
@@ -233,16 +211,17 @@ def main():
     with tempfile.TemporaryDirectory() as tmp:
         if args.train and args.test:
             train_path, test_path = args.train, args.test
+            source = f"{train_path} / {test_path}"
         elif args.train or args.test:
             ap.error("give both --train and --test, or neither")
         else:
             train_path, test_path = export_langid(args.halfgrad, tmp)
-            print(f"language-id split exported by {args.halfgrad} export-langid")
+            source = f"{args.halfgrad} export-langid"
         tr_labels, tr_texts = load_tsv(train_path)
         te_labels, te_texts = load_tsv(test_path)
     names = sorted(set(tr_labels))
-    print(f"data: {train_path} ({len(tr_texts)}) / {test_path} ({len(te_texts)}), "
-          f"{len(names)} classes; torch {torch.__version__}, {torch.get_num_threads()} thread(s)", flush=True)
+    print(f"data: {source}: {len(tr_texts)} train / {len(te_texts)} test, {len(names)} classes; "
+          f"torch {torch.__version__}, {torch.get_num_threads()} thread(s)", flush=True)
 
     rows = []
     header = f"{'model':<13} {'tokens':<10} {'buckets':>8} {'dim':>4} {'hid':>4} {'ep':>3} {'lr':>7} " \

@@ -17,6 +17,7 @@ Sources: /work/shared/refs/round2.md section 4 (fastText @1142dc4, src/dictionar
   sign-extension quirk (round2.md 4.4). No end-of-sentence token.
 Both truncate to max_len ids.
 """
+import functools
 import string
 
 FNV_OFFSET = 2166136261
@@ -29,6 +30,7 @@ WHITESPACE = " \t\n\v\f\r\0"
 PUNCT = set(string.punctuation)
 
 
+@functools.lru_cache(maxsize=1 << 20)  # texts repeat their n-grams and words
 def fasttext_hash(data):
     """fastText's Dictionary::hash of a str (UTF-8 encoded) or bytes, as an unsigned 32-bit int."""
     if isinstance(data, str):
@@ -60,15 +62,19 @@ def compute_subwords(word, minn, maxn):
     return out
 
 
+def char_ngram_hashes(text, ngram_min=1, ngram_max=5, max_len=512):
+    """fastText hashes of text's character n-grams, at most max_len; the ids are 1 + h % buckets."""
+    hashes = []
+    for word in split_whitespace(text):
+        hashes += [fasttext_hash(g) for g in compute_subwords(word, ngram_min, ngram_max)]
+        if len(hashes) >= max_len:
+            break
+    return hashes[:max_len]
+
+
 def char_ngram_ids(text, buckets, ngram_min=1, ngram_max=5, max_len=512):
     """Token ids of text for halfgrad's character n-gram tokenizer."""
-    ids = []
-    for word in split_whitespace(text):
-        for ngram in compute_subwords(word, ngram_min, ngram_max):
-            ids.append(1 + fasttext_hash(ngram) % buckets)
-            if len(ids) == max_len:
-                return ids
-    return ids
+    return [1 + h % buckets for h in char_ngram_hashes(text, ngram_min, ngram_max, max_len)]
 
 
 def split_whitespace(text):
@@ -127,9 +133,13 @@ def word_ngram_hashes(hashes, n):
     return out
 
 
+def word_hashes(text, word_ngrams=2, max_len=512):
+    """Token hashes, then word n-gram values up to word_ngrams, at most max_len in all; the ids
+    are 1 + h % buckets."""
+    hashes = [fasttext_hash(t) for t in word_tokens(text)]
+    return (hashes + word_ngram_hashes(hashes, word_ngrams))[:max_len]
+
+
 def word_ids(text, buckets, word_ngrams=2, max_len=512):
     """Token ids of text for halfgrad's word tokenizer: unigrams, then word n-grams up to word_ngrams."""
-    hashes = [fasttext_hash(t) for t in word_tokens(text)]
-    ids = [1 + h % buckets for h in hashes]
-    ids += [1 + h % buckets for h in word_ngram_hashes(hashes, word_ngrams)]
-    return ids[:max_len]
+    return [1 + h % buckets for h in word_hashes(text, word_ngrams, max_len)]
