@@ -6,15 +6,16 @@ Sources: /work/shared/refs/round2.md section 4 (fastText @1142dc4, src/dictionar
 
 - fasttext_hash(bytes): fastText's FNV-1a 32-bit hash, each byte sign-extended before the XOR
   (h ^= uint32(int8(c)); h *= 16777619), so bytes >= 0x80 differ from textbook FNV-1a (round2.md 4.1).
-- char_ngram_ids: text split on whitespace (fastText's readWord set: space \\t \\n \\v \\f \\r \\0);
-  for each word, the character n-grams of "<" + word + ">" for n in [ngram_min, ngram_max] in
-  computeSubwords order (start positions skip UTF-8 continuation bytes, n counts code points, the
-  bare "<" and ">" 1-grams are skipped), id = 1 + hash % buckets (round2.md 4.2).
-- word_ids: lower-cased word tokens (maximal runs of code points that are neither whitespace (the
-  same set) nor ASCII punctuation; ASCII A-Z, Latin-1 and Latin Extended-A capitals lower-cased by Unicode's
-  simple lowercase mapping), unigram ids 1 + hash % buckets first, then word n-gram ids from
-  fastText's addWordNgrams formula h = h * 116049371 + hash[j] over uint64 with the int32
-  sign-extension quirk (round2.md 4.4). No end-of-sentence token.
+- char_ngram_ids: text split on ASCII whitespace (space \\t \\n \\v \\f \\r, as halfgrad's
+  data/text.h; fastText's readWord also splits on \\0); for each word, the character n-grams of
+  "<" + word + ">" for n in [ngram_min, ngram_max] in computeSubwords order (start positions skip
+  UTF-8 continuation bytes, n counts code points, the bare "<" and ">" 1-grams are skipped),
+  id = 1 + hash % buckets (round2.md 4.2).
+- word_ids: lower-cased word tokens (maximal runs of code points that are neither ASCII
+  whitespace nor ASCII punctuation; ASCII A-Z, Latin-1 and Latin Extended-A capitals lower-cased
+  by Unicode's simple lowercase mapping, as halfgrad's lower_latin), unigram ids 1 + hash % buckets
+  first, then word n-gram ids from fastText's addWordNgrams formula h = h * 116049371 + hash[j]
+  over uint64 with the int32 sign-extension quirk (round2.md 4.4). No end-of-sentence token.
 Both truncate to max_len ids.
 """
 import functools
@@ -26,7 +27,7 @@ WORD_NGRAM_MULT = 116049371
 MASK32 = 0xFFFFFFFF
 MASK64 = 0xFFFFFFFFFFFFFFFF
 
-WHITESPACE = " \t\n\v\f\r\0"
+WHITESPACE = " \t\n\v\f\r"  # ASCII whitespace, as halfgrad's data/text.h is_ascii_space
 PUNCT = set(string.punctuation)
 
 

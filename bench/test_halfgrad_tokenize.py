@@ -53,6 +53,23 @@ class WordTokenizerTest(unittest.TestCase):
         self.assertEqual(ht.word_tokens("Hello, WORLD! It's x-y\tÄrger İ ŸŁÓDŹ 日本"),
                          ["hello", "world", "it", "s", "x", "y", "ärger", "i", "ÿłódź", "日本"])
 
+    def test_lower_matches_halfgrad_rule(self):
+        # halfgrad's data/text.cpp lower_code_point, transcribed: Latin Extended-A pairs alternate.
+        def rule(cp):
+            if 0x41 <= cp <= 0x5A or (0xC0 <= cp <= 0xDE and cp != 0xD7):
+                return cp + 0x20
+            if cp == 0x130:
+                return 0x69
+            if cp == 0x178:
+                return 0xFF
+            if 0x100 <= cp <= 0x137 or 0x14A <= cp <= 0x177:
+                return cp + 1 if cp % 2 == 0 else cp
+            if 0x139 <= cp <= 0x148 or 0x179 <= cp <= 0x17E:
+                return cp + 1 if cp % 2 == 1 else cp
+            return cp
+        for cp in list(range(0x250)) + [0x391, 0x410, 0x1E9E]:
+            self.assertEqual(ht.lower_char(chr(cp)), chr(rule(cp)), hex(cp))
+
     def test_ids_unigrams_then_bigrams(self):
         h = [ht.fasttext_hash(w) for w in ("a", "hello", "world")]
         want = [1 + v % 2000000 for v in h + ht.word_ngram_hashes(h, 2)]
