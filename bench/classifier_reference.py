@@ -30,8 +30,8 @@ Models (each row of the output table is one trained model, test accuracy and wal
   --buckets, --dim, --hidden, --epochs, --ngram, --lr and --batch take comma-separated lists;
   every combination is trained (ngram values are MIN-MAX, e.g. 1-5,2-5). Defaults: char 1-5,
   2^16 buckets, dim 64, no hidden layer, 2 epochs, lr 0.03, batch 64, wd 0.01, 100 warmup steps,
-  max_len 512, dense AdamW (about 2 minutes on the language-id split here; figures in
-  docs/classifier_reference.md).
+  max_len 512, dense AdamW (2-3 minutes for the bag model on the language-id split on a loaded
+  2-core machine; figures in docs/classifier_reference.md).
 
 Wall time: tokenization/vectorization plus training plus evaluation of that row, in seconds,
 torch.set_num_threads(--threads) (default 1). The "params" column of a logistic regression is its
