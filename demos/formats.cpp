@@ -79,7 +79,7 @@ int main(int argc, char** argv) {
   for (const demos::RunSpec& spec : {demos::RunSpec{.label = "fp32", .precision = "no"},
                                      demos::RunSpec{.label = "fp16 O2, dynamic scale", .precision = "fp16"},
                                      demos::RunSpec{.label = "bf16 autocast", .precision = "bf16"}}) {
-    runs.push_back(demos::train_language_id(split, spec, {.steps = flags.steps, .seed = flags.seed}));
+    runs.push_back(demos::train_language_id(split, spec, {.steps = flags.steps, .seed = flags.seed, .model = flags.model}));
     std::printf("  trained %-24s %6.1f s\n", spec.label.c_str(), runs.back().seconds);
     std::fflush(stdout);
   }

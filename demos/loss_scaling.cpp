@@ -39,7 +39,7 @@ int main(int argc, char** argv) {
   };
   std::vector<demos::RunResult> runs;
   for (const demos::RunSpec& spec : specs) {
-    runs.push_back(demos::train_language_id(split, spec, {.steps = flags.steps, .seed = flags.seed}));
+    runs.push_back(demos::train_language_id(split, spec, {.steps = flags.steps, .seed = flags.seed, .model = flags.model}));
     std::printf("  trained %-24s %6.1f s\n", spec.label.c_str(), runs.back().seconds);
     std::fflush(stdout);
   }

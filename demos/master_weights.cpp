@@ -56,7 +56,7 @@ int main(int argc, char** argv) {
       "lands differs. %lld steps of batch 64, AdamW lr %g.\n\n",
       static_cast<long long>(flags.steps), lr);
   const data::Split split = demos::language_id_split(flags);
-  const demos::RunSettings settings{.steps = flags.steps, .seed = flags.seed, .lr = lr};
+  const demos::RunSettings settings{.steps = flags.steps, .seed = flags.seed, .lr = lr, .model = flags.model};
   std::vector<demos::RunResult> runs;
   for (const demos::RunSpec& spec :
        {demos::RunSpec{.label = "pure fp16", .precision = "pure_fp16", .track_weight_changes = true},

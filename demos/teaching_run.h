@@ -45,6 +45,7 @@ struct RunSettings {
   float lr = 1e-3f;
   int64_t log_every = 25;      // loss curve resolution
   int64_t inspect_every = 10;  // NumericsInspector (gradients only) on every n-th step
+  std::string model = "main";  // language_id_config's size
 };
 
 struct RunResult {
@@ -63,8 +64,14 @@ struct RunResult {
   double seconds = 0;
 };
 
-// The main job's model (README: d_model 128, 4 heads, 2 layers, d_ff 512, max_len 32, dropout 0.1).
-inline nn::ClassifierConfig language_id_config(int64_t classes) {
+// "main": the byte-level transformer the demos teach with (d_model 128, 4 heads, 2 layers,
+// d_ff 512, max_len 32, dropout 0.1). "small": the same architecture at d_model 32, 2 heads,
+// 1 layer, d_ff 64 (about 1/30 of the work): the sanitized test tree runs the demos with it,
+// where ASan makes every GEMM load 20x slower; the Release tests run "main".
+inline nn::ClassifierConfig language_id_config(int64_t classes, const std::string& model = "main") {
+  if (model == "small") {
+    return {.vocab = 256, .max_len = 32, .d_model = 32, .heads = 2, .d_ff = 64, .layers = 1, .classes = classes};
+  }
   return {.vocab = 256, .max_len = 32, .d_model = 128, .heads = 4, .d_ff = 512, .layers = 2, .classes = classes};
 }
 
@@ -146,7 +153,7 @@ inline RunResult train_language_id(const data::Split& split, const RunSpec& spec
 }
 
 inline RunResult train_language_id(const data::Split& split, const RunSpec& spec, const RunSettings& settings) {
-  nn::TextClassifier model(language_id_config(int64_t(split.train.label_names.size())), settings.seed);
+  nn::TextClassifier model(language_id_config(int64_t(split.train.label_names.size()), settings.model), settings.seed);
   return train_language_id(split, spec, settings, model);
 }
 
@@ -157,6 +164,7 @@ struct DemoFlags {
   std::string out = "demo-output";
   int threads = 1;
   int64_t eval_size = 1000;  // test words per language
+  std::string model = "main";  // language_id_config's size
 
   // Sets the OpenMP thread count and creates the output directory.
   void apply() const {
@@ -177,6 +185,9 @@ void add_demo_flags(App& app, DemoFlags& flags) {
   app.add_option("--eval-size", flags.eval_size, "test words per language (1000: the whole test split)")
       ->capture_default_str()
       ->check(CLI::Range(int64_t{1}, int64_t{1000}));
+  app.add_option("--model", flags.model, "main (the model the demo teaches with) | small (a quick check)")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"main", "small"}));
 }
 
 inline data::Split language_id_split(const DemoFlags& flags) {

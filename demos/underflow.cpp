@@ -164,9 +164,9 @@ void print_real_gradients(const hg::demos::DemoFlags& flags, double figure_scale
       "backward in f32 (dropout off). Each gradient is cast to fp16 as an fp16 backward would store it:\n\n",
       static_cast<long long>(flags.steps));
   const hg::data::Split split = hg::demos::language_id_split(flags);
-  hg::nn::TextClassifier model(hg::demos::language_id_config(int64_t(split.train.label_names.size())), flags.seed);
+  hg::nn::TextClassifier model(hg::demos::language_id_config(int64_t(split.train.label_names.size()), flags.model), flags.seed);
   const hg::demos::RunResult trained =
-      hg::demos::train_language_id(split, {.label = "f32"}, {.steps = flags.steps, .seed = flags.seed}, model);
+      hg::demos::train_language_id(split, {.label = "f32"}, {.steps = flags.steps, .seed = flags.seed, .model = flags.model}, model);
   std::printf("after %lld steps: training loss %.4f, test accuracy %.1f%%\n\n", static_cast<long long>(flags.steps),
               trained.final_loss, 100 * trained.test_accuracy);
   model.eval();

@@ -49,7 +49,7 @@ std::vector<double> row(const std::string& output, const std::string& label) {
 TEST_CASE("loss_scaling demo: flush-to-zero loses more activation gradients than subnormals do", "[demo]") {
   train::testing::TempDir dir("loss_scaling_demo");
   const testing::ProgramResult r =
-      testing::run_program("loss_scaling", "--steps 8 --eval-size 20 --out " + dir.path.string());
+      testing::run_program("loss_scaling", "--steps 8 --eval-size 20 --out " + dir.path.string() + testing::demo_model_flag());
   REQUIRE(r.exit_code == 0);
   CHECK_THAT(r.output, Catch::Contains("Loss scaling multiplies the loss by S"));
   // columns: final loss, test acc, zero grads, zero act.g, act.g ->0, skipped, final scale
@@ -79,7 +79,7 @@ TEST_CASE("loss_scaling demo: flush-to-zero loses more activation gradients than
 TEST_CASE("master_weights demo: small updates vanish in fp16 and both runs report", "[demo]") {
   train::testing::TempDir dir("master_weights_demo");
   const testing::ProgramResult r =
-      testing::run_program("master_weights", "--steps 6 --eval-size 20 --out " + dir.path.string());
+      testing::run_program("master_weights", "--steps 6 --eval-size 20 --out " + dir.path.string() + testing::demo_model_flag());
   REQUIRE(r.exit_code == 0);
   CHECK(std::regex_search(r.output, std::regex(R"(1 \+ 2\^-11\s+1\s+update lost)")));
   CHECK(std::regex_search(r.output, std::regex(R"(1 \+ 1e-4\s+1\s+update lost)")));
@@ -97,7 +97,7 @@ TEST_CASE("master_weights demo: small updates vanish in fp16 and both runs repor
 
 TEST_CASE("formats demo: the value table and a short run under each autocast dtype", "[demo]") {
   train::testing::TempDir dir("formats_demo");
-  const testing::ProgramResult r = testing::run_program("formats", "--steps 4 --eval-size 20 --out " + dir.path.string());
+  const testing::ProgramResult r = testing::run_program("formats", "--steps 4 --eval-size 20 --out " + dir.path.string() + testing::demo_model_flag());
   REQUIRE(r.exit_code == 0);
   // columns: fp32, fp16, bf16, e4m3, e5m2
   const std::vector<double> tiny = row(r.output, "1e-08"), pi = row(r.output, "3.14159");

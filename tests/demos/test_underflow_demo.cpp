@@ -14,7 +14,7 @@ namespace hg {
 TEST_CASE("underflow demo prints the format table, the example values and the histograms", "[demo]") {
   train::testing::TempDir dir("underflow_demo");
   const testing::ProgramResult r =
-      testing::run_program("underflow", "--samples 20000 --seed 1 --steps 3 --eval-size 20 --out " + dir.path.string());
+      testing::run_program("underflow", "--samples 20000 --seed 1 --steps 3 --eval-size 20 --out " + dir.path.string() + testing::demo_model_flag());
   REQUIRE(r.exit_code == 0);
   CHECK_THAT(r.output, Catch::Contains("largest finite                  65504"));
   CHECK_THAT(r.output, Catch::Contains("1e-8           0                0x0000"));
