@@ -17,6 +17,7 @@ struct TrainOptions {
   bool fp16 = false, bf16 = false;
   int threads = 0;
   int64_t d_model = 128, heads = 4, layers = 2, d_ff = 512, max_len = 32;
+  std::string tokenizer = "bytes";  // the kind; its sizes go straight into args.tokenizer
   // No dropout and 5 epochs: the main job's model is undertrained, not overfit, so dropout only
   // slows it (seed 0, fp16 O2: 79.9% after 5 epochs without, 78.4% at epoch 5 and 80.4% after 8
   // with 0.1), and 5 epochs fit the 5-minute budget on two busy cores (README, main job).
@@ -93,9 +94,21 @@ inline void add_train_flags(CLI::App& app, TrainOptions& o) {
                  "every N steps print per-tensor fp16 numerics (zeros, underflow, subnormals, headroom) and append "
                  "them to output_dir/numerics.jsonl; a skipped step names its first inf/NaN op")
       ->check(CLI::Range(int64_t{1}, int64_t{1} << 40));
-  app.add_option("--max-len", o.max_len, "maximum tokens (bytes) per text")
+  app.add_option("--max-len", o.max_len, "maximum tokens per text")
       ->capture_default_str()
       ->check(CLI::Range(1, 4096));
+  app.add_option("--tokenizer", o.tokenizer, "bytes | char-ngrams | words (hashed n-grams: a bag, no positions)")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"bytes", "char-ngrams", "words"}));
+  app.add_option("--ngram-min", a.tokenizer.ngram_min, "char-ngrams: shortest n-gram (characters)")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 32));
+  app.add_option("--ngram-max", a.tokenizer.ngram_max, "char-ngrams: longest n-gram (characters)")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 32));
+  app.add_option("--buckets", a.tokenizer.buckets, "char-ngrams, words: hash buckets (the embedding rows)")
+      ->capture_default_str()
+      ->check(CLI::Range(int64_t{1}, int64_t{1} << 28));
   app.add_option("--d-model", o.d_model, "model width")->capture_default_str()->check(CLI::Range(1, 8192));
   app.add_option("--heads", o.heads, "attention heads (must divide d-model)")
       ->capture_default_str()

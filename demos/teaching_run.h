@@ -80,7 +80,7 @@ inline RunResult train_language_id(const data::Split& split, const RunSpec& spec
   train::Accelerator accelerator(
       {.mixed_precision = spec.precision, .fp16_opt_level = spec.opt_level, .loss_scale = spec.loss_scale});
   const auto prepared = accelerator.prepare(model, optimizer, &scheduler);
-  data::DataLoader loader(split.train, data::ByteTokenizer(),
+  data::DataLoader loader(split.train, data::Tokenizer(),
                           {.batch_size = settings.batch, .seed = settings.seed, .max_len = model.config.max_len});
   train::NumericsInspector inspector(
       {.every = settings.inspect_every, .activations = false, .name_anomalies = spec.loss_scale != "none"});

@@ -23,7 +23,9 @@ TextClassifier::TextClassifier(const ClassifierConfig& c, uint64_t seed)
   Generator init_gen(seed);
   const Init init{Init::Scheme::kNormal, c.init_std, &init_gen};
   token_embedding = register_module("token_embedding", std::make_shared<Embedding>(c.vocab, c.d_model, init, 0));
-  position_embedding = register_module("position_embedding", std::make_shared<Embedding>(c.max_len, c.d_model, init));
+  if (c.position_embedding == PositionEmbedding::kLearned) {
+    position_embedding = register_module("position_embedding", std::make_shared<Embedding>(c.max_len, c.d_model, init));
+  }
   embedding_dropout = register_module("embedding_dropout", std::make_shared<Dropout>(c.dropout, dropout_gen));
   const EncoderOptions encoder_options{c.d_model, c.heads, c.d_ff, c.layers, c.dropout, false};
   encoder = register_module("encoder", std::make_shared<TransformerEncoder>(encoder_options, init, dropout_gen));
@@ -36,10 +38,13 @@ Tensor TextClassifier::forward(const Indices& ids, const Indices& attention_mask
         " and attention_mask ", attention_mask.shape, " must both be (B, T)");
   const int64_t b = ids.shape[0], t = ids.shape[1];
   check(t <= config.max_len, "TextClassifier: sequence length ", t, " exceeds max_len ", config.max_len);
-  std::vector<int32_t> positions(static_cast<size_t>(t));
-  for (int64_t i = 0; i < t; ++i) positions[size_t(i)] = int32_t(i);
-  const Tensor x = embedding_dropout->forward(
-      add(token_embedding->forward(ids), position_embedding->forward(Indices(positions, {t}))));
+  Tensor x = token_embedding->forward(ids);
+  if (position_embedding) {
+    std::vector<int32_t> positions(static_cast<size_t>(t));
+    for (int64_t i = 0; i < t; ++i) positions[size_t(i)] = int32_t(i);
+    x = add(x, position_embedding->forward(Indices(positions, {t})));
+  }
+  x = embedding_dropout->forward(x);
   const Tensor h = norm->forward(encoder->forward(x, attention_mask));
   const Tensor pooled = config.pooling == Pooling::kMean
                             ? masked_mean(h, attention_mask)

@@ -5,6 +5,38 @@
 
 namespace hg::train {
 
+nlohmann::json tokenizer_config_to_json(const data::TokenizerConfig& t) {
+  nlohmann::json j = {{"type", data::to_string(t.kind)}};
+  if (t.kind == data::TokenizerKind::kCharNgrams) {
+    j["ngram_min"] = t.ngram_min;
+    j["ngram_max"] = t.ngram_max;
+  }
+  if (t.kind != data::TokenizerKind::kBytes) j["buckets"] = t.buckets;
+  return j;
+}
+
+data::TokenizerConfig tokenizer_config_from_json(const nlohmann::json& j, const std::string& source) {
+  data::TokenizerConfig t;
+  if (j.is_string() && j.get_ref<const std::string&>() == "bytes") return t;  // what older versions wrote
+  check(j.is_object(), source, ": tokenizer: expected an object like {\"type\": \"bytes\"}");
+  try {
+    for (const auto& [key, value] : j.items()) {
+      if (key == "type") t.kind = data::parse_tokenizer_kind(value.get<std::string>());
+      else if (key == "ngram_min") t.ngram_min = value.get<int64_t>();
+      else if (key == "ngram_max") t.ngram_max = value.get<int64_t>();
+      else if (key == "buckets") t.buckets = value.get<int64_t>();
+      else fail("tokenizer: unknown key '", key, "'");
+    }
+    check(j.contains("type"), "tokenizer: missing field 'type'");
+    t.validate();
+  } catch (const nlohmann::json::exception& e) {
+    fail(source, ": tokenizer: a field has the wrong type (", e.what(), ")");
+  } catch (const Error& e) {
+    fail(source, ": ", e.what());
+  }
+  return t;
+}
+
 nlohmann::json model_config_to_json(const ModelConfig& m) {
   const nn::ClassifierConfig& c = m.classifier;
   nlohmann::json id2label = nlohmann::json::object();
@@ -20,7 +52,8 @@ nlohmann::json model_config_to_json(const ModelConfig& m) {
           {"dropout", c.dropout},
           {"pooling", c.pooling == nn::Pooling::kMean ? "mean" : "cls"},
           {"initializer_range", c.init_std},
-          {"tokenizer", "bytes"},
+          {"position_embedding", c.position_embedding == nn::PositionEmbedding::kLearned ? "learned" : "none"},
+          {"tokenizer", tokenizer_config_to_json(m.tokenizer)},
           {"id2label", id2label}};
 }
 
@@ -52,6 +85,11 @@ ModelConfig model_config_from_json(const nlohmann::json& j, const std::string& s
     check(pooling == "mean" || pooling == "cls", source, ": pooling must be mean or cls, got '", pooling, "'");
     c.pooling = pooling == "mean" ? nn::Pooling::kMean : nn::Pooling::kCls;
     c.init_std = get("initializer_range");
+    const std::string position = j.value("position_embedding", std::string("learned"));  // absent before bag models
+    check(position == "learned" || position == "none", source, ": position_embedding must be learned or none, got '",
+          position, "'");
+    c.position_embedding = position == "learned" ? nn::PositionEmbedding::kLearned : nn::PositionEmbedding::kNone;
+    if (j.contains("tokenizer")) m.tokenizer = tokenizer_config_from_json(j.at("tokenizer"), source);
     const nlohmann::json& id2label = get("id2label");
     for (int64_t i = 0; i < c.classes; ++i) {
       check(id2label.contains(std::to_string(i)), source, ": id2label has no entry for class ", i);
@@ -65,6 +103,9 @@ ModelConfig model_config_from_json(const nlohmann::json& j, const std::string& s
   } catch (const Error& e) {
     fail(source, ": ", e.what());
   }
+  const int64_t needed = data::Tokenizer(m.tokenizer, m.classifier.pooling == nn::Pooling::kCls).vocab_size();
+  check(needed <= m.classifier.vocab, source, ": the ", data::to_string(m.tokenizer.kind), " tokenizer needs vocab_size ",
+        needed, ", the model has ", m.classifier.vocab);
   return m;
 }
 

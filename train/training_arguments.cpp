@@ -6,6 +6,7 @@
 #include "autograd/error.h"
 #include "optim/lr_scheduler.h"
 #include "optim/mixed_precision.h"
+#include "train/model_config.h"
 
 namespace hg::train {
 
@@ -33,6 +34,7 @@ void TrainingArguments::validate() const {
         save_total_limit);
   check(!std::isnan(max_grad_norm), "training arguments: max_grad_norm must not be NaN (<= 0 turns clipping off)");
   check(!(fp16 && bf16), "training arguments: fp16 and bf16 are exclusive");
+  tokenizer.validate();
   optim::parse_opt_level(fp16_opt_level);
   optim::parse_loss_scale(loss_scale);
   check(gradient_accumulation_steps >= 1, "training arguments: gradient_accumulation_steps must be >= 1, got ",
@@ -78,7 +80,8 @@ nlohmann::json TrainingArguments::to_json() const {
                       {"max_grad_norm", max_grad_norm},
                       {"gradient_accumulation_steps", gradient_accumulation_steps},
                       {"seed", seed},
-                      {"detect_anomaly", detect_anomaly}};
+                      {"detect_anomaly", detect_anomaly},
+                      {"tokenizer", tokenizer_config_to_json(tokenizer)}};
   if (greater_is_better) j["greater_is_better"] = *greater_is_better;
   return j;
 }
@@ -115,6 +118,7 @@ TrainingArguments TrainingArguments::from_json(const nlohmann::json& j, const st
       else if (key == "gradient_accumulation_steps") a.gradient_accumulation_steps = value;
       else if (key == "seed") a.seed = value;
       else if (key == "detect_anomaly") a.detect_anomaly = value;
+      else if (key == "tokenizer") a.tokenizer = tokenizer_config_from_json(value, source);  // absent: bytes
       else fail(source, ": training_args: unknown key '", key, "'");
     } catch (const nlohmann::json::exception& e) {
       fail(source, ": training_args: key '", key, "' has the wrong type (", e.what(), ")");
