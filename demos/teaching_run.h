@@ -63,7 +63,8 @@ struct RunResult {
   double seconds = 0;
 };
 
-// The main job's model (README: d_model 128, 4 heads, 2 layers, d_ff 512, max_len 32, dropout 0.1).
+// The byte-level transformer (README, "Results of the byte-level transformer"; the main job's model
+// before docs/classifier.md's recipe): d_model 128, 4 heads, 2 layers, d_ff 512, max_len 32, dropout 0.1.
 inline nn::ClassifierConfig language_id_config(int64_t classes) {
   return {.vocab = 256, .max_len = 32, .d_model = 128, .heads = 4, .d_ff = 512, .layers = 2, .classes = classes};
 }

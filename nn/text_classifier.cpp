@@ -13,6 +13,8 @@ void ClassifierConfig::validate() const {
   check(d_model % heads == 0, "config: heads (", heads, ") must divide d_model (", d_model, ")");
   check(d_ff >= 1 && layers >= 0, "config: d_ff must be >= 1 and layers >= 0, got ", d_ff, " and ", layers);
   check(classes >= 2, "config: classes must be >= 2, got ", classes);
+  check(pooling == Pooling::kMean || layers >= 1,
+        "config: pooling cls needs layers >= 1 (without an encoder layer the CLS token sees no other token)");
   check(dropout >= 0.0f && dropout < 1.0f, "config: dropout must be in [0, 1), got ", dropout);
   check(init_std > 0.0f, "config: init_std must be > 0, got ", init_std);
 }

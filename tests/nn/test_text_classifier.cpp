@@ -123,6 +123,10 @@ TEST_CASE("config validation names the bad field", "[nn]") {
   ClassifierConfig config;
   config.heads = 3;
   REQUIRE_THROWS_WITH(TextClassifier(config, 0), Catch::Contains("heads (3) must divide d_model (128)"));
+  config.heads = 4;
+  config.layers = 0;
+  config.pooling = Pooling::kCls;
+  REQUIRE_THROWS_WITH(TextClassifier(config, 0), Catch::Contains("pooling cls needs layers >= 1"));
 }
 
 // The bag model (position_embedding kNone, layers 0): logits = head(mean over the real tokens of

@@ -252,7 +252,7 @@ TEST_CASE("resuming from a checkpoint of another run is refused and leaves outpu
   const DamagedCheckpoint c("other_run");
   write_bytes(c.dir.path / "labels.tsv", "en\tthe cat\nfr\tle chat\n");
   const std::string resume = " --resume " + c.path.string();
-  const std::string model = " --d-ff 16 --max-len 8 --batch-size 4 --threads 1 --max-steps 4";
+  const std::string model = " --tokenizer bytes --d-ff 16 --max-len 8 --batch-size 4 --threads 1 --max-steps 4";
   run_cases(c.dir, {
       {"train --d-model 16 --heads 2 --layers 1" + model + " --train " + c.dir / "data.tsv" + resume, kError,
        "the checkpoint's model config does not match this model"},

@@ -365,7 +365,7 @@ TEST_CASE("halfgrad command: bad input gives a one-line error and a non-zero exi
     std::string args, message;
   };
   const std::vector<Case> cases = {
-      {"train --train " + good + " --heads 3", "heads (3) must divide d_model (128)"},
+      {"train --train " + good + " --heads 3", "heads (3) must divide d_model (32)"},
       {"train --train " + bad, "bad.tsv:2: expected 'label<TAB>text', found no tab"},
       {"train --train " + empty, "empty.tsv: the data set is empty"},
       {"train --train /nonexistent/data.tsv", "/nonexistent/data.tsv"},
