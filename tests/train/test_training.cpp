@@ -366,6 +366,10 @@ TEST_CASE("halfgrad command: bad input gives a one-line error and a non-zero exi
   };
   const std::vector<Case> cases = {
       {"train --train " + good + " --heads 3", "heads (3) must divide d_model (32)"},
+      {"train --train " + good + " --ngram-min 4 --ngram-max 2", "ngram_min <= ngram_max <= 32, got ngram_min 4, ngram_max 2"},
+      {"train --train " + good + " --tokenizer chars", "--tokenizer"},
+      {"train --train " + good + " --buckets 0", "--buckets"},
+      {"train --train " + good + " --tokenizer char-ngrams --pooling cls --layers 0", "pooling cls needs layers >= 1"},
       {"train --train " + bad, "bad.tsv:2: expected 'label<TAB>text', found no tab"},
       {"train --train " + empty, "empty.tsv: the data set is empty"},
       {"train --train /nonexistent/data.tsv", "/nonexistent/data.tsv"},
