@@ -20,11 +20,15 @@ data::TokenizerConfig tokenizer_config_from_json(const nlohmann::json& j, const 
   if (j.is_string() && j.get_ref<const std::string&>() == "bytes") return t;  // what older versions wrote
   check(j.is_object(), source, ": tokenizer: expected an object like {\"type\": \"bytes\"}");
   try {
+    auto integer = [](const nlohmann::json& value) {  // not get<int64_t>() of a float: 1e30 would be UB
+      check(value.is_number_integer(), "tokenizer: a field has the wrong type (", value.dump(), ", expected an integer)");
+      return value.get<int64_t>();
+    };
     for (const auto& [key, value] : j.items()) {
       if (key == "type") t.kind = data::parse_tokenizer_kind(value.get<std::string>());
-      else if (key == "ngram_min") t.ngram_min = value.get<int64_t>();
-      else if (key == "ngram_max") t.ngram_max = value.get<int64_t>();
-      else if (key == "buckets") t.buckets = value.get<int64_t>();
+      else if (key == "ngram_min") t.ngram_min = integer(value);
+      else if (key == "ngram_max") t.ngram_max = integer(value);
+      else if (key == "buckets") t.buckets = integer(value);
       else fail("tokenizer: unknown key '", key, "'");
     }
     check(j.contains("type"), "tokenizer: missing field 'type'");
