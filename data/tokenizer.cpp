@@ -16,6 +16,12 @@ void TokenizerConfig::validate() const {
   }
 }
 
+bool TokenizerConfig::operator==(const TokenizerConfig& o) const {
+  if (kind != o.kind) return false;
+  if (kind == TokenizerKind::kBytes) return true;
+  return buckets == o.buckets && (kind != TokenizerKind::kCharNgrams || (ngram_min == o.ngram_min && ngram_max == o.ngram_max));
+}
+
 std::string to_string(TokenizerKind kind) {
   switch (kind) {
     case TokenizerKind::kBytes: return "bytes";

@@ -52,7 +52,9 @@ struct TokenizerConfig {
   TokenizerKind kind = TokenizerKind::kBytes;
   int64_t ngram_min = 1, ngram_max = 5;  // char-ngrams only
   int64_t buckets = int64_t{1} << 16;    // char-ngrams and words
-  bool operator==(const TokenizerConfig&) const = default;
+  // Same tokenization: fields the kind does not use (ngram_* of words, all sizes of bytes) are
+  // ignored, as config.json does not save them.
+  bool operator==(const TokenizerConfig& other) const;
   // Throws hg::Error naming the first field out of range.
   void validate() const;
 };

@@ -121,6 +121,12 @@ TEST_CASE("hashed tokenizers: vocab, CLS id, truncation flag", "[data][tokenizer
 }
 
 TEST_CASE("TokenizerConfig validation and kind names", "[data][tokenizer]") {
+  // Equality ignores the sizes a kind does not use (config.json does not save them).
+  CHECK(TokenizerConfig{.ngram_min = 2, .buckets = 7} == TokenizerConfig{});
+  CHECK(TokenizerConfig{.kind = TokenizerKind::kWords, .ngram_max = 9} == TokenizerConfig{.kind = TokenizerKind::kWords});
+  CHECK_FALSE(TokenizerConfig{.kind = TokenizerKind::kWords, .buckets = 7} == TokenizerConfig{.kind = TokenizerKind::kWords});
+  CHECK_FALSE(TokenizerConfig{.kind = TokenizerKind::kCharNgrams, .ngram_min = 2} ==
+              TokenizerConfig{.kind = TokenizerKind::kCharNgrams});
   CHECK(parse_tokenizer_kind("char-ngrams") == TokenizerKind::kCharNgrams);
   CHECK(to_string(TokenizerKind::kWords) == "words");
   REQUIRE_THROWS_WITH(parse_tokenizer_kind("chars"), Catch::Contains("unknown type 'chars'"));
