@@ -9,7 +9,7 @@
 
 namespace hg::data {
 
-DataLoader::DataLoader(const Dataset& dataset, const ByteTokenizer& tokenizer, DataLoaderOptions options)
+DataLoader::DataLoader(const Dataset& dataset, const Tokenizer& tokenizer, DataLoaderOptions options)
     : options_(options) {
   check(options.batch_size >= 1, "DataLoader: batch_size must be >= 1, got ", options.batch_size);
   check(options.max_len >= 1, "DataLoader: max_len must be >= 1, got ", options.max_len);
@@ -17,7 +17,8 @@ DataLoader::DataLoader(const Dataset& dataset, const ByteTokenizer& tokenizer, D
   for (const Example& e : dataset.examples) {
     bool cut = false;
     sequences_.push_back(tokenizer.encode(e.text, options.max_len, &cut));
-    check(!sequences_.back().empty(), dataset.source, ": an example has an empty text");
+    check(!sequences_.back().empty(), dataset.source, ": example ", sequences_.size(), " has no tokens (an empty text, or nothing the ",
+          to_string(tokenizer.config().kind), " tokenizer keeps)");
     truncated_ += cut;
     labels_.push_back(e.label);
   }

@@ -31,7 +31,7 @@ struct DataLoaderOptions {
 
 class DataLoader {
  public:
-  DataLoader(const Dataset& dataset, const ByteTokenizer& tokenizer, DataLoaderOptions options);
+  DataLoader(const Dataset& dataset, const Tokenizer& tokenizer, DataLoaderOptions options);
 
   // Selects the order of `epoch` (a permutation drawn from (seed, epoch) when shuffling).
   void set_epoch(int64_t epoch);

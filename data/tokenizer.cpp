@@ -1,9 +1,100 @@
-// Byte tokenization and UTF-8 validation (RFC 3629, Table 3-7 of the Unicode standard).
+// Byte, character n-gram and word tokenization; UTF-8 validation (RFC 3629, Table 3-7 of the
+// Unicode standard).
 #include "data/tokenizer.h"
 
 #include "autograd/error.h"
+#include "data/text.h"
 
 namespace hg::data {
+
+void TokenizerConfig::validate() const {
+  if (kind == TokenizerKind::kBytes) return;
+  check(buckets >= 1 && buckets <= (int64_t{1} << 28), "tokenizer: buckets must be in [1, 2^28], got ", buckets);
+  if (kind == TokenizerKind::kCharNgrams) {
+    check(ngram_min >= 1 && ngram_max >= ngram_min && ngram_max <= 32,
+          "tokenizer: need 1 <= ngram_min <= ngram_max <= 32, got ngram_min ", ngram_min, ", ngram_max ", ngram_max);
+  }
+}
+
+bool TokenizerConfig::operator==(const TokenizerConfig& o) const {
+  if (kind != o.kind) return false;
+  if (kind == TokenizerKind::kBytes) return true;
+  return buckets == o.buckets && (kind != TokenizerKind::kCharNgrams || (ngram_min == o.ngram_min && ngram_max == o.ngram_max));
+}
+
+std::string to_string(TokenizerKind kind) {
+  switch (kind) {
+    case TokenizerKind::kBytes: return "bytes";
+    case TokenizerKind::kCharNgrams: return "char-ngrams";
+    case TokenizerKind::kWords: return "words";
+  }
+  return "?";
+}
+
+TokenizerKind parse_tokenizer_kind(const std::string& name) {
+  for (TokenizerKind k : {TokenizerKind::kBytes, TokenizerKind::kCharNgrams, TokenizerKind::kWords}) {
+    if (name == to_string(k)) return k;
+  }
+  fail("tokenizer: unknown type '", name, "' (bytes, char-ngrams or words)");
+}
+
+uint32_t fasttext_hash(std::string_view bytes) {
+  uint32_t h = 2166136261u;
+  for (char c : bytes) {
+    h = h ^ uint32_t(int8_t(c));  // sign extension: fastText's compatibility quirk
+    h = h * 16777619u;
+  }
+  return h;
+}
+
+Tokenizer::Tokenizer(TokenizerConfig config, bool use_cls) : config_(config), use_cls_(use_cls) { config_.validate(); }
+
+int64_t Tokenizer::vocab_size() const {
+  if (config_.kind == TokenizerKind::kBytes) return ByteTokenizer(use_cls_).vocab_size();
+  return config_.buckets + (use_cls_ ? 2 : 1);
+}
+
+std::vector<int32_t> Tokenizer::encode(std::string_view text, int64_t max_len, bool* truncated) const {
+  if (config_.kind == TokenizerKind::kBytes) return ByteTokenizer(use_cls_).encode(text, max_len, truncated);
+  check(max_len >= (use_cls_ ? 2 : 1), "Tokenizer: max_len ", max_len, " leaves no room for text");
+  std::vector<int32_t> ids;
+  if (use_cls_) ids.push_back(int32_t(config_.buckets + 1));
+  if (config_.kind == TokenizerKind::kCharNgrams) {
+    for (std::string_view word : split_whitespace(text)) char_ngrams(word, ids);
+  } else {
+    words(text, ids);
+  }
+  if (truncated) *truncated = int64_t(ids.size()) > max_len;
+  if (int64_t(ids.size()) > max_len) ids.resize(size_t(max_len));
+  return ids;
+}
+
+// computeSubwords over "<" + word + ">", with n counting characters.
+void Tokenizer::char_ngrams(std::string_view word, std::vector<int32_t>& ids) const {
+  const std::string marked = "<" + std::string(word) + ">";
+  const std::vector<std::string_view> chars = utf8_chars(marked);
+  const size_t count = chars.size();
+  for (size_t i = 0; i < count; ++i) {
+    size_t bytes = 0;
+    for (size_t n = 1; n <= size_t(config_.ngram_max) && i + n <= count; ++n) {
+      bytes += chars[i + n - 1].size();
+      const bool bare_marker = n == 1 && (i == 0 || i + 1 == count);
+      if (n >= size_t(config_.ngram_min) && !bare_marker) {
+        ids.push_back(bucket_id(fasttext_hash(std::string_view(chars[i].data(), bytes))));
+      }
+    }
+  }
+}
+
+// Unigrams, then addWordNgrams' bigrams: h = h * 116049371 + hash, over 64 bits with each 32-bit
+// hash sign-extended first (fastText keeps the hashes in int32_t).
+void Tokenizer::words(std::string_view text, std::vector<int32_t>& ids) const {
+  const std::string lowered = lower_latin(text);
+  std::vector<uint64_t> hashes;
+  for (std::string_view w : split_words(lowered)) hashes.push_back(uint64_t(int64_t(int32_t(fasttext_hash(w)))));
+  for (uint64_t h : hashes) ids.push_back(bucket_id(uint32_t(h)));
+  for (size_t i = 0; i + 1 < hashes.size(); ++i) ids.push_back(bucket_id(hashes[i] * 116049371u + hashes[i + 1]));
+}
 
 std::vector<int32_t> ByteTokenizer::encode(std::string_view text, int64_t max_len, bool* truncated) const {
   check(max_len >= (use_cls_ ? 2 : 1), "ByteTokenizer: max_len ", max_len, " leaves no room for text");

@@ -103,7 +103,8 @@ int run_train(const CLI::App& cmd, cli::TrainOptions& o) {
   cli::resolve_train_options(cmd, o);
   train::TrainingArguments& a = o.args;
   nn::ClassifierConfig config;  // config.classes is the data's, below
-  config.vocab = o.pooling == "cls" ? 257 : 256;
+  config.vocab = data::Tokenizer(a.tokenizer, o.pooling == "cls").vocab_size();
+  if (a.tokenizer.kind != data::TokenizerKind::kBytes) config.position_embedding = nn::PositionEmbedding::kNone;
   config.max_len = o.max_len;
   config.d_model = o.d_model;
   config.heads = o.heads;
@@ -135,11 +136,11 @@ int run_train(const CLI::App& cmd, cli::TrainOptions& o) {
   config.classes = int64_t(train_set.label_names.size());
   nn::TextClassifier model(config, a.seed);
   std::printf(
-      "model: %lld parameters (d_model %lld, heads %lld, layers %lld, d_ff %lld, max_len %lld); "
+      "model: %lld parameters (d_model %lld, heads %lld, layers %lld, d_ff %lld, max_len %lld, tokenizer %s); "
       "precision %s%s; %d threads\n",
       static_cast<long long>(model.parameter_count()), static_cast<long long>(config.d_model),
       static_cast<long long>(config.heads), static_cast<long long>(config.layers), static_cast<long long>(config.d_ff),
-      static_cast<long long>(config.max_len), o.precision.c_str(),
+      static_cast<long long>(config.max_len), o.tokenizer.c_str(), o.precision.c_str(),
       a.fp16 ? (" " + a.fp16_opt_level + ", loss scale " + a.loss_scale).c_str() : "", omp_get_max_threads());
 
   std::vector<std::shared_ptr<train::TrainerCallback>> callbacks;
@@ -191,6 +192,7 @@ struct Loaded {
   std::unique_ptr<nn::TextClassifier> model;
   std::vector<std::string> labels;
   std::optional<DType> autocast;
+  data::TokenizerConfig tokenizer;
 };
 
 Loaded load_model(const std::string& dir) {
@@ -199,6 +201,7 @@ Loaded load_model(const std::string& dir) {
   Loaded l;
   l.model = std::make_unique<nn::TextClassifier>(config.classifier, 0);
   l.labels = config.labels;
+  l.tokenizer = config.tokenizer;
   for (const auto& [name, tensor] : c.model) {  // else predictions would be silently NaN
     const std::vector<float> values = tensor.to_vector();
     const bool finite = std::all_of(values.begin(), values.end(), [](float v) { return std::isfinite(v); });
@@ -219,7 +222,7 @@ Loaded load_model(const std::string& dir) {
 int run_eval(const std::string& checkpoint, const std::string& data_file, int64_t batch_size) {
   Loaded l = load_model(checkpoint);
   const data::Dataset d = data::read_tsv(data_file, &l.labels);
-  const train::EvalPrediction p = train::run_evaluation(*l.model, d, batch_size, l.autocast);
+  const train::EvalPrediction p = train::run_evaluation(*l.model, d, batch_size, l.autocast, l.tokenizer);
   const train::ClassificationReport r =
       train::classification_report(p.predictions, p.label_ids, int64_t(l.labels.size()));
   std::printf("%s\n", d.summary().c_str());
@@ -248,7 +251,7 @@ int run_predict(const std::string& checkpoint, std::vector<std::string> texts, b
     check(data::valid_utf8(t), "predict: text '", t, "' is not valid UTF-8");
     d.examples.push_back({t, 0});
   }
-  const train::EvalPrediction p = train::run_evaluation(*l.model, d, 256, l.autocast);
+  const train::EvalPrediction p = train::run_evaluation(*l.model, d, 256, l.autocast, l.tokenizer);
   if (p.truncated > 0) {  // stderr: stdout stays the predictions alone
     std::fprintf(stderr, "%s", truncation_note(p.truncated, "input", l.model->config.max_len).c_str());
   }

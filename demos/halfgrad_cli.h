@@ -20,11 +20,12 @@ struct TrainOptions {
   std::string train_file, eval_file, precision = "fp16", opt_level = "O2", resume, pooling = "mean";
   bool fp16 = false, bf16 = false;
   int threads = 0;
-  int64_t d_model = 128, heads = 4, layers = 2, d_ff = 512, max_len = 32;
-  // No dropout and 5 epochs: the main job's model is undertrained, not overfit, so dropout only
-  // slows it (seed 0, fp16 O2: 79.9% after 5 epochs without, 78.4% at epoch 5 and 80.4% after 8
-  // with 0.1), and 5 epochs fit the 5-minute budget on two busy cores (README, main job).
-  float dropout = 0.0f;
+  // The main job's recipe (docs/classifier.md, the sweep): a fastText-like bag of hashed char
+  // 1..5-grams (2^16 buckets, TokenizerConfig's defaults), d_model 32, no encoder layers, batch
+  // 256, lr 1e-2, dropout 0.5 (the bag overfits: train loss -> 0.005 without), 5 epochs.
+  int64_t d_model = 32, heads = 4, layers = 0, d_ff = 512, max_len = 128;
+  std::string tokenizer = "char-ngrams";  // the kind; its sizes go straight into args.tokenizer
+  float dropout = 0.5f;
   int64_t early_stopping = 0;
   int64_t inspect = 0;  // NumericsInspector every N optimizer steps (0: off)
   int64_t train_per_language = 6000, test_per_language = 1000;
@@ -35,7 +36,8 @@ inline void add_train_flags(CLI::App& app, TrainOptions& o) {
   train::TrainingArguments& a = o.args;
   a.output_dir = "halfgrad-output";
   a.num_train_epochs = 5;
-  a.learning_rate = 1e-3f;
+  a.per_device_train_batch_size = 256;
+  a.learning_rate = 1e-2f;
   a.warmup_steps = 100;
   a.lr_scheduler_type = "cosine";
   a.eval_strategy = "epoch";
@@ -101,6 +103,18 @@ inline void add_train_flags(CLI::App& app, TrainOptions& o) {
   app.add_option("--max-len", o.max_len, "maximum tokens per text (longer texts are truncated, and counted)")
       ->capture_default_str()
       ->check(CLI::Range(1, 4096));
+  app.add_option("--tokenizer", o.tokenizer, "bytes | char-ngrams | words (hashed n-grams: a bag, no positions)")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"bytes", "char-ngrams", "words"}));
+  app.add_option("--ngram-min", a.tokenizer.ngram_min, "char-ngrams: shortest n-gram (characters)")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 32));
+  app.add_option("--ngram-max", a.tokenizer.ngram_max, "char-ngrams: longest n-gram (characters)")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 32));
+  app.add_option("--buckets", a.tokenizer.buckets, "char-ngrams, words: hash buckets (the embedding rows)")
+      ->capture_default_str()
+      ->check(CLI::Range(int64_t{1}, int64_t{1} << 28));
   app.add_option("--d-model", o.d_model, "model width")->capture_default_str()->check(CLI::Range(1, 8192));
   app.add_option("--heads", o.heads, "attention heads (must divide d-model)")
       ->capture_default_str()
@@ -173,6 +187,13 @@ inline void resolve_train_options(const CLI::App& cmd, TrainOptions& o) {
   check(!(given("--warmup-ratio") && given("--warmup-steps")),
         "--warmup-ratio and --warmup-steps both given: --warmup-steps would override --warmup-ratio; give one");
   if (given("--warmup-ratio")) a.warmup_steps = 0;  // else the default --warmup-steps would override it
+  a.tokenizer.kind = data::parse_tokenizer_kind(o.tokenizer);
+  for (const char* flag : {"--ngram-min", "--ngram-max"}) {
+    check(a.tokenizer.kind == data::TokenizerKind::kCharNgrams || !given(flag), flag,
+          " applies to --tokenizer char-ngrams only (this run is ", o.tokenizer, "): drop ", flag);
+  }
+  check(a.tokenizer.kind != data::TokenizerKind::kBytes || !given("--buckets"),
+        "--buckets applies to the hashed tokenizers only (this run is bytes): drop --buckets");
   a.validate();
   check(!std::filesystem::exists(a.output_dir) || std::filesystem::is_directory(a.output_dir), "--output-dir ",
         a.output_dir, " exists and is not a directory");

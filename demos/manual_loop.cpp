@@ -43,7 +43,7 @@ int main(int argc, char** argv) {
   nn::TextClassifier model(config, seed);
   optim::AdamW optimizer(optim::decay_groups(model.named_parameters(), 3e-3f, 0.01f));
   optim::GradScaler scaler({.enabled = !f32});
-  data::DataLoader loader(train, data::ByteTokenizer(), {.batch_size = 32, .seed = seed, .max_len = 16});
+  data::DataLoader loader(train, data::Tokenizer(), {.batch_size = 32, .seed = seed, .max_len = 16});
 
   for (int64_t step = 0; step < steps; ++step) {
     loader.set_epoch(step / loader.num_batches());

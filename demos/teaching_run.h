@@ -64,10 +64,11 @@ struct RunResult {
   double seconds = 0;
 };
 
-// "main": the byte-level transformer the demos teach with (d_model 128, 4 heads, 2 layers,
-// d_ff 512, max_len 32, dropout 0.1). "small": the same architecture at d_model 32, 2 heads,
-// 1 layer, d_ff 64 (about 1/30 of the work): the sanitized test tree runs the demos with it,
-// where ASan makes every GEMM load 20x slower; the Release tests run "main".
+// "main": the byte-level transformer the demos teach with (README, "Results of the byte-level
+// transformer"; the main job's model before docs/classifier.md's recipe): d_model 128, 4 heads,
+// 2 layers, d_ff 512, max_len 32, dropout 0.1. "small": the same architecture at d_model 32,
+// 2 heads, 1 layer, d_ff 64 (about 1/30 of the work): the sanitized test tree runs the demos with
+// it, where ASan makes every GEMM load 20x slower; the Release tests run "main".
 inline nn::ClassifierConfig language_id_config(int64_t classes, const std::string& model = "main") {
   if (model == "small") {
     return {.vocab = 256, .max_len = 32, .d_model = 32, .heads = 2, .d_ff = 64, .layers = 1, .classes = classes};
@@ -87,7 +88,7 @@ inline RunResult train_language_id(const data::Split& split, const RunSpec& spec
   train::Accelerator accelerator(
       {.mixed_precision = spec.precision, .fp16_opt_level = spec.opt_level, .loss_scale = spec.loss_scale});
   const auto prepared = accelerator.prepare(model, optimizer, &scheduler);
-  data::DataLoader loader(split.train, data::ByteTokenizer(),
+  data::DataLoader loader(split.train, data::Tokenizer(),
                           {.batch_size = settings.batch, .seed = settings.seed, .max_len = model.config.max_len});
   train::NumericsInspector inspector(
       {.every = settings.inspect_every, .activations = false, .name_anomalies = spec.loss_scale != "none"});

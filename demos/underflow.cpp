@@ -170,7 +170,7 @@ void print_real_gradients(const hg::demos::DemoFlags& flags, double figure_scale
   std::printf("after %lld steps: training loss %.4f, test accuracy %.1f%%\n\n", static_cast<long long>(flags.steps),
               trained.final_loss, 100 * trained.test_accuracy);
   model.eval();
-  hg::data::DataLoader loader(split.train, hg::data::ByteTokenizer(),
+  hg::data::DataLoader loader(split.train, hg::data::Tokenizer(),
                               {.batch_size = 64, .seed = flags.seed, .max_len = model.config.max_len});
   const hg::data::Batch batch = loader.batch(0);
   std::vector<double> scales = {1, 256, 65536, 16777216};

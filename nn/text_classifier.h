@@ -2,6 +2,10 @@
 // embeddings, a pre-LN TransformerEncoder, a final LayerNorm, pooling (the mean over real
 // tokens, or the first token's output for a CLS token), and a linear head:
 //   logits = head(pool(norm(encoder(dropout(tok[ids] + pos[0..T)), mask)), mask))
+// With position_embedding kNone the ids are a bag (hashed n-grams, data/tokenizer.h): no pos
+// term, and padding (id 0, mask 0) is kept out of attention and of the mean pooling by the mask.
+// With layers 0 as well this is fastText's model plus a LayerNorm, which (as for the encoder's
+// output) normalises each token's row before the mean: logits = head(mean_t norm(tok[ids_t])).
 // ClassifierConfig is what a checkpoint saves to rebuild the model.
 #pragma once
 
@@ -15,6 +19,7 @@
 namespace hg::nn {
 
 enum class Pooling { kMean, kCls };
+enum class PositionEmbedding { kLearned, kNone };  // kNone: the sequence is a bag of tokens
 
 struct ClassifierConfig {
   int64_t vocab = 256;  // token ids in [0, vocab); id 0 is padding
@@ -23,6 +28,7 @@ struct ClassifierConfig {
   int64_t classes = 2;
   float dropout = 0.1f;
   Pooling pooling = Pooling::kMean;
+  PositionEmbedding position_embedding = PositionEmbedding::kLearned;
   float init_std = 0.02f;  // weights ~ N(0, init_std), biases 0 (nn/init.h kNormal)
 
   // Throws hg::Error naming the first field that is out of range (e.g. heads not dividing
@@ -38,7 +44,7 @@ class TextClassifier : public Module {
 
   ClassifierConfig config;
   std::shared_ptr<Generator> dropout_gen;  // all dropout masks; its state is checkpointed
-  std::shared_ptr<Embedding> token_embedding, position_embedding;
+  std::shared_ptr<Embedding> token_embedding, position_embedding;  // position_embedding: null with kNone
   std::shared_ptr<TransformerEncoder> encoder;
   std::shared_ptr<LayerNorm> norm;
   std::shared_ptr<Linear> head;

@@ -11,8 +11,8 @@
 namespace hg::train {
 
 EvalPrediction run_evaluation(nn::TextClassifier& model, const data::Dataset& dataset, int64_t batch_size,
-                              std::optional<DType> autocast) {
-  const data::ByteTokenizer tokenizer(model.config.pooling == nn::Pooling::kCls);
+                              std::optional<DType> autocast, const data::TokenizerConfig& tokenizer_config) {
+  const data::Tokenizer tokenizer(tokenizer_config, model.config.pooling == nn::Pooling::kCls);
   data::DataLoader loader(dataset, tokenizer, {batch_size, false, false, 0, model.config.max_len});
   EvalPrediction p;
   p.classes = model.config.classes;

@@ -9,6 +9,7 @@
 
 #include "autograd/dtype.h"
 #include "data/dataset.h"
+#include "data/tokenizer.h"
 #include "nn/text_classifier.h"
 
 namespace hg::train {
@@ -22,8 +23,9 @@ struct EvalPrediction {
   int64_t truncated = 0;             // texts longer than max_len tokens, cut by the tokenizer
 };
 
+// `tokenizer`: what the model was trained with (config.json's; bytes by default).
 EvalPrediction run_evaluation(nn::TextClassifier& model, const data::Dataset& dataset, int64_t batch_size,
-                              std::optional<DType> autocast);
+                              std::optional<DType> autocast, const data::TokenizerConfig& tokenizer = {});
 
 // Softmax probabilities of each row of logits (K classes), in f64 for display.
 std::vector<double> probabilities(const std::vector<float>& logits, int64_t row, int64_t classes);

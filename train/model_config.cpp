@@ -10,6 +10,42 @@
 
 namespace hg::train {
 
+nlohmann::json tokenizer_config_to_json(const data::TokenizerConfig& t) {
+  nlohmann::json j = {{"type", data::to_string(t.kind)}};
+  if (t.kind == data::TokenizerKind::kCharNgrams) {
+    j["ngram_min"] = t.ngram_min;
+    j["ngram_max"] = t.ngram_max;
+  }
+  if (t.kind != data::TokenizerKind::kBytes) j["buckets"] = t.buckets;
+  return j;
+}
+
+data::TokenizerConfig tokenizer_config_from_json(const nlohmann::json& j, const std::string& source) {
+  data::TokenizerConfig t;
+  if (j.is_string() && j.get_ref<const std::string&>() == "bytes") return t;  // what older versions wrote
+  check(j.is_object(), source, ": tokenizer: expected an object like {\"type\": \"bytes\"}");
+  try {
+    auto integer = [](const nlohmann::json& value) {  // not get<int64_t>() of a float: 1e30 would be UB
+      check(value.is_number_integer(), "tokenizer: a field has the wrong type (", value.dump(), ", expected an integer)");
+      return value.get<int64_t>();
+    };
+    for (const auto& [key, value] : j.items()) {
+      if (key == "type") t.kind = data::parse_tokenizer_kind(value.get<std::string>());
+      else if (key == "ngram_min") t.ngram_min = integer(value);
+      else if (key == "ngram_max") t.ngram_max = integer(value);
+      else if (key == "buckets") t.buckets = integer(value);
+      else fail("tokenizer: unknown key '", key, "'");
+    }
+    check(j.contains("type"), "tokenizer: missing field 'type'");
+    t.validate();
+  } catch (const nlohmann::json::exception& e) {
+    fail(source, ": tokenizer: a field has the wrong type (", e.what(), ")");
+  } catch (const Error& e) {
+    fail(source, ": ", e.what());
+  }
+  return t;
+}
+
 namespace {
 
 // The shortest decimal that reads back as `value` (1e-05 for 1e-5f, not 9.99999974738e-06).
@@ -22,17 +58,20 @@ double shortest_decimal(float value) {
 // What a re-implementation needs beyond the sizes, with Hugging Face's names where it has them:
 // fixed by halfgrad's architecture or derived from the config, so nothing here is read back to
 // build the model; on load, a field that is present must say what this halfgrad builds.
-nlohmann::json architecture_fields(const nn::ClassifierConfig& c) {
+nlohmann::json architecture_fields(const ModelConfig& m) {
+  const nn::ClassifierConfig& c = m.classifier;
   nlohmann::json j = {
       {"hidden_act", "gelu"},            // exact: x * Phi(x) with erf, not the tanh approximation
       {"layer_norm_eps", shortest_decimal(nn::LayerNorm::kDefaultEps)},
       {"norm_first", true},              // pre-LN layers: x + attn(ln1(x)), then h + ff(ln2(h))
       {"final_layer_norm", true},        // one more LayerNorm after the last layer, before pooling
-      {"position_embedding_type", "absolute"},  // learned, one row per position 0..max_len-1
+      // learned, one row per position 0..max_len-1; "none" for bags of hashed n-grams
+      {"position_embedding_type", c.position_embedding == nn::PositionEmbedding::kLearned ? "absolute" : "none"},
       {"attention_scale", "1/sqrt(head_dim)"},
       {"pooling_mask", "attention_mask"},  // mean pooling averages the real tokens only
-      {"pad_token_id", data::ByteTokenizer::kPad}};
-  if (c.pooling == nn::Pooling::kCls) j["cls_token_id"] = data::ByteTokenizer::kCls;  // prepended
+      {"pad_token_id", data::ByteTokenizer::kPad}};  // 0 in every tokenizer
+  // Prepended; the last id of every tokenizer's vocabulary (256 for bytes, buckets + 1 hashed).
+  if (c.pooling == nn::Pooling::kCls) j["cls_token_id"] = data::Tokenizer(m.tokenizer, true).vocab_size() - 1;
   return j;
 }
 
@@ -53,9 +92,10 @@ nlohmann::json model_config_to_json(const ModelConfig& m) {
           {"dropout", c.dropout},
           {"pooling", c.pooling == nn::Pooling::kMean ? "mean" : "cls"},
           {"initializer_range", c.init_std},
-          {"tokenizer", "bytes"},
+          {"position_embedding", c.position_embedding == nn::PositionEmbedding::kLearned ? "learned" : "none"},
+          {"tokenizer", tokenizer_config_to_json(m.tokenizer)},
           {"id2label", id2label}};
-  j.update(architecture_fields(c));
+  j.update(architecture_fields(m));
   return j;
 }
 
@@ -87,6 +127,11 @@ ModelConfig model_config_from_json(const nlohmann::json& j, const std::string& s
     check(pooling == "mean" || pooling == "cls", source, ": pooling must be mean or cls, got '", pooling, "'");
     c.pooling = pooling == "mean" ? nn::Pooling::kMean : nn::Pooling::kCls;
     c.init_std = get("initializer_range");
+    const std::string position = j.value("position_embedding", std::string("learned"));  // absent before bag models
+    check(position == "learned" || position == "none", source, ": position_embedding must be learned or none, got '",
+          position, "'");
+    c.position_embedding = position == "learned" ? nn::PositionEmbedding::kLearned : nn::PositionEmbedding::kNone;
+    if (j.contains("tokenizer")) m.tokenizer = tokenizer_config_from_json(j.at("tokenizer"), source);
     const nlohmann::json& id2label = get("id2label");
     for (int64_t i = 0; i < c.classes; ++i) {
       check(id2label.contains(std::to_string(i)), source, ": id2label has no entry for class ", i);
@@ -100,7 +145,10 @@ ModelConfig model_config_from_json(const nlohmann::json& j, const std::string& s
   } catch (const Error& e) {
     fail(source, ": ", e.what());
   }
-  const nlohmann::json architecture = architecture_fields(m.classifier);
+  const int64_t needed = data::Tokenizer(m.tokenizer, m.classifier.pooling == nn::Pooling::kCls).vocab_size();
+  check(needed <= m.classifier.vocab, source, ": the ", data::to_string(m.tokenizer.kind), " tokenizer needs vocab_size ",
+        needed, ", the model has ", m.classifier.vocab);
+  const nlohmann::json architecture = architecture_fields(m);
   for (const auto& [key, value] : architecture.items()) {  // absent in config.json files before them
     check(!j.contains(key) || j.at(key).dump() == value.dump(), source, ": ", key, " is ", j.contains(key) ? j.at(key).dump() : "",
           ", but halfgrad builds ", value.dump());

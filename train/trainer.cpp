@@ -129,7 +129,7 @@ void load_weights(optim::MixedPrecision& mp, const nn::StateDict& weights, const
 }  // namespace
 
 struct Trainer::Parts {
-  data::ByteTokenizer tokenizer;
+  data::Tokenizer tokenizer;
   std::unique_ptr<data::DataLoader> loader;
   std::unique_ptr<optim::AdamW> optimizer;
   std::unique_ptr<optim::LrScheduler> scheduler;
@@ -148,7 +148,7 @@ Trainer::Trainer(nn::TextClassifier& model, TrainingArguments args, const data::
         "' needs an eval dataset");
   check(int64_t(train_dataset.label_names.size()) == model.config.classes, "Trainer: the training set has ",
         train_dataset.label_names.size(), " classes but the model has ", model.config.classes);
-  parts_->tokenizer = data::ByteTokenizer(model.config.pooling == nn::Pooling::kCls);
+  parts_->tokenizer = data::Tokenizer(args_.tokenizer, model.config.pooling == nn::Pooling::kCls);
   check(parts_->tokenizer.vocab_size() <= model.config.vocab, "Trainer: the tokenizer needs vocab ",
         parts_->tokenizer.vocab_size(), ", the model has ", model.config.vocab);
   parts_->loader = std::make_unique<data::DataLoader>(
@@ -201,7 +201,7 @@ PredictionOutput Trainer::predict(const data::Dataset& dataset) {
         dataset.label_names.size(), " classes, the model was trained on ", train_dataset_.label_names.size());
   PredictionOutput out;
   out.prediction = run_evaluation(model_, dataset, args_.per_device_eval_batch_size,
-                                  accelerator_->mixed_precision().autocast_dtype());
+                                  accelerator_->mixed_precision().autocast_dtype(), args_.tokenizer);
   out.metrics["test_loss"] = out.prediction.loss;
   for (const auto& [key, value] : compute_metrics_(out.prediction)) out.metrics["test_" + key] = value;
   return out;
@@ -212,7 +212,7 @@ std::string Trainer::save_checkpoint() {
   Checkpoint c;
   // The weights the optimizer updates: in O2 the f32 masters (the f16 model is their rounding).
   for (const auto& [name, tensor] : mp.optimizer_parameters()) c.model[name] = tensor;
-  c.config = model_config_to_json({model_.config, train_dataset_.label_names});
+  c.config = model_config_to_json({model_.config, train_dataset_.label_names, args_.tokenizer});
   c.optimizer = parts_->optimizer->state_dict();
   c.scheduler = parts_->scheduler->state_dict();
   c.scaler = mp.scaler().state_dict();
@@ -234,9 +234,12 @@ void Trainer::restore(const std::string& dir) try {
   check(config.classifier.d_model == model_.config.d_model && config.classifier.layers == model_.config.layers &&
             config.classifier.heads == model_.config.heads && config.classifier.d_ff == model_.config.d_ff &&
             config.classifier.vocab == model_.config.vocab && config.classifier.classes == model_.config.classes &&
-            config.classifier.max_len == model_.config.max_len,
+            config.classifier.max_len == model_.config.max_len &&
+            config.classifier.position_embedding == model_.config.position_embedding,
         dir, ": the checkpoint's model config does not match this model");
   check(config.labels == train_dataset_.label_names, dir, ": the checkpoint was trained on other labels");
+  check(config.tokenizer == args_.tokenizer, dir, ": the checkpoint was trained with another tokenizer (",
+        tokenizer_config_to_json(config.tokenizer).dump(), ")");
   optim::MixedPrecision& mp = accelerator_->mixed_precision();
   const TrainingArguments saved_args =
       TrainingArguments::from_json(c.trainer_state.at("training_args"), dir + "/trainer_state.json");

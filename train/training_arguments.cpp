@@ -8,6 +8,7 @@
 #include "optim/grad_scaler.h"
 #include "optim/lr_scheduler.h"
 #include "optim/mixed_precision.h"
+#include "train/model_config.h"
 
 namespace hg::train {
 
@@ -48,6 +49,11 @@ void TrainingArguments::validate(const std::vector<std::string>& metric_names) c
   check(std::isfinite(max_grad_norm) && max_grad_norm >= 0, at,
         "max_grad_norm (--max-grad-norm) must be finite and >= 0 (0 turns clipping off), got ", max_grad_norm);
   check(!(fp16 && bf16), at, "fp16 and bf16 are exclusive");
+  try {
+    tokenizer.validate();
+  } catch (const Error& e) {
+    fail(at, "tokenizer (--tokenizer, --ngram-min, --ngram-max, --buckets): ", e.what());
+  }
   try {
     optim::parse_opt_level(fp16_opt_level);
   } catch (const Error& e) {
@@ -122,7 +128,8 @@ nlohmann::json TrainingArguments::to_json() const {
                       {"max_grad_norm", max_grad_norm},
                       {"gradient_accumulation_steps", gradient_accumulation_steps},
                       {"seed", seed},
-                      {"detect_anomaly", detect_anomaly}};
+                      {"detect_anomaly", detect_anomaly},
+                      {"tokenizer", tokenizer_config_to_json(tokenizer)}};
   if (greater_is_better) j["greater_is_better"] = *greater_is_better;
   return j;
 }
@@ -159,6 +166,7 @@ TrainingArguments TrainingArguments::from_json(const nlohmann::json& j, const st
       else if (key == "gradient_accumulation_steps") a.gradient_accumulation_steps = value;
       else if (key == "seed") a.seed = value;
       else if (key == "detect_anomaly") a.detect_anomaly = value;
+      else if (key == "tokenizer") a.tokenizer = tokenizer_config_from_json(value, source);  // absent: bytes
       else fail(source, ": training_args: unknown key '", key, "'");
     } catch (const nlohmann::json::exception& e) {
       fail(source, ": training_args: key '", key, "' has the wrong type (", e.what(), ")");

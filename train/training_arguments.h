@@ -1,6 +1,8 @@
 // TrainingArguments: the Hugging Face Trainer's settings, with its names and (where training
 // from scratch does not call for other values) its defaults. fp16/bf16 and fp16_opt_level choose
-// the mixed-precision mode; loss_scale and detect_anomaly are halfgrad's additions.
+// the mixed-precision mode; loss_scale, detect_anomaly and tokenizer (what the Trainer's
+// DataLoader tokenizes with; HF passes a tokenizer object to the Trainer instead) are halfgrad's
+// additions.
 #pragma once
 
 #include <cstdint>
@@ -9,6 +11,8 @@
 #include <vector>
 
 #include <nlohmann/json.hpp>
+
+#include "data/tokenizer.h"
 
 namespace hg::train {
 
@@ -40,6 +44,7 @@ struct TrainingArguments {
   int64_t gradient_accumulation_steps = 1;
   uint64_t seed = 42;
   bool detect_anomaly = false;  // name the first op that produces inf/NaN
+  data::TokenizerConfig tokenizer;  // bytes by default; saved in config.json with the model
 
   // The metrics every evaluation reports with the default compute_metrics (classification_metrics).
   static std::vector<std::string> standard_metrics() { return {"loss", "accuracy", "f1"}; }

@@ -104,7 +104,7 @@ TEST_CASE("DataLoader pads to the longest sequence, masks, and shuffles per epoc
   d.source = "inline";
   d.label_names = {"a", "b"};
   d.examples = {{"x", 0}, {"hello", 1}, {"abc", 0}, {"this text is long", 1}, {"yz", 0}};
-  const ByteTokenizer tok;
+  const Tokenizer tok;
   DataLoader plain(d, tok, {.batch_size = 2, .shuffle = false, .max_len = 8});
   CHECK(plain.num_batches() == 3);
   CHECK(plain.truncated() == 1);

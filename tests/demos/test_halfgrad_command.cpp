@@ -30,7 +30,7 @@ using train::testing::TempDir;
 
 // 16 examples in batches of 4: 4 optimizer steps an epoch.
 const std::string kTinyF32 = " --precision fp32 --d-model 8 --heads 2 --layers 1 --d-ff 16 --max-len 8 --batch-size 4"
-                             " --threads 1 --logging-steps 1";
+                             " --threads 1 --logging-steps 1 --tokenizer bytes";
 
 testing::ProgramResult halfgrad(const std::string& args) {
   testing::ProgramResult r = testing::run_program("halfgrad", args);

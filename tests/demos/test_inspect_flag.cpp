@@ -17,7 +17,7 @@ TEST_CASE("halfgrad train --inspect writes the numerics table, JSONL and figure"
   data::write_tsv(data::synthetic_dataset(200, 3, 5), dir / "train.tsv");
   const testing::ProgramResult r = testing::run_program(
       "halfgrad", "train --train " + (dir / "train.tsv") +
-                      " --max-steps 6 --batch-size 32 --d-model 32 --heads 2 --layers 1 --d-ff 64 --max-len 16"
+                      " --tokenizer bytes --max-steps 6 --batch-size 32 --d-model 32 --heads 2 --layers 1 --d-ff 64 --max-len 16"
                       " --save-strategy no --threads 1 --inspect 3 --output-dir " + (dir / "out"));
   INFO(r.output);
   REQUIRE(r.exit_code == 0);

@@ -123,6 +123,52 @@ TEST_CASE("config validation names the bad field", "[nn]") {
   ClassifierConfig config;
   config.heads = 3;
   REQUIRE_THROWS_WITH(TextClassifier(config, 0), Catch::Contains("heads (3) must divide d_model (128)"));
+  config.heads = 4;
+  config.layers = 0;
+  config.pooling = Pooling::kCls;
+  REQUIRE_THROWS_WITH(TextClassifier(config, 0), Catch::Contains("pooling cls needs layers >= 1"));
+}
+
+// The bag model (position_embedding kNone, layers 0): logits = head(mean over the real tokens of
+// LayerNorm(embedding row)), checked against that formula in double; order and padding do not
+// change the output, with or without encoder layers.
+TEST_CASE("a bag model ignores token order and padding and matches the fastText formula", "[nn]") {
+  ClassifierConfig config{.vocab = 50, .max_len = 8, .d_model = 8, .heads = 2, .d_ff = 16, .layers = 0, .classes = 3,
+                          .dropout = 0.0f, .position_embedding = PositionEmbedding::kNone};
+  TextClassifier model(config, 7);
+  for (const auto& [name, tensor] : model.named_parameters()) CHECK(name.find("position") == std::string::npos);
+  CHECK(model.position_embedding == nullptr);
+  CHECK(model.parameter_count() == 50 * 8 + 2 * 8 + 8 * 3 + 3);
+  model.eval();
+  NoGrad no_grad;
+  auto logits = [&](const TextClassifier& m, std::vector<int32_t> ids, std::vector<int32_t> mask) {
+    const int64_t t = int64_t(ids.size());
+    return m.forward(Indices(std::move(ids), {1, t}), Indices(std::move(mask), {1, t})).to_vector();
+  };
+  const std::vector<float> got = logits(model, {5, 7, 9}, {1, 1, 1});
+  // The formula, in double (LayerNorm eps 1e-5, its weight 1 and bias 0 at initialisation).
+  const std::vector<float> table = model.token_embedding->weight.to_vector();
+  std::vector<double> pooled(8, 0.0);
+  for (int32_t id : {5, 7, 9}) {
+    double mean = 0, var = 0;
+    for (size_t c = 0; c < 8; ++c) mean += table[size_t(id) * 8 + c] / 8.0;
+    for (size_t c = 0; c < 8; ++c) var += (table[size_t(id) * 8 + c] - mean) * (table[size_t(id) * 8 + c] - mean) / 8.0;
+    for (size_t c = 0; c < 8; ++c) pooled[c] += (table[size_t(id) * 8 + c] - mean) / std::sqrt(var + 1e-5) / 3.0;
+  }
+  const std::vector<float> w = model.head->weight.to_vector(), b = model.head->bias.to_vector();
+  for (size_t k = 0; k < 3; ++k) {
+    double want = b[k];
+    for (size_t c = 0; c < 8; ++c) want += w[k * 8 + c] * pooled[c];
+    CHECK(got[k] == Approx(want).margin(1e-5));
+  }
+  const std::vector<float> shuffled_padded = logits(model, {9, 5, 7, 0, 0}, {1, 1, 1, 0, 0});
+  for (size_t k = 0; k < 3; ++k) CHECK(shuffled_padded[k] == Approx(got[k]).margin(1e-6));
+
+  config.layers = 1;  // attention without positions is permutation-equivariant; the mean, invariant
+  TextClassifier deep(config, 7);
+  deep.eval();
+  const std::vector<float> a = logits(deep, {5, 7, 9, 0}, {1, 1, 1, 0}), c = logits(deep, {7, 9, 5}, {1, 1, 1});
+  for (size_t k = 0; k < 3; ++k) CHECK(a[k] == Approx(c[k]).margin(1e-5));
 }
 
 TEST_CASE("to(dtype) converts parameters in place and train/eval toggles dropout", "[nn]") {

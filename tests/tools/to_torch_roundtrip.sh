@@ -20,7 +20,7 @@ done > "$dir/train.tsv"
 printf 'en\ta dog\nde\tein Hund und eine Katze, viel l\xc3\xa4nger als max_len\nfr\tun chien\n' > "$dir/test.tsv"
 
 for pooling in mean cls; do
-  "$halfgrad" train --train "$dir/train.tsv" --precision fp32 --pooling $pooling --d-model 16 --heads 4 --layers 2 \
+  "$halfgrad" train --train "$dir/train.tsv" --tokenizer bytes --precision fp32 --pooling $pooling --d-model 16 --heads 4 --layers 2 \
     --d-ff 32 --max-len 16 --batch-size 6 --max-steps 4 --save-steps 4 --lr 1e-2 --threads 1 \
     --output-dir "$dir/out-$pooling" > "$dir/train-$pooling.log" 2>&1 \
     || { cat "$dir/train-$pooling.log"; fail "halfgrad train ($pooling)"; }

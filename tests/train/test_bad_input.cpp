@@ -29,7 +29,8 @@ using testing::write_bytes;
 
 constexpr int kError = 1;             // halfgrad: error: ...
 constexpr int kCliValidation = 105;   // CLI::ExitCodes::ValidationError
-const std::string kTiny = " --d-model 8 --heads 2 --layers 1 --d-ff 16 --max-len 8 --batch-size 4 --threads 1";
+const std::string kTiny =
+    " --tokenizer bytes --d-model 8 --heads 2 --layers 1 --d-ff 16 --max-len 8 --batch-size 4 --threads 1";
 
 const char* kGoodTsv = "en\tthe cat\nde\tdie Katze\nen\ta dog\nde\tein Hund\nen\thouse\nde\tHaus\n";
 
@@ -179,7 +180,7 @@ TEST_CASE("a text longer than max_len is truncated, counted and reported once", 
   // 5 of the 6 texts have more than 4 bytes: all but "Haus".
   write_bytes(dir.path / "good.tsv", kGoodTsv);
   const hg::testing::ProgramResult r = hg::testing::run_program(
-      "halfgrad", "train --d-model 8 --heads 2 --layers 1 --d-ff 16 --batch-size 4 --threads 1 --max-len 4"
+      "halfgrad", "train --tokenizer bytes --d-model 8 --heads 2 --layers 1 --d-ff 16 --batch-size 4 --threads 1 --max-len 4"
                   " --max-steps 2 --save-strategy no --train " + dir / "good.tsv" + " --output-dir " + dir / "out");
   INFO(r.output);
   CHECK(r.exit_code == 0);
@@ -316,7 +317,7 @@ TEST_CASE("resuming from a checkpoint of another run is refused and leaves outpu
   const DamagedCheckpoint c("other_run");
   write_bytes(c.dir.path / "labels.tsv", "en\tthe cat\nfr\tle chat\n");
   const std::string resume = " --resume " + c.path.string();
-  const std::string model = " --d-ff 16 --max-len 8 --batch-size 4 --threads 1 --max-steps 4";
+  const std::string model = " --tokenizer bytes --d-ff 16 --max-len 8 --batch-size 4 --threads 1 --max-steps 4";
   run_cases(c.dir, {
       {"train --d-model 16 --heads 2 --layers 1" + model + " --train " + c.dir / "data.tsv" + resume, kError,
        "the checkpoint's model config does not match this model"},

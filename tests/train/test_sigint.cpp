@@ -70,7 +70,7 @@ TEST_CASE("Trainer: SIGINT stops after the step in progress and saves it, then r
 TEST_CASE("halfgrad train: SIGINT saves a checkpoint and exits 130, and --resume finishes the run", "[train][sigint][cli]") {
   const TempDir dir("sigint_cli");
   data::write_tsv(data::synthetic_dataset(256, 2, 5), dir / "train.tsv");
-  const std::string args = "train --d-model 8 --heads 2 --layers 1 --d-ff 16 --max-len 8 --batch-size 8 --threads 1"
+  const std::string args = "train --tokenizer bytes --d-model 8 --heads 2 --layers 1 --d-ff 16 --max-len 8 --batch-size 8 --threads 1"
                            " --logging-steps 1 --save-strategy no --train " + dir / "train.tsv" + " --output-dir " +
                            dir / "out";
   // Started directly (not through a shell) so that the signal reaches halfgrad itself.

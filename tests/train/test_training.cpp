@@ -17,6 +17,7 @@
 #include "optim/mixed_precision.h"
 #include "tests/demos/run_program.h"
 #include "train/checkpoint.h"
+#include "train/model_config.h"
 #include "train/trainer.h"
 
 namespace hg::train {
@@ -234,7 +235,7 @@ TEST_CASE("halfgrad command: train on TSV files, then eval and predict with the 
   const std::string out = (dir / "out").string();
   const auto trained = testing::run_program(
       "halfgrad", "train --train " + (dir / "train.tsv").string() + " --eval " + (dir / "test.tsv").string() +
-                      " --epochs 3 --batch-size 32 --lr 3e-3 --warmup-steps 5 --d-model 32 --heads 2 --layers 1"
+                      " --tokenizer bytes --epochs 3 --batch-size 32 --lr 3e-3 --warmup-steps 5 --d-model 32 --heads 2 --layers 1"
                       " --d-ff 64 --max-len 16 --output-dir " + out);
   INFO(trained.output);
   REQUIRE(trained.exit_code == 0);
@@ -259,6 +260,103 @@ TEST_CASE("halfgrad command: train on TSV files, then eval and predict with the 
   fs::remove_all(dir);
 }
 
+TEST_CASE("halfgrad command: a char-ngrams bag model saves its tokenizer, and eval and predict use it",
+          "[train][cli][tokenizer]") {
+  const fs::path dir = fresh_dir("cli_bag");
+  fs::create_directories(dir);
+  const data::Dataset train_set = data::synthetic_dataset(600, 3, 11), test_set = data::synthetic_dataset(150, 3, 12);
+  data::write_tsv(train_set, (dir / "train.tsv").string());
+  data::write_tsv(test_set, (dir / "test.tsv").string());
+  const std::string out = (dir / "out").string();
+  const auto trained = testing::run_program(
+      "halfgrad", "train --train " + (dir / "train.tsv").string() + " --eval " + (dir / "test.tsv").string() +
+                      " --tokenizer char-ngrams --ngram-min 1 --ngram-max 3 --buckets 1000 --epochs 3 --batch-size 32"
+                      " --lr 1e-2 --warmup-steps 5 --d-model 32 --heads 2 --layers 0 --max-len 64 --output-dir " + out);
+  INFO(trained.output);
+  REQUIRE(trained.exit_code == 0);
+  const fs::path checkpoint = latest_checkpoint(out);
+  REQUIRE(!checkpoint.empty());
+  nlohmann::json config;
+  std::ifstream(checkpoint / "config.json") >> config;
+  CHECK(config.at("tokenizer") == nlohmann::json{{"type", "char-ngrams"}, {"ngram_min", 1}, {"ngram_max", 3},
+                                                 {"buckets", 1000}});
+  CHECK(config.at("vocab_size") == 1001);
+  CHECK(config.at("position_embedding") == "none");
+  CHECK(config.at("num_hidden_layers") == 0);
+
+  const auto evaluated = testing::run_program("halfgrad", "eval --checkpoint " + checkpoint.string() + " --data " +
+                                                              (dir / "test.tsv").string());
+  INFO(evaluated.output);
+  REQUIRE(evaluated.exit_code == 0);
+  std::smatch m;
+  REQUIRE(std::regex_search(evaluated.output, m, std::regex(R"(accuracy ([0-9.]+))")));
+  CHECK(std::stod(m[1]) > 0.9);
+  // Texts longer than max_len in bytes: fine, max_len counts n-grams (3 per character here).
+  const auto predicted =
+      testing::run_program("halfgrad", "predict --checkpoint " + checkpoint.string() + " aabbab ccdcdd eeffef");
+  INFO(predicted.output);
+  REQUIRE(predicted.exit_code == 0);
+  CHECK_THAT(predicted.output, Catch::Contains("aabbab\tclass0") && Catch::Contains("ccdcdd\tclass1") &&
+                                   Catch::Contains("eeffef\tclass2"));
+  fs::remove_all(dir);
+}
+
+TEST_CASE("halfgrad command: a byte-level checkpoint with a config.json from before tokenizers predicts as before",
+          "[train][cli][tokenizer]") {
+  const fs::path dir = fresh_dir("cli_old_config");
+  fs::create_directories(dir);
+  data::write_tsv(data::synthetic_dataset(300, 3, 11), (dir / "train.tsv").string());
+  const std::string out = (dir / "out").string();
+  const auto trained = testing::run_program(
+      "halfgrad", "train --train " + (dir / "train.tsv").string() +
+                      " --tokenizer bytes --epochs 1 --batch-size 32 --d-model 16 --heads 2 --layers 1 --d-ff 32"
+                      " --max-len 16 --output-dir " + out);
+  INFO(trained.output);
+  REQUIRE(trained.exit_code == 0);
+  const fs::path checkpoint = latest_checkpoint(out);
+  REQUIRE(!checkpoint.empty());
+  const std::string predict = "predict --checkpoint " + checkpoint.string() + " aabbab ccdcdd \"h\xC3\xA9llo w\"";
+  const auto before = testing::run_program("halfgrad", predict);
+  REQUIRE(before.exit_code == 0);
+
+  // Rewrite config.json and trainer_state.json as earlier versions wrote them.
+  nlohmann::json config, state;
+  std::ifstream(checkpoint / "config.json") >> config;
+  std::ifstream(checkpoint / "trainer_state.json") >> state;
+  CHECK(config.at("tokenizer") == nlohmann::json{{"type", "bytes"}});
+  CHECK(config.at("position_embedding") == "learned");
+  config.erase("position_embedding");
+  config["tokenizer"] = "bytes";
+  state.at("training_args").erase("tokenizer");
+  // The manifest records file sizes; keep it consistent with the rewritten files.
+  auto rewrite = [&](const std::string& name, const nlohmann::json& j) {
+    std::ofstream(checkpoint / name) << j.dump(2);
+    nlohmann::json manifest;
+    std::ifstream(checkpoint / kManifestFile) >> manifest;
+    manifest["files"][name] = fs::file_size(checkpoint / name);
+    std::ofstream(checkpoint / kManifestFile) << manifest.dump(2);
+  };
+  rewrite("config.json", config);
+  rewrite("trainer_state.json", state);
+  const auto after = testing::run_program("halfgrad", predict);
+  INFO(after.output);
+  REQUIRE(after.exit_code == 0);
+  CHECK(after.output == before.output);
+  CHECK_THAT(after.output, Catch::Contains("aabbab\t"));
+
+  config.erase("tokenizer");  // no tokenizer at all: bytes too
+  rewrite("config.json", config);
+  CHECK(testing::run_program("halfgrad", predict).output == before.output);
+  // Resuming the rewritten checkpoint with the same (byte) flags is accepted.
+  const auto resumed = testing::run_program(
+      "halfgrad", "train --train " + (dir / "train.tsv").string() +
+                      " --tokenizer bytes --epochs 2 --batch-size 32 --d-model 16 --heads 2 --layers 1 --d-ff 32"
+                      " --max-len 16 --output-dir " + out + " --resume " + checkpoint.string());
+  INFO(resumed.output);
+  CHECK(resumed.exit_code == 0);
+  fs::remove_all(dir);
+}
+
 TEST_CASE("halfgrad command: bad input gives a one-line error and a non-zero exit code", "[train][cli]") {
   const fs::path dir = fresh_dir("cli");
   fs::create_directories(dir);
@@ -273,7 +371,11 @@ TEST_CASE("halfgrad command: bad input gives a one-line error and a non-zero exi
     std::string args, message;
   };
   const std::vector<Case> cases = {
-      {"train --train " + good + " --heads 3", "heads (3) must divide d_model (128)"},
+      {"train --train " + good + " --heads 3", "heads (3) must divide d_model (32)"},
+      {"train --train " + good + " --ngram-min 4 --ngram-max 2", "ngram_min <= ngram_max <= 32, got ngram_min 4, ngram_max 2"},
+      {"train --train " + good + " --tokenizer chars", "--tokenizer"},
+      {"train --train " + good + " --buckets 0", "--buckets"},
+      {"train --train " + good + " --tokenizer char-ngrams --pooling cls --layers 0", "pooling cls needs layers >= 1"},
       {"train --train " + bad, "bad.tsv:2: expected 'label<TAB>text', found no tab"},
       {"train --train " + empty, "empty.tsv: the data set is empty"},
       {"train --train /nonexistent/data.tsv", "/nonexistent/data.tsv"},
