@@ -1,10 +1,13 @@
-// The shared step loop: widen, update in f32, round once into the parameter's dtype.
+// The shared step loop: widen, update in f32, round once into the parameter's dtype; for a
+// row-sparse gradient, the same on the touched rows of the parameter and of its state.
 #include "optim/optimizer.h"
 
+#include <algorithm>
 #include <cstring>
 
 #include "autograd/error.h"
 #include "autograd/kernels/cast.h"
+#include "autograd/sparse_rows.h"
 #include "autograd/tape.h"
 
 namespace hg::optim {
@@ -32,6 +35,10 @@ void Optimizer::step() {
   for (const ParamGroup& group : groups_) {
     for (const Tensor& param : group.params) {
       const size_t i = index++;
+      if (const SparseRows* sparse = param.sparse_grad()) {
+        update_rows(param, *sparse, group, state_[i], ++param_steps_[i]);
+        continue;
+      }
       if (!param.grad().defined()) continue;
       std::vector<float> p = param.to_vector();
       const std::vector<float> g = param.grad().to_vector();
@@ -40,6 +47,33 @@ void Optimizer::step() {
     }
   }
   ++steps_;
+}
+
+void Optimizer::update_rows(const Tensor& param, const SparseRows& grad, const ParamGroup& group,
+                            std::map<std::string, std::vector<float>>& state, int64_t step) {
+  const size_t c = size_t(param.size(1));
+  // The touched rows of each state buffer, gathered into the layout of the gradient's values.
+  std::map<std::string, std::vector<float>> rows_state;
+  for (const auto& [name, buffer] : state) {
+    std::vector<float>& rows = rows_state[name];
+    rows.resize(grad.rows.size() * c);
+    for (size_t k = 0; k < grad.rows.size(); ++k) {
+      std::copy_n(buffer.begin() + ptrdiff_t(size_t(grad.rows[k]) * c), c, rows.begin() + ptrdiff_t(k * c));
+    }
+  }
+  std::vector<float> p = read_rows(param, grad.rows);
+  update(p, grad.values.to_vector(), group, rows_state, step);
+  write_rows(param, grad.rows, p);
+  // Scattered back; a buffer update() created starts at zero in the untouched rows, one it
+  // dropped is dropped.
+  std::erase_if(state, [&](const auto& entry) { return !rows_state.contains(entry.first); });
+  for (const auto& [name, rows] : rows_state) {
+    std::vector<float>& buffer = state[name];
+    if (buffer.empty()) buffer.assign(size_t(param.numel()), 0.0f);
+    for (size_t k = 0; k < grad.rows.size(); ++k) {
+      std::copy_n(rows.begin() + ptrdiff_t(k * c), c, buffer.begin() + ptrdiff_t(size_t(grad.rows[k]) * c));
+    }
+  }
 }
 
 void Optimizer::zero_grad() {

@@ -174,7 +174,7 @@ Tensor dropout(const Tensor& x, float p, Generator& gen, bool training) {
   });
 }
 
-Tensor embedding(const Indices& ids, const Tensor& weight, int32_t padding_idx) {
+Tensor embedding(const Indices& ids, const Tensor& weight, int32_t padding_idx, bool sparse) {
   check(weight.ndim() == 2, "embedding: weight must be (V, C), got ", weight.shape());
   const int64_t v = weight.shape()[0], c = weight.shape()[1];
   for (int64_t i = 0; i < ids.numel(); ++i) {
@@ -188,9 +188,28 @@ Tensor embedding(const Indices& ids, const Tensor& weight, int32_t padding_idx) 
   for (int64_t i = 0; i < ids.numel(); ++i) {  // a gather: exact copies, no rounding
     std::memcpy(y.bytes() + size_t(i) * row_bytes, weight.bytes() + size_t(ids[i]) * row_bytes, row_bytes);
   }
-  return record("embedding", y, {weight}, [ids, weight, padding_idx, v, c](const Tensor& dy) {
+  return record("embedding", y, {weight}, [ids, weight, padding_idx, v, c, sparse](const Tensor& dy) {
     // Scatter-add rows of dy into dW in position order (f32), skipping padding_idx.
     const std::vector<float> g = dy.to_vector();
+    if (sparse) {  // the same sums, for the touched rows only: positions sorted by id, stably
+      std::vector<int64_t> order(size_t(ids.numel()));
+      for (int64_t i = 0; i < ids.numel(); ++i) order[size_t(i)] = i;
+      std::stable_sort(order.begin(), order.end(), [&ids](int64_t a, int64_t b) { return ids[a] < ids[b]; });
+      SparseRows dw;
+      std::vector<float> values;
+      for (const int64_t i : order) {
+        if (ids[i] == padding_idx) continue;
+        if (dw.rows.empty() || dw.rows.back() != ids[i]) {
+          dw.rows.push_back(ids[i]);
+          values.resize(values.size() + size_t(c), 0.0f);
+        }
+        float* row = values.data() + values.size() - size_t(c);
+        for (int64_t j = 0; j < c; ++j) row[j] += g[size_t(i * c + j)];
+      }
+      dw.values = Tensor::from_vector(values, {int64_t(dw.rows.size()), c});
+      accumulate_grad(weight, std::move(dw));
+      return;
+    }
     std::vector<float> dw(size_t(v * c), 0.0f);
     for (int64_t i = 0; i < ids.numel(); ++i) {
       if (ids[i] == padding_idx) continue;
