@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cstring>
 
+#include "autograd/allocator.h"
 #include "autograd/error.h"
 #include "autograd/kernels/cast.h"
 #include "autograd/sparse_rows.h"
@@ -51,29 +52,44 @@ void Optimizer::step() {
 
 void Optimizer::update_rows(const Tensor& param, const SparseRows& grad, const ParamGroup& group,
                             std::map<std::string, std::vector<float>>& state, int64_t step) {
-  const size_t c = size_t(param.size(1));
-  // The touched rows of each state buffer, gathered into the layout of the gradient's values.
-  std::map<std::string, std::vector<float>> rows_state;
-  for (const auto& [name, buffer] : state) {
-    std::vector<float>& rows = rows_state[name];
-    rows.resize(grad.rows.size() * c);
-    for (size_t k = 0; k < grad.rows.size(); ++k) {
-      std::copy_n(buffer.begin() + ptrdiff_t(size_t(grad.rows[k]) * c), c, rows.begin() + ptrdiff_t(k * c));
+  const int64_t c = param.size(1), n = int64_t(grad.rows.size());
+  // In chunks of about 16K elements, so the working copies stay in L2. Every chunk sees the
+  // state as it was before the step (a buffer update() creates is kept aside until the end),
+  // so how the rows are chunked cannot change a result.
+  const int64_t chunk = std::max<int64_t>(1, (int64_t(1) << 14) / c);
+  std::map<std::string, std::vector<float>> rows_state, created;
+  std::vector<float> g;
+  for (int64_t first = 0; first < n; first += chunk) {
+    const std::span<const int64_t> rows(grad.rows.data() + first, size_t(std::min(chunk, n - first)));
+    const size_t m = rows.size() * size_t(c);
+    rows_state.clear();
+    for (const auto& [name, buffer] : state) {  // the rows, gathered into the values' layout
+      std::vector<float>& gathered = rows_state[name];
+      gathered.resize(m);
+      for (size_t k = 0; k < rows.size(); ++k) {
+        std::copy_n(buffer.begin() + rows[k] * c, c, gathered.begin() + ptrdiff_t(k) * c);
+      }
+    }
+    std::vector<float> p = read_rows(param, rows);
+    g.resize(m);
+    kernels::widen(g.data(), grad.values.bytes(), grad.values.dtype(), first * c, int64_t(m));
+    update(p, g, group, rows_state, step);
+    write_rows(param, rows, p);
+    for (const auto& [name, gathered] : rows_state) {  // scattered back
+      std::vector<float>* buffer = state.contains(name) ? &state[name] : &created[name];
+      if (buffer->empty()) {  // zero in the untouched rows; on 2 MiB pages, as rows are visited at random
+        buffer->reserve(size_t(param.numel()));
+        advise_huge_pages(buffer->data(), size_t(param.numel()) * sizeof(float));
+        buffer->assign(size_t(param.numel()), 0.0f);
+      }
+      for (size_t k = 0; k < rows.size(); ++k) {
+        std::copy_n(gathered.begin() + ptrdiff_t(k) * c, c, buffer->begin() + rows[k] * c);
+      }
     }
   }
-  std::vector<float> p = read_rows(param, grad.rows);
-  update(p, grad.values.to_vector(), group, rows_state, step);
-  write_rows(param, grad.rows, p);
-  // Scattered back; a buffer update() created starts at zero in the untouched rows, one it
-  // dropped is dropped.
-  std::erase_if(state, [&](const auto& entry) { return !rows_state.contains(entry.first); });
-  for (const auto& [name, rows] : rows_state) {
-    std::vector<float>& buffer = state[name];
-    if (buffer.empty()) buffer.assign(size_t(param.numel()), 0.0f);
-    for (size_t k = 0; k < grad.rows.size(); ++k) {
-      std::copy_n(rows.begin() + ptrdiff_t(k * c), c, buffer.begin() + ptrdiff_t(size_t(grad.rows[k]) * c));
-    }
-  }
+  if (n == 0) return;
+  std::erase_if(state, [&](const auto& entry) { return !rows_state.contains(entry.first); });  // dropped by update()
+  state.merge(created);
 }
 
 void Optimizer::zero_grad() {
