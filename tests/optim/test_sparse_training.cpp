@@ -242,4 +242,13 @@ TEST_CASE("an inf in a sparse gradient is found and the step skipped as on the d
   CHECK(head_finite);
 }
 
+TEST_CASE("converting a model drops its sparse gradients with the dense ones", "[sparse][optim]") {
+  Bag model(true, 0.5f, 0.5f);
+  backward(cross_entropy(model.forward(Indices({1, 2, 3, 4}, {2, 2})), Indices({0, 1}, {2})));
+  REQUIRE(model.tok->weight.sparse_grad() != nullptr);
+  model.to(DType::f16);
+  CHECK_FALSE(model.tok->weight.has_grad());
+  CHECK_FALSE(model.head->weight.has_grad());
+}
+
 }  // namespace hg::optim
