@@ -42,9 +42,9 @@ Tensor to_dense(const SparseRows& g, const Shape& shape) {
 }
 
 SparseRows add(const SparseRows& a, const SparseRows& b) {
-  check(a.values.dtype() == b.values.dtype() && a.values.size(1) == b.values.size(1),
-        "add: sparse rows of shape ", a.values.shape(), " ", dtype_name(a.values.dtype()), " and ",
-        b.values.shape(), " ", dtype_name(b.values.dtype()));
+  check(a.values.dtype() == b.values.dtype() && a.values.size(1) == b.values.size(1), "add: sparse rows of shape ",
+        a.values.shape(), " ", dtype_name(a.values.dtype()), " and ", b.values.shape(), " ",
+        dtype_name(b.values.dtype()));
   std::vector<int64_t> rows;
   rows.reserve(a.rows.size() + b.rows.size());
   std::set_union(a.rows.begin(), a.rows.end(), b.rows.begin(), b.rows.end(), std::back_inserter(rows));
@@ -57,7 +57,8 @@ std::vector<float> read_rows(const Tensor& t, std::span<const int64_t> rows) {
   check(t.ndim() == 2, "read_rows: tensor '", t.name(), "' of shape ", t.shape(), " is not 2-D");
   const int64_t c = t.size(1);
   std::vector<float> out(rows.size() * size_t(c));
-  for (size_t i = 0; i < rows.size(); ++i) kernels::widen(out.data() + i * size_t(c), t.bytes(), t.dtype(), rows[i] * c, c);
+  for (size_t i = 0; i < rows.size(); ++i)
+    kernels::widen(out.data() + i * size_t(c), t.bytes(), t.dtype(), rows[i] * c, c);
   return out;
 }
 

@@ -177,8 +177,9 @@ void Tensor::set_sparse_grad(SparseRows grad) {
         "set_sparse_grad: values ", g.values.shape(), " ", dtype_name(g.values.dtype()), " for ", g.rows.size(),
         " rows do not match tensor '", name(), "' ", shape(), " ", dtype_name(dtype()));
   for (size_t i = 0; i < g.rows.size(); ++i) {
-    check(g.rows[i] >= 0 && g.rows[i] < size(0) && (i == 0 || g.rows[i - 1] < g.rows[i]), "set_sparse_grad: row id ",
-          g.rows[i], " at ", i, " is out of [0, ", size(0), ") or not above the previous one (ids must be sorted, unique)");
+    check(g.rows[i] >= 0 && g.rows[i] < size(0) && (i == 0 || g.rows[i - 1] < g.rows[i]),
+          "set_sparse_grad: row id ", g.rows[i], " at ", i, " is out of [0, ", size(0),
+          ") or not above the previous one (ids must be sorted, unique)");
   }
   impl().sparse_grad = std::make_shared<SparseRows>(std::move(grad));
   impl().grad.reset();

@@ -8,6 +8,8 @@
 // touches ~4060 distinct rows of the big table and all 255 of the small one, so the sparse
 // optimizer step does 16x the small table's work; --small 16384 (~3620 rows touched) compares
 // tables that differ in size only.
+#include "nn/embedding.h"
+
 #include <omp.h>
 
 #include <CLI/CLI.hpp>
@@ -21,7 +23,6 @@
 
 #include "autograd/ops.h"
 #include "autograd/parallel.h"
-#include "nn/embedding.h"
 #include "nn/linear.h"
 #include "optim/adam.h"
 #include "train/accelerator.h"

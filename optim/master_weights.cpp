@@ -62,7 +62,8 @@ void MasterWeights::copy_step_to_model() {
   for (size_t i = 0; i < model_.size(); ++i) {
     const Tensor& p = model_[i];
     if (i < sparse_rows_.size() && sparse_rows_[i]) {
-      for (const int64_t row : *sparse_rows_[i]) model_changed_ += copy_elements(p, masters_[i], row * p.size(1), p.size(1));
+      const int64_t c = p.size(1);
+      for (const int64_t row : *sparse_rows_[i]) model_changed_ += copy_elements(p, masters_[i], row * c, c);
     } else {
       model_changed_ += copy_elements(p, masters_[i], 0, p.numel());
     }
@@ -71,7 +72,9 @@ void MasterWeights::copy_step_to_model() {
 
 void MasterWeights::copy_masters_to_model() {
   model_changed_ = 0;
-  for (size_t i = 0; i < model_.size(); ++i) model_changed_ += copy_elements(model_[i], masters_[i], 0, model_[i].numel());
+  for (size_t i = 0; i < model_.size(); ++i) {
+    model_changed_ += copy_elements(model_[i], masters_[i], 0, model_[i].numel());
+  }
 }
 
 int64_t MasterWeights::elements() const {

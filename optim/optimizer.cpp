@@ -77,7 +77,7 @@ void Optimizer::update_rows(const Tensor& param, const SparseRows& grad, const P
     write_rows(param, rows, p);
     for (const auto& [name, gathered] : rows_state) {  // scattered back
       std::vector<float>* buffer = state.contains(name) ? &state[name] : &created[name];
-      if (buffer->empty()) {  // zero in the untouched rows; on 2 MiB pages, as rows are visited at random
+      if (buffer->empty()) {  // zero in the untouched rows; on 2 MiB pages: rows are visited at random
         buffer->reserve(size_t(param.numel()));
         advise_huge_pages(buffer->data(), size_t(param.numel()) * sizeof(float));
         buffer->assign(size_t(param.numel()), 0.0f);
@@ -88,7 +88,8 @@ void Optimizer::update_rows(const Tensor& param, const SparseRows& grad, const P
     }
   }
   if (n == 0) return;
-  std::erase_if(state, [&](const auto& entry) { return !rows_state.contains(entry.first); });  // dropped by update()
+  // A buffer update() dropped is dropped; the ones it created join the state.
+  std::erase_if(state, [&](const auto& entry) { return !rows_state.contains(entry.first); });
   state.merge(created);
 }
 

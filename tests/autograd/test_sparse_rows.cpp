@@ -2,10 +2,9 @@
 // path it must reproduce. The oracle is the dense gradient of the same graph: the sparse one must
 // list exactly its nonzero-able rows (the ids, without padding) and hold its bits in them, in every
 // dtype, for a table used twice, over two backward calls, and mixed with a dense contribution.
-#include <catch2/catch.hpp>
-
 #include <algorithm>
 #include <bit>
+#include <catch2/catch.hpp>
 #include <cmath>
 #include <limits>
 #include <set>
@@ -73,7 +72,8 @@ TEST_CASE("a sparse embedding's gradient holds the dense gradient's touched rows
   }
 }
 
-TEST_CASE("a table used twice, and over two backward calls, sums its sparse gradients as the dense path", "[sparse][grad]") {
+TEST_CASE("a table used twice, and over two backward calls, sums its sparse gradients as the dense path",
+          "[sparse][grad]") {
   // The two lookups share rows 2 and 5; each backward adds into the gradient of the first.
   const Indices first({2, 5, 5, 8}, {4}), second({5, 0, 2, 2}, {4});
   const Tensor p1 = random_tensor({4, kC}, 93, -3.0f, 3.0f), p2 = random_tensor({4, kC}, 94, -3.0f, 3.0f);
@@ -82,7 +82,8 @@ TEST_CASE("a table used twice, and over two backward calls, sums its sparse grad
     Tensor dense = table(dtype), sparse = table(dtype);
     for (const bool is_sparse : {false, true}) {
       Tensor& w = is_sparse ? sparse : dense;
-      backward(add(sum(mul(embedding(first, w, -1, is_sparse), p1)), sum(mul(embedding(second, w, -1, is_sparse), p2))));
+      backward(
+          add(sum(mul(embedding(first, w, -1, is_sparse), p1)), sum(mul(embedding(second, w, -1, is_sparse), p2))));
     }
     check_rows_match(*sparse.sparse_grad(), dense.grad(), {0, 2, 5, 8});
     // A second backward call (gradient accumulation over micro-batches) adds rows 1 and 5.
@@ -139,8 +140,8 @@ TEST_CASE("padding_idx gets no sparse row; ids that are all padding give an empt
 TEST_CASE("a row-sparse gradient is not readable as a dense one, and is checked when set", "[sparse]") {
   Tensor w = table(DType::f32).set_name("tok");
   backward(sum(embedding(Indices({2}, {1}), w, -1, true)));
-  REQUIRE_THROWS_WITH(w.grad(), Catch::Contains("'tok'") && Catch::Contains("row-sparse") &&
-                                    Catch::Contains("sparse_grad()"));
+  REQUIRE_THROWS_WITH(w.grad(),
+                      Catch::Contains("'tok'") && Catch::Contains("row-sparse") && Catch::Contains("sparse_grad()"));
   REQUIRE_THROWS_WITH(w.set_sparse_grad({{3, 3}, Tensor::zeros({2, kC})}), Catch::Contains("sorted, unique"));
   REQUIRE_THROWS_WITH(w.set_sparse_grad({{kV}, Tensor::zeros({1, kC})}), Catch::Contains("out of [0, 11)"));
   REQUIRE_THROWS_WITH(w.set_sparse_grad({{1}, Tensor::zeros({1, kC}, DType::f16)}), Catch::Contains("do not match"));

@@ -3,9 +3,8 @@
 // semantics a row touched at every step must carry the dense run's bits -- weights, f32 masters,
 // AdamW moments -- through loss scaling, clipping, accumulation and skipped steps; a row never
 // touched must keep its value and zero moments; a row that misses a step must not move in it.
-#include <catch2/catch.hpp>
-
 #include <bit>
+#include <catch2/catch.hpp>
 #include <cmath>
 #include <memory>
 #include <set>
@@ -40,7 +39,8 @@ class Bag : public nn::Module {
  public:
   Bag(bool sparse, float table_std, float head_std) {
     Generator gen(17);
-    tok = register_module("tok", std::make_shared<nn::Embedding>(kV, kC, nn::Init{.std = table_std, .gen = &gen}, 0, sparse));
+    tok = register_module("tok",
+                          std::make_shared<nn::Embedding>(kV, kC, nn::Init{.std = table_std, .gen = &gen}, 0, sparse));
     head = register_module("head", std::make_shared<nn::Linear>(kC, kK, nn::Init{.std = head_std, .gen = &gen}));
   }
   Tensor forward(const Indices& ids) const { return head->forward(sum(tok->forward(ids), 1)); }
@@ -123,7 +123,8 @@ TEST_CASE("sparse AdamW training matches the dense run bit for bit on rows touch
       }
       const Run dense = train(false, precision, plan, kMaxNorm), sparse = train(true, precision, plan, kMaxNorm);
       const Bag initial(false, 0.5f, 0.5f);  // its table in the model's dtype
-      const std::vector<float> table0 = initial.tok->weight.to(precision == Precision::kFp16 ? DType::f16 : DType::f32).to_vector();
+      const std::vector<float> table0 =
+          initial.tok->weight.to(precision == Precision::kFp16 ? DType::f16 : DType::f32).to_vector();
       for (size_t s = 0; s < plan.size(); ++s) {
         INFO("step " << s);
         CHECK(sparse.steps[s].stepped == dense.steps[s].stepped);
@@ -199,7 +200,8 @@ TEST_CASE("lazy AdamW and SGD: a row missing from a step keeps its value and sta
   }
 }
 
-TEST_CASE("an inf in a sparse gradient is found and the step skipped as on the dense path, fp16 O2", "[sparse][optim]") {
+TEST_CASE("an inf in a sparse gradient is found and the step skipped as on the dense path, fp16 O2",
+          "[sparse][optim]") {
   // Every position holds id 5 and every label is 0, so the 4 x 64 activation gradients of row 5
   // all point one way. Each is about scale / 4 * |head^T (p - e0)| ~ 1e4 at scale 2^16: finite in
   // f16. Their sum in row 5's gradient is 256 times that, past f16's 65504: inf. The head's own
