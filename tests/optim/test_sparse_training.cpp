@@ -6,6 +6,7 @@
 #include <bit>
 #include <catch2/catch.hpp>
 #include <cmath>
+#include <map>
 #include <memory>
 #include <set>
 
@@ -251,6 +252,53 @@ TEST_CASE("converting a model drops its sparse gradients with the dense ones", "
   model.to(DType::f16);
   CHECK_FALSE(model.tok->weight.has_grad());
   CHECK_FALSE(model.head->weight.has_grad());
+}
+
+TEST_CASE("a sparse step over many rows, in chunks and on a team, matches the dense step bit for bit",
+          "[sparse][optim]") {
+  // 400 touched rows of width 128: the update runs in chunks of 128 rows, the later ones on a
+  // team when there are threads. Every step touches the same rows, so they follow the dense twin.
+  constexpr int64_t kRows = 1000, kWidth = 128;
+  Generator gen(23);
+  std::vector<int64_t> rows;
+  for (int64_t r = 0; r < kRows; ++r) {
+    if (gen.next_u32() % 5 < 2) rows.push_back(r);
+  }
+  const Tensor init = Tensor::randn({kRows, kWidth}, gen);
+  for (const bool adam : {true, false}) {
+    INFO((adam ? "AdamW" : "SGD with momentum"));
+    Tensor sparse = init.clone().set_requires_grad(), dense = init.clone().set_requires_grad();
+    auto make = [adam](const Tensor& p) -> std::unique_ptr<Optimizer> {
+      if (adam) return std::make_unique<AdamW>(std::vector<ParamGroup>{{{p}, 0.01f, 0.1f}});
+      return std::make_unique<SGD>(std::vector<ParamGroup>{{{p}, 0.01f, 0.1f}}, SGDOptions{.momentum = 0.9f});
+    };
+    const auto sparse_opt = make(sparse), dense_opt = make(dense);
+    for (int step = 0; step < 3; ++step) {
+      const SparseRows g{rows, Tensor::randn({int64_t(rows.size()), kWidth}, gen)};
+      sparse.set_sparse_grad(g);
+      dense.set_grad(to_dense(g, dense.shape()));
+      sparse_opt->step();
+      dense_opt->step();
+    }
+    const std::vector<float> p = sparse.to_vector(), q = dense.to_vector(), p0 = init.to_vector();
+    std::map<std::string, std::pair<std::vector<float>, std::vector<float>>> state;  // sparse, dense
+    const OptimizerState s = sparse_opt->state_dict(), d = dense_opt->state_dict();
+    REQUIRE(s.tensors.size() == d.tensors.size());
+    for (const auto& [name, tensor] : s.tensors) state[name] = {tensor.to_vector(), d.tensors.at(name).to_vector()};
+    const std::set<int64_t> touched(rows.begin(), rows.end());
+    for (int64_t r = 0; r < kRows; ++r) {
+      INFO("row " << r);
+      if (touched.contains(r)) {
+        CHECK(bits(row(p, r, kWidth)) == bits(row(q, r, kWidth)));
+        for (const auto& [name, values] : state) {
+          INFO(name);
+          CHECK(bits(row(values.first, r, kWidth)) == bits(row(values.second, r, kWidth)));
+        }
+      } else {
+        CHECK(bits(row(p, r, kWidth)) == bits(row(p0, r, kWidth)));
+      }
+    }
+  }
 }
 
 }  // namespace hg::optim
