@@ -8,7 +8,6 @@
 #include "autograd/allocator.h"
 #include "autograd/error.h"
 #include "autograd/kernels/cast.h"
-#include "autograd/parallel.h"
 #include "autograd/sparse_rows.h"
 #include "autograd/tape.h"
 
@@ -54,14 +53,15 @@ void Optimizer::step() {
 void Optimizer::update_rows(const Tensor& param, const SparseRows& grad, const ParamGroup& group,
                             std::map<std::string, std::vector<float>>& state, int64_t step) {
   const int64_t c = param.size(1), n = int64_t(grad.rows.size());
-  if (n == 0) return;
   // In chunks of about 16K elements, so the working copies stay in L2. Every chunk sees the
-  // state as it was before the step (a buffer update() creates is kept aside until the end), so
-  // how the rows are chunked, and which thread takes a chunk, cannot change a result.
-  const int64_t chunk = std::max<int64_t>(1, (int64_t(1) << 14) / c), chunks = (n + chunk - 1) / chunk;
-  std::map<std::string, std::vector<float>> created;
-  auto run = [&](int64_t index, std::map<std::string, std::vector<float>>& rows_state, std::vector<float>& g) {
-    const int64_t first = index * chunk;
+  // state as it was before the step (a buffer update() creates is kept aside until the end),
+  // so how the rows are chunked cannot change a result. The chunks run one after the other:
+  // update()'s orphaned `omp for` would bind to a team running chunks, and deadlock it.
+  // (Splitting them over threads needs an update() without worksharing of its own.)
+  const int64_t chunk = std::max<int64_t>(1, (int64_t(1) << 14) / c);
+  std::map<std::string, std::vector<float>> rows_state, created;
+  std::vector<float> g;
+  for (int64_t first = 0; first < n; first += chunk) {
     const std::span<const int64_t> rows(grad.rows.data() + first, size_t(std::min(chunk, n - first)));
     const size_t m = rows.size() * size_t(c);
     rows_state.clear();
@@ -78,38 +78,20 @@ void Optimizer::update_rows(const Tensor& param, const SparseRows& grad, const P
     update(p, g, group, rows_state, step);
     write_rows(param, rows, p);
     for (const auto& [name, gathered] : rows_state) {  // scattered back
-      std::vector<float>* found = nullptr;
-      if (const auto it = state.find(name); it != state.end()) {
-        found = &it->second;
-      } else if (const auto created_it = created.find(name); created_it != created.end()) {
-        found = &created_it->second;
-      } else {
-        found = &created[name];  // in the first chunk only: the later ones find every buffer
-      }
-      std::vector<float>& buffer = *found;
-      if (buffer.empty()) {  // zero in the untouched rows; on 2 MiB pages: rows are visited at random
-        buffer.reserve(size_t(param.numel()));
-        advise_huge_pages(buffer.data(), size_t(param.numel()) * sizeof(float));
-        buffer.assign(size_t(param.numel()), 0.0f);
+      std::vector<float>* buffer = state.contains(name) ? &state[name] : &created[name];
+      if (buffer->empty()) {  // zero in the untouched rows; on 2 MiB pages: rows are visited at random
+        buffer->reserve(size_t(param.numel()));
+        advise_huge_pages(buffer->data(), size_t(param.numel()) * sizeof(float));
+        buffer->assign(size_t(param.numel()), 0.0f);
       }
       for (size_t k = 0; k < rows.size(); ++k) {
-        std::copy_n(gathered.begin() + ptrdiff_t(k) * c, c, buffer.begin() + rows[k] * c);
+        std::copy_n(gathered.begin() + ptrdiff_t(k) * c, c, buffer->begin() + rows[k] * c);
       }
     }
-  };
-  // The first chunk alone: it creates every buffer update() adds. The others write disjoint
-  // rows of existing buffers (created[] only finds), so they may run on a team.
-  std::map<std::string, std::vector<float>> first_state;
-  std::vector<float> first_g;
-  run(0, first_state, first_g);
-  maybe_parallel(use_team((n - chunk) * c, kParallelElements), [&] {
-    std::map<std::string, std::vector<float>> rows_state;
-    std::vector<float> g;
-#pragma omp for schedule(static)
-    for (int64_t index = 1; index < chunks; ++index) run(index, rows_state, g);
-  });
+  }
+  if (n == 0) return;
   // A buffer update() dropped is dropped; the ones it created join the state.
-  std::erase_if(state, [&](const auto& entry) { return !first_state.contains(entry.first); });
+  std::erase_if(state, [&](const auto& entry) { return !rows_state.contains(entry.first); });
   state.merge(created);
 }
 
