@@ -8,6 +8,8 @@
 #include <unordered_map>
 #include <vector>
 
+#include <sys/mman.h>
+
 namespace hg {
 namespace {
 
@@ -96,8 +98,16 @@ std::shared_ptr<std::byte> allocate_storage(size_t bytes) {
       c.stats.in_use_bytes -= size;
       throw std::bad_alloc();
     }
+    if (size >= kHugePageMinBytes) advise_huge_pages(raw, size);
   }
   return std::shared_ptr<std::byte>(raw, [size](std::byte* p) { release(p, size); });
+}
+
+void advise_huge_pages(const void* data, size_t bytes) {
+  constexpr uintptr_t kHugePage = uintptr_t(2) << 20;
+  const uintptr_t begin = (reinterpret_cast<uintptr_t>(data) + kHugePage - 1) & ~(kHugePage - 1);
+  const uintptr_t end = (reinterpret_cast<uintptr_t>(data) + bytes) & ~(kHugePage - 1);
+  if (end > begin) madvise(reinterpret_cast<void*>(begin), end - begin, MADV_HUGEPAGE);  // a hint: errors ignored
 }
 
 AllocatorStats allocator_stats() {

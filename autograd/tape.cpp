@@ -11,6 +11,7 @@
 #include "autograd/ops/elementwise.h"
 #include "autograd/ops/reduce.h"
 #include "autograd/ops/shape_ops.h"
+#include "autograd/sparse_rows.h"
 
 namespace hg {
 namespace {
@@ -73,7 +74,34 @@ void accumulate_grad(const Tensor& input, const Tensor& grad) {
   for (const auto& [id, observer] : t_observers) observer(t_backward_op, input, g);
   TensorImpl& impl = input.impl();
   // Out of place: a gradient may be shared (add passes one gradient to both inputs).
-  impl.grad = impl.grad ? add(Tensor(impl.grad), g).impl_ptr() : g.impl_ptr();
+  if (impl.sparse_grad) {  // a sparse gradient met a dense one: the sum is dense
+    impl.grad = add(to_dense(*impl.sparse_grad, input.shape()), g).impl_ptr();
+    impl.sparse_grad.reset();
+  } else {
+    impl.grad = impl.grad ? add(Tensor(impl.grad), g).impl_ptr() : g.impl_ptr();
+  }
+}
+
+void accumulate_grad(const Tensor& input, SparseRows grad) {
+  if (!input.requires_grad()) return;
+  check(input.ndim() == 2 && grad.values.ndim() == 2 && grad.values.size(1) == input.size(1),
+        "accumulate_grad: sparse rows of shape ", grad.values.shape(), " for tensor '", input.name(), "' of shape ",
+        input.shape());
+  // Ops take dense gradients: only a leaf (a parameter) keeps a sparse one.
+  if (!input.is_leaf()) return accumulate_grad(input, to_dense(grad, input.shape()));
+  check(input.impl().hooks.empty(), "accumulate_grad: tensor '", input.name(),
+        "' has hooks, which take dense gradients, and receives a row-sparse one (make its embedding dense)");
+  if (grad.values.dtype() != input.dtype()) grad.values = cast(grad.values, input.dtype());
+  if (t_anomaly_mode != 0 && has_non_finite(grad.values)) report_anomaly(t_backward_op, input, "backward");
+  for (const auto& [id, observer] : t_observers) observer(t_backward_op, input, grad.values);
+  TensorImpl& impl = input.impl();
+  if (impl.grad) {
+    impl.grad = add(Tensor(impl.grad), to_dense(grad, input.shape())).impl_ptr();
+  } else if (impl.sparse_grad) {
+    impl.sparse_grad = std::make_shared<SparseRows>(add(*impl.sparse_grad, grad));
+  } else {
+    Tensor(input).set_sparse_grad(std::move(grad));
+  }
 }
 
 namespace {

@@ -15,6 +15,7 @@
 #include <string_view>
 #include <vector>
 
+#include "autograd/sparse_rows.h"
 #include "autograd/tensor.h"
 
 namespace hg {
@@ -74,6 +75,10 @@ void backward(const Tensor& loss, const Tensor& grad = {}, bool retain_graph = f
 // Adds `grad` into input's `.grad`, for backward closures: sums broadcast dimensions back to
 // the input's shape, rounds to the input's dtype, and shows the gradient to the observers.
 void accumulate_grad(const Tensor& input, const Tensor& grad);
+// The same for a row-sparse gradient (sparse_rows.h) of a 2-D input: a leaf keeps it sparse while
+// every contribution is sparse (their sum is SparseRows' add), a dense contribution makes the sum
+// dense, and a non-leaf gets it densified. Observers see its (R, C) values.
+void accumulate_grad(const Tensor& input, SparseRows grad);
 
 // Global gradient observers: called for every gradient accumulated during backward with the
 // op that produced it, the tensor it belongs to and the gradient (already in that tensor's

@@ -9,6 +9,7 @@
 #include "autograd/error.h"
 #include "autograd/kernels/cast.h"
 #include "autograd/ops/shape_ops.h"
+#include "autograd/sparse_rows.h"
 
 namespace hg {
 namespace {
@@ -141,6 +142,12 @@ Tensor& Tensor::set_requires_grad(bool value) {
   return *this;
 }
 
+Tensor Tensor::grad() const {
+  check(!impl().sparse_grad, "Tensor::grad(): tensor '", name(), "' of shape ", shape(),
+        " has a row-sparse gradient (a sparse embedding's); read it with sparse_grad() or grad_values()");
+  return Tensor(impl().grad);
+}
+
 void Tensor::set_grad(const Tensor& grad) {
   if (grad.defined()) {
     check(grad.shape() == shape() && grad.dtype() == dtype(), "set_grad: gradient ",
@@ -148,9 +155,32 @@ void Tensor::set_grad(const Tensor& grad) {
           shape(), " ", dtype_name(dtype()));
   }
   impl().grad = grad.impl_ptr();
+  impl().sparse_grad.reset();
 }
 
-void Tensor::zero_grad() { impl().grad.reset(); }
+void Tensor::set_sparse_grad(SparseRows grad) {
+  const SparseRows& g = grad;
+  check(ndim() == 2 && g.values.ndim() == 2 && g.values.size(0) == int64_t(g.rows.size()) &&
+            g.values.size(1) == size(1) && g.values.dtype() == dtype(),
+        "set_sparse_grad: values ", g.values.shape(), " ", dtype_name(g.values.dtype()), " for ", g.rows.size(),
+        " rows do not match tensor '", name(), "' ", shape(), " ", dtype_name(dtype()));
+  for (size_t i = 0; i < g.rows.size(); ++i) {
+    check(g.rows[i] >= 0 && g.rows[i] < size(0) && (i == 0 || g.rows[i - 1] < g.rows[i]),
+          "set_sparse_grad: row id ", g.rows[i], " at ", i, " is out of [0, ", size(0),
+          ") or not above the previous one (ids must be sorted, unique)");
+  }
+  impl().sparse_grad = std::make_shared<SparseRows>(std::move(grad));
+  impl().grad.reset();
+}
+
+Tensor Tensor::grad_values() const {
+  return impl().sparse_grad ? impl().sparse_grad->values : Tensor(impl().grad);
+}
+
+void Tensor::zero_grad() {
+  impl().grad.reset();
+  impl().sparse_grad.reset();
+}
 
 Tensor& Tensor::set_name(std::string name) {
   impl().name = std::move(name);

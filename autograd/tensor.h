@@ -2,7 +2,8 @@
 // at their real width (an f16 element is 2 bytes: the bit pattern of an hg::half), 64-byte
 // aligned. Copies of a Tensor share the same data, like torch.Tensor; reshape() is a view that
 // shares storage, every other op makes a new tensor. Tensors that require gradients get a
-// `.grad()` of the same shape and dtype after backward (see tape.h).
+// `.grad()` of the same shape and dtype after backward (see tape.h), or, from a sparse
+// embedding, a row-sparse `.sparse_grad()` (sparse_rows.h).
 #pragma once
 
 #include <cstddef>
@@ -21,6 +22,7 @@
 namespace hg {
 
 class Tensor;
+struct SparseRows;
 // Called with a tensor's complete gradient during backward; may return a replacement
 // (an undefined Tensor keeps the gradient as it is).
 using GradHook = std::function<Tensor(const Tensor& grad)>;
@@ -32,6 +34,7 @@ struct TensorImpl {
   bool requires_grad = false;
   bool retains_grad = false;  // keep the gradient of a non-leaf (torch's retain_grad)
   std::shared_ptr<TensorImpl> grad;
+  std::shared_ptr<SparseRows> sparse_grad;  // a row-sparse gradient, held instead of `grad`
   std::string name;
   std::vector<GradHook> hooks;
   // The tape node that produced this tensor (-1: a leaf) and the tape generation it belongs
@@ -90,9 +93,18 @@ class Tensor {
   bool requires_grad() const { return impl().requires_grad; }
   Tensor& set_requires_grad(bool value = true);
   bool is_leaf() const { return impl().node < 0; }
-  Tensor grad() const { return Tensor(impl().grad); }
+  // The dense gradient (undefined if none). Throws if the gradient is row-sparse, so code that
+  // expects (V, C) elements cannot misread the (R, C) values of one.
+  Tensor grad() const;
   void set_grad(const Tensor& grad);
-  void zero_grad();  // drops the gradient (torch's zero_grad(set_to_none=True))
+  // The row-sparse gradient, or null (a dense one, or none).
+  const SparseRows* sparse_grad() const { return impl().sparse_grad.get(); }
+  void set_sparse_grad(SparseRows grad);  // replaces any gradient; checked against the shape
+  bool has_grad() const { return impl().grad || impl().sparse_grad; }
+  // The stored gradient elements, for elementwise readers (unscaling, norms, clipping): the
+  // dense gradient, a row-sparse gradient's (R, C) values, or undefined. Writes go to the gradient.
+  Tensor grad_values() const;
+  void zero_grad();  // drops the gradient, dense or sparse (torch's zero_grad(set_to_none=True))
   void retain_grad() { impl().retains_grad = true; }
   void register_hook(GradHook hook) { impl().hooks.push_back(std::move(hook)); }
   const std::string& name() const { return impl().name; }

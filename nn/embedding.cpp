@@ -9,14 +9,14 @@
 
 namespace hg::nn {
 
-Embedding::Embedding(int64_t num_embeddings, int64_t dim, const Init& init, int32_t padding)
-    : padding_idx(padding) {
+Embedding::Embedding(int64_t num_embeddings, int64_t dim, const Init& init, int32_t padding, bool row_sparse)
+    : padding_idx(padding), sparse(row_sparse) {
   check(padding < num_embeddings, "Embedding: padding_idx ", padding, " >= num_embeddings ", num_embeddings);
   Tensor table = detail::init_embedding({num_embeddings, dim}, init);
   if (padding >= 0) std::memset(table.f32().data() + padding * dim, 0, size_t(dim) * sizeof(float));
   weight = register_parameter("weight", table);
 }
 
-Tensor Embedding::forward(const Indices& ids) const { return embedding(ids, weight, padding_idx); }
+Tensor Embedding::forward(const Indices& ids) const { return embedding(ids, weight, padding_idx, sparse); }
 
 }  // namespace hg::nn

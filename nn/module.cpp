@@ -57,7 +57,7 @@ void assign(const Tensor& t, const Tensor& values, DType dtype) {
   TensorImpl& impl = t.impl();
   impl.storage = converted.detach().impl().storage;
   impl.dtype = dtype;
-  impl.grad.reset();
+  Tensor(t).zero_grad();  // dense or row-sparse, it no longer matches
 }
 
 }  // namespace

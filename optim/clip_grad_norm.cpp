@@ -11,8 +11,8 @@ namespace hg::optim {
 float grad_norm(const std::vector<Tensor>& params) {
   double total = 0;
   for (const Tensor& p : params) {
-    if (!p.grad().defined()) continue;
-    for (float g : p.grad().to_vector()) total += double(g) * double(g);
+    if (!p.has_grad()) continue;
+    for (float g : p.grad_values().to_vector()) total += double(g) * double(g);
   }
   return float(std::sqrt(total));
 }
@@ -24,8 +24,8 @@ float clip_grad_norm(const std::vector<Tensor>& params, float max_norm) {
   const float coefficient = max_norm / (norm + 1e-6f);
   if (coefficient >= 1.0f) return norm;
   for (const Tensor& p : params) {
-    if (!p.grad().defined()) continue;
-    const Tensor g = p.grad();
+    if (!p.has_grad()) continue;
+    const Tensor g = p.grad_values();
     std::vector<float> values = g.to_vector();
     for (float& v : values) v *= coefficient;
     kernels::narrow(g.bytes(), g.dtype(), 0, values.data(), g.numel(), {}, 0, 0);

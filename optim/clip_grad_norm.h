@@ -13,8 +13,9 @@ namespace hg::optim {
 
 float clip_grad_norm(const std::vector<Tensor>& params, float max_norm);
 
-// The global L2 norm of the gradients (params without a gradient count as zero), accumulated
-// in double in parameter order.
+// The global L2 norm of the gradients (params without a gradient count as zero, and so do the
+// rows a row-sparse gradient does not store), accumulated in double in parameter order: adding
+// the zeros would not change the sum, so a sparse gradient gives its dense twin's norm exactly.
 float grad_norm(const std::vector<Tensor>& params);
 
 }  // namespace hg::optim

@@ -36,13 +36,13 @@ void GradScaler::unscale(Optimizer& optimizer, bool allow_fp16) {
   const float inv_scale = float(1.0 / double(scale_));
   current_ = {scale_, false, "", 0, 0};
   for (const Tensor& p : optimizer.parameters()) {  // check all before changing any
-    check(allow_fp16 || !p.grad().defined() || p.grad().dtype() != DType::f16,
+    check(allow_fp16 || !p.has_grad() || p.grad_values().dtype() != DType::f16,
           "Attempting to unscale FP16 gradients (parameter '", p.name(),
           "'): keep f32 master weights (fp16 O2) or f32 parameters (O1)");
   }
   for (const Tensor& p : optimizer.parameters()) {
-    if (!p.grad().defined()) continue;
-    const Tensor g = p.grad();
+    if (!p.has_grad()) continue;
+    const Tensor g = p.grad_values();  // a row-sparse gradient's stored rows: the rest are zeros
     std::vector<float> values = g.to_vector();
     bool finite = true;
     for (float& v : values) {
@@ -50,7 +50,9 @@ void GradScaler::unscale(Optimizer& optimizer, bool allow_fp16) {
       v *= inv_scale;
       current_.zero_grad_elements += v == 0.0f;
     }
-    current_.grad_elements += int64_t(values.size());
+    // The counts are the dense gradient's: the rows a sparse one does not store count as zeros.
+    current_.zero_grad_elements += p.numel() - g.numel();
+    current_.grad_elements += p.numel();
     if (!finite && !found_inf_) current_.first_nonfinite = p.name();
     found_inf_ = found_inf_ || !finite;
     kernels::narrow(g.bytes(), g.dtype(), 0, values.data(), g.numel(), {}, 0, 0);

@@ -61,10 +61,11 @@ class GradScaler {
 
   // loss * scale in f32 (a recorded op, so backward seeds the scaled gradient).
   Tensor scale(const Tensor& loss) const;
-  // Divides the optimizer's gradients by the scale (the inverse computed in double, rounded to
-  // f32, as torch) and records whether any was inf/NaN. Throws if already called since the
-  // last update(), or if a gradient is f16 (fp16 parameters need f32 master weights: torch's
-  // "Attempting to unscale FP16 gradients."), unless allow_fp16 (pure fp16 training).
+  // Divides the optimizer's gradients (dense, or a row-sparse gradient's stored rows) by the
+  // scale (the inverse computed in double, rounded to f32, as torch) and records whether any
+  // was inf/NaN. Throws if already called since the last update(), or if a gradient is f16
+  // (fp16 parameters need f32 master weights: torch's "Attempting to unscale FP16
+  // gradients."), unless allow_fp16 (pure fp16 training).
   void unscale(Optimizer& optimizer, bool allow_fp16 = false);
   // Unscales if not done yet, then steps the optimizer unless a gradient was inf/NaN.
   // Returns whether the optimizer stepped.

@@ -114,7 +114,7 @@ bool MixedPrecision::finish_step(Optimizer& optimizer) {
     optimizer.step();  // no scaler: never step on inf/NaN
     stepped = true;
   }
-  if (masters_ && stepped) masters_->copy_masters_to_model();
+  if (masters_ && stepped) masters_->copy_step_to_model();
   scaler_.update();
   unscaled_ = false;
   grad_norm_.reset();

@@ -1,10 +1,14 @@
-// The shared step loop: widen, update in f32, round once into the parameter's dtype.
+// The shared step loop: widen, update in f32, round once into the parameter's dtype; for a
+// row-sparse gradient, the same on the touched rows of the parameter and of its state.
 #include "optim/optimizer.h"
 
+#include <algorithm>
 #include <cstring>
 
+#include "autograd/allocator.h"
 #include "autograd/error.h"
 #include "autograd/kernels/cast.h"
+#include "autograd/sparse_rows.h"
 #include "autograd/tape.h"
 
 namespace hg::optim {
@@ -32,6 +36,10 @@ void Optimizer::step() {
   for (const ParamGroup& group : groups_) {
     for (const Tensor& param : group.params) {
       const size_t i = index++;
+      if (const SparseRows* sparse = param.sparse_grad()) {
+        update_rows(param, *sparse, group, state_[i], ++param_steps_[i]);
+        continue;
+      }
       if (!param.grad().defined()) continue;
       std::vector<float> p = param.to_vector();
       const std::vector<float> g = param.grad().to_vector();
@@ -40,6 +48,51 @@ void Optimizer::step() {
     }
   }
   ++steps_;
+}
+
+void Optimizer::update_rows(const Tensor& param, const SparseRows& grad, const ParamGroup& group,
+                            std::map<std::string, std::vector<float>>& state, int64_t step) {
+  const int64_t c = param.size(1), n = int64_t(grad.rows.size());
+  // In chunks of about 16K elements, so the working copies stay in L2. Every chunk sees the
+  // state as it was before the step (a buffer update() creates is kept aside until the end),
+  // so how the rows are chunked cannot change a result. The chunks run one after the other:
+  // update()'s orphaned `omp for` would bind to a team running chunks, and deadlock it.
+  // (Splitting them over threads needs an update() without worksharing of its own.)
+  const int64_t chunk = std::max<int64_t>(1, (int64_t(1) << 14) / c);
+  std::map<std::string, std::vector<float>> rows_state, created;
+  std::vector<float> g;
+  for (int64_t first = 0; first < n; first += chunk) {
+    const std::span<const int64_t> rows(grad.rows.data() + first, size_t(std::min(chunk, n - first)));
+    const size_t m = rows.size() * size_t(c);
+    rows_state.clear();
+    for (const auto& [name, buffer] : state) {  // the rows, gathered into the values' layout
+      std::vector<float>& gathered = rows_state[name];
+      gathered.resize(m);
+      for (size_t k = 0; k < rows.size(); ++k) {
+        std::copy_n(buffer.begin() + rows[k] * c, c, gathered.begin() + ptrdiff_t(k) * c);
+      }
+    }
+    std::vector<float> p = read_rows(param, rows);
+    g.resize(m);
+    kernels::widen(g.data(), grad.values.bytes(), grad.values.dtype(), first * c, int64_t(m));
+    update(p, g, group, rows_state, step);
+    write_rows(param, rows, p);
+    for (const auto& [name, gathered] : rows_state) {  // scattered back
+      std::vector<float>* buffer = state.contains(name) ? &state[name] : &created[name];
+      if (buffer->empty()) {  // zero in the untouched rows; on 2 MiB pages: rows are visited at random
+        buffer->reserve(size_t(param.numel()));
+        advise_huge_pages(buffer->data(), size_t(param.numel()) * sizeof(float));
+        buffer->assign(size_t(param.numel()), 0.0f);
+      }
+      for (size_t k = 0; k < rows.size(); ++k) {
+        std::copy_n(gathered.begin() + ptrdiff_t(k) * c, c, buffer->begin() + rows[k] * c);
+      }
+    }
+  }
+  if (n == 0) return;
+  // A buffer update() dropped is dropped; the ones it created join the state.
+  std::erase_if(state, [&](const auto& entry) { return !rows_state.contains(entry.first); });
+  state.merge(created);
 }
 
 void Optimizer::zero_grad() {

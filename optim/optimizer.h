@@ -4,6 +4,12 @@
 // parameter and gradient widened to f32, computes in f32 and rounds the new value once into
 // the parameter's dtype. So an f16 parameter without f32 master weights loses every update
 // smaller than half its ulp -- the failure master weights (master_weights.h) exist to fix.
+// A row-sparse gradient (a sparse embedding's, autograd/sparse_rows.h) is applied lazily, as
+// torch.optim.SparseAdam does: update() runs on the touched rows of the parameter and of its
+// state only; untouched rows keep their values and state (no weight decay, no moment decay),
+// and the step count (bias correction) is the parameter's. So a row touched at every step
+// follows the dense path bit for bit; a row that misses a step neither decays nor coasts on its
+// momentum in it, as it would on the dense path.
 #pragma once
 
 #include <cstdint>
@@ -13,6 +19,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "autograd/sparse_rows.h"
 #include "autograd/tensor.h"
 
 namespace hg::optim {
@@ -37,7 +44,8 @@ class Optimizer {
   Optimizer(const Optimizer&) = delete;
   Optimizer& operator=(const Optimizer&) = delete;
 
-  // Updates every parameter that has a gradient (parameters without one are skipped, as torch).
+  // Updates every parameter that has a gradient, dense or row-sparse (parameters without one
+  // are skipped, as torch).
   void step();
   void zero_grad();  // drops gradients (set_to_none)
 
@@ -58,6 +66,11 @@ class Optimizer {
   virtual nlohmann::json hyperparameters() const = 0;
 
  private:
+  // update() on the rows of a row-sparse gradient: gathers those rows of the parameter and of
+  // its state buffers, updates them, scatters them back.
+  void update_rows(const Tensor& param, const SparseRows& grad, const ParamGroup& group,
+                   std::map<std::string, std::vector<float>>& state, int64_t step);
+
   std::vector<ParamGroup> groups_;
   // Per parameter (in group order): named state buffers and its own step count.
   std::vector<std::map<std::string, std::vector<float>>> state_;

@@ -11,6 +11,7 @@
 
 #include "autograd/autocast.h"
 #include "autograd/error.h"
+#include "autograd/kernels/cast.h"
 #include "autograd/kernels/elementwise.h"
 #include "autograd/kernels/rows.h"
 #include "autograd/ops/elementwise.h"
@@ -174,7 +175,7 @@ Tensor dropout(const Tensor& x, float p, Generator& gen, bool training) {
   });
 }
 
-Tensor embedding(const Indices& ids, const Tensor& weight, int32_t padding_idx) {
+Tensor embedding(const Indices& ids, const Tensor& weight, int32_t padding_idx, bool sparse) {
   check(weight.ndim() == 2, "embedding: weight must be (V, C), got ", weight.shape());
   const int64_t v = weight.shape()[0], c = weight.shape()[1];
   for (int64_t i = 0; i < ids.numel(); ++i) {
@@ -188,8 +189,36 @@ Tensor embedding(const Indices& ids, const Tensor& weight, int32_t padding_idx) 
   for (int64_t i = 0; i < ids.numel(); ++i) {  // a gather: exact copies, no rounding
     std::memcpy(y.bytes() + size_t(i) * row_bytes, weight.bytes() + size_t(ids[i]) * row_bytes, row_bytes);
   }
-  return record("embedding", y, {weight}, [ids, weight, padding_idx, v, c](const Tensor& dy) {
+  return record("embedding", y, {weight}, [ids, weight, padding_idx, v, c, sparse](const Tensor& dy) {
     // Scatter-add rows of dy into dW in position order (f32), skipping padding_idx.
+    if (sparse) {  // the same sums, for the touched rows only: positions sorted by id, stably
+      std::vector<int64_t> order;
+      order.reserve(size_t(ids.numel()));
+      for (int64_t i = 0; i < ids.numel(); ++i) {
+        if (ids[i] != padding_idx) order.push_back(i);
+      }
+      std::stable_sort(order.begin(), order.end(), [&ids](int64_t a, int64_t b) { return ids[a] < ids[b]; });
+      SparseRows dw;
+      for (const int64_t i : order) {
+        if (dw.rows.empty() || dw.rows.back() != ids[i]) dw.rows.push_back(ids[i]);
+      }
+      dw.values = Tensor::zeros({int64_t(dw.rows.size()), c});
+      float* row = dw.values.data<float>() - c;
+      std::vector<float> widened(static_cast<size_t>(c));
+      for (size_t k = 0; k < order.size(); ++k) {
+        const int64_t i = order[k];
+        if (k == 0 || ids[order[k - 1]] != ids[i]) row += c;
+        const float* g = widened.data();
+        if (dy.dtype() == DType::f32) {
+          g = dy.data<float>() + i * c;
+        } else {
+          kernels::widen(widened.data(), dy.bytes(), dy.dtype(), i * c, c);
+        }
+        for (int64_t j = 0; j < c; ++j) row[j] += g[j];
+      }
+      accumulate_grad(weight, std::move(dw));
+      return;
+    }
     const std::vector<float> g = dy.to_vector();
     std::vector<float> dw(size_t(v * c), 0.0f);
     for (int64_t i = 0; i < ids.numel(); ++i) {

@@ -32,8 +32,11 @@ Tensor layer_norm(const Tensor& x, const Tensor& weight, const Tensor& bias, flo
 Tensor dropout(const Tensor& x, float p, Generator& gen, bool training = true);
 
 // ids: any shape S with values in [0, V); weight: (V, C) -> S + (C). Backward scatter-adds
-// rows into the weight's gradient; rows of padding_idx (if >= 0) get no gradient.
-Tensor embedding(const Indices& ids, const Tensor& weight, int32_t padding_idx = -1);
+// rows into the weight's gradient (in f32, in position order, rounded once to the weight's
+// dtype); rows of padding_idx (if >= 0) get no gradient. With sparse, the gradient is row-sparse
+// (sparse_rows.h): the rows the ids touched, each with the dense gradient's values.
+// torch.nn.functional.embedding(ids, weight, padding_idx, sparse=sparse).
+Tensor embedding(const Indices& ids, const Tensor& weight, int32_t padding_idx = -1, bool sparse = false);
 
 struct CrossEntropyOptions {
   int32_t ignore_index = -100;  // targets equal to it contribute neither loss nor gradient

@@ -198,3 +198,30 @@ TEST_CASE("InspectorCallback writes a JSONL line per inspected step and the hist
 }
 
 }  // namespace hg::train
+
+namespace hg::train {
+
+TEST_CASE("NumericsInspector sees a sparse embedding's gradient as its stored rows", "[inspector][sparse]") {
+  // Ids {2, 2, 5}: rows 2 and 5 hold 2e-8 and 1e-8 in each of 3 columns; the other 7 rows are not
+  // stored, so the inspector counts 6 elements, all of which fp16 would flush to zero.
+  NumericsInspector inspector({.every = 1, .name_anomalies = false});
+  Tensor table = Tensor::zeros({9, 3}).set_requires_grad();
+  table.set_name("tok.weight");
+  inspector.begin_step(0);
+  backward(sum(mul_scalar(embedding(Indices({2, 2, 5}, {3}), table, -1, /*sparse=*/true), 1e-8f)));
+  const StepNumerics* step = inspector.end_step(false);
+  REQUIRE(step != nullptr);
+  REQUIRE(table.sparse_grad() != nullptr);
+  const TensorNumerics* grad = nullptr;
+  for (const TensorNumerics& t : step->tensors) {
+    if (t.name == "tok.weight" && t.kind == TensorKind::kParamGrad) grad = &t;
+  }
+  REQUIRE(grad != nullptr);
+  CHECK(grad->op == "embedding");
+  CHECK(grad->shape == Shape({2, 3}));
+  CHECK(grad->count() == 6);
+  CHECK(grad->underflow_share() == 1.0);
+  CHECK(grad->abs_max == Approx(2e-8).epsilon(1e-6));
+}
+
+}  // namespace hg::train
