@@ -39,6 +39,7 @@ using hg::precision::oracle::hex8;
 using hg::precision::oracle::kExactBF16;
 using hg::precision::oracle::kExactF16;
 using hg::precision::oracle::ScaledInt;
+using hg::precision::oracle::sticky_quotient;
 
 enum Op { kAdd, kSub, kMul, kDiv, kOpCount };
 const char* const kOpNames[kOpCount] = {"+", "-", "*", "/"};
@@ -57,14 +58,6 @@ T apply(int op, T a, T b) {
     case kMul: return a * b;
     default: return a / b;
   }
-}
-
-// |n| / |d| * 2^64 as an integer with a sticky last bit: enough for any rounding whose quantum
-// is at least 4 units of the result (both callers have dozens of bits to spare).
-hg::precision::oracle::u128 sticky_quotient(int64_t n, int64_t d) {
-  const hg::precision::oracle::u128 numerator = (hg::precision::oracle::u128)(uint64_t)std::llabs(n) << 64;
-  const hg::precision::oracle::u128 q = numerator / (uint64_t)std::llabs(d);
-  return q | (q * (uint64_t)std::llabs(d) != numerator ? 1 : 0);
 }
 
 // The correctly rounded (nearest even) result of a op b for two finite values given as
