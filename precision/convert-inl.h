@@ -33,7 +33,8 @@ namespace hg::precision::detail {
 struct EncodePlan {
   // Non-stochastic rounding: a magnitude is incremented iff the discarded fraction f (as 32 bits,
   // MSB = one half) satisfies f > limit - (q & nearest_even), q being the truncated encoding.
-  // Nearest-even: limit 2^31 (above half, or half with q odd); toward zero: 2^32 - 1 (never);
+  // Nearest-even: limit 2^31 (above half, or half with q odd); nearest-away: 2^31 - 1 (half or
+  // more; the fraction's top bit is exact even where its low bits are clamped away); toward zero: 2^32 - 1 (never);
   // away from zero: 0 (any nonzero fraction). Stored XOR 0x80000000, the bias that turns the
   // unsigned comparison into the signed one SIMD units have.
   uint32_t limit_positive, limit_negative;
@@ -52,6 +53,9 @@ constexpr EncodePlan encode_plan(FloatFormat f, const RoundingOptions& options) 
       plan.limit_positive = plan.limit_negative = 0x80000000u ^ 0x80000000u;
       plan.nearest_even = 1;
       break;
+    case Rounding::kNearestAway:  // at or above one half: f > 2^31 - 1
+      plan.limit_positive = plan.limit_negative = 0x7FFFFFFFu ^ 0x80000000u;
+      break;
     case Rounding::kTowardZero: break;
     case Rounding::kUp: plan.limit_positive = kInexact; break;
     case Rounding::kDown: plan.limit_negative = kInexact; break;
@@ -64,7 +68,9 @@ constexpr EncodePlan encode_plan(FloatFormat f, const RoundingOptions& options) 
   const bool negative_to_inf = options.mode != Rounding::kTowardZero && options.mode != Rounding::kUp;
   plan.overflow_positive = positive_to_inf && !options.saturate ? to_inf : f.max_finite_bits();
   plan.overflow_negative = negative_to_inf && !options.saturate ? to_inf : f.max_finite_bits();
-  plan.inf_magnitude = f.has_inf() ? f.inf_bits() : options.saturate ? f.max_finite_bits() : f.nan_bits();
+  plan.inf_magnitude = options.saturate && (options.saturate_inf || !f.has_inf()) ? f.max_finite_bits()
+                       : f.has_inf()                                          ? f.inf_bits()
+                                                                              : f.nan_bits();
   plan.flush_below = options.flush_subnormals ? 1u << f.mantissa_bits : 0u;
   return plan;
 }

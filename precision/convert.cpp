@@ -224,7 +224,13 @@ void check_format(const char* op, FloatFormat f, int storage_bits) {
 }
 
 template <class Fn>
-void encode_chunks(std::span<const float> src, const ConvertOptions& options, const Fn& fn) {
+void encode_chunks(const char* op, std::span<const float> src, const ConvertOptions& options,
+                   const Fn& fn) {
+  if (options.rounding.random_bits != 0) {
+    throw std::invalid_argument(std::string("hg::precision::") + op +
+                                ": rounding.random_bits is for one value; a span draws "
+                                "stochastic_bits(seed, offset + i), set ConvertOptions::seed");
+  }
   const StochasticKey key = stochastic_key(options.seed);
   for_chunks(src.size(), options.stats, [&](size_t begin, size_t end, NumericsStats* stats) {
     if (stats != nullptr) stats->input.add(src.subspan(begin, end - begin));  // before round_to overwrites it
@@ -238,7 +244,7 @@ void encode(FloatFormat format, std::span<const float> src, std::span<uint16_t> 
             const ConvertOptions& options) {
   check_sizes("encode", src.size(), dst.size());
   check_format("encode", format, 16);
-  encode_chunks(src, options, [&](size_t begin, size_t end, const detail::KernelArgs& args) {
+  encode_chunks("encode", src, options, [&](size_t begin, size_t end, const detail::KernelArgs& args) {
     HWY_DYNAMIC_DISPATCH(EncodeU16)(format, src.data() + begin, dst.data() + begin, end - begin, args);
   });
 }
@@ -247,14 +253,14 @@ void encode(FloatFormat format, std::span<const float> src, std::span<uint8_t> d
             const ConvertOptions& options) {
   check_sizes("encode", src.size(), dst.size());
   check_format("encode", format, 8);
-  encode_chunks(src, options, [&](size_t begin, size_t end, const detail::KernelArgs& args) {
+  encode_chunks("encode", src, options, [&](size_t begin, size_t end, const detail::KernelArgs& args) {
     HWY_DYNAMIC_DISPATCH(EncodeU8)(format, src.data() + begin, dst.data() + begin, end - begin, args);
   });
 }
 
 void round_to(FloatFormat format, std::span<float> values, const ConvertOptions& options) {
   check_format("round_to", format, 0);
-  encode_chunks(values, options, [&](size_t begin, size_t end, const detail::KernelArgs& args) {
+  encode_chunks("round_to", values, options, [&](size_t begin, size_t end, const detail::KernelArgs& args) {
     HWY_DYNAMIC_DISPATCH(RoundTo)(format, values.data() + begin, end - begin, args);
   });
 }

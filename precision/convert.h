@@ -15,9 +15,10 @@
 namespace hg::precision {
 
 struct ConvertOptions {
-  // rounding.random_bits is ignored: with Rounding::kStochastic, element i of the span draws
-  // stochastic_bits(seed, offset + i) (stochastic.h), so a cast is reproducible whatever the
-  // thread count, and a long tensor cast in pieces gets the same bits with matching offsets.
+  // With Rounding::kStochastic, element i of the span draws stochastic_bits(seed, offset + i)
+  // (stochastic.h), so a cast is reproducible whatever the thread count, and a long tensor cast
+  // in pieces gets the same bits with matching offsets. rounding.random_bits (one value's bits)
+  // has no meaning here: a nonzero value throws std::invalid_argument rather than being ignored.
   RoundingOptions rounding{};
   uint64_t seed = 0;
   uint64_t offset = 0;
@@ -28,8 +29,8 @@ struct ConvertOptions {
 };
 
 // f32 -> bit patterns of `format`: kBinary16 and kBFloat16 into uint16_t, kE4M3 and kE5M2 into
-// uint8_t. Throws std::invalid_argument if the spans' sizes differ (naming both) or the format
-// does not fit the storage type.
+// uint8_t. Throws std::invalid_argument if the spans' sizes differ (naming both), the format
+// does not fit the storage type, or options.rounding.random_bits is set.
 void encode(FloatFormat format, std::span<const float> src, std::span<uint16_t> dst,
             const ConvertOptions& options = {});
 void encode(FloatFormat format, std::span<const float> src, std::span<uint8_t> dst,
@@ -50,3 +51,10 @@ void round_to(std::span<float> values, const ConvertOptions& options = {}) {
 }
 
 }  // namespace hg::precision
+
+namespace hg {
+using precision::ConvertOptions;
+using precision::decode;
+using precision::encode;
+using precision::round_to;
+}  // namespace hg

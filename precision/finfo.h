@@ -36,3 +36,8 @@ constexpr FloatInfo finfo() {
 }
 
 }  // namespace hg::precision
+
+namespace hg {
+using precision::finfo;
+using precision::FloatInfo;
+}  // namespace hg

@@ -1,5 +1,6 @@
 // The one scalar conversion core: a narrow binary floating-point format described by its field
-// widths, and exact encode (double -> bits, every rounding option) and decode (bits -> float).
+// widths, the exact rounding step round_exact (integer significand and exponent -> bits), encode
+// (double -> bits, every rounding option) and decode (bits -> float).
 // Integer-only, after half.hpp/FP16: guard and sticky bits, subnormals handled explicitly. It is
 // the reference that the Highway kernels in convert.h must match bit for bit; it is not fast.
 #pragma once
@@ -61,52 +62,38 @@ constexpr float exp2_float(int k) {
                    : std::bit_cast<float>(1u << (k + 149));
 }
 
-// Rounds x to format F. Exact for every double: the significand is shifted so that the
-// target's last kept bit is the integer's lowest bit; the discarded bits form a 64-bit
-// fraction plus a sticky bit, and the rounding mode decides from them alone.
+// The one rounding step: the real number (significand + s) * 2^exponent, with s = 0 if !sticky
+// and some 0 < s < 1 if sticky, rounded to format F with `options`. Exact: the significand is
+// shifted so that F's last kept bit is the integer's lowest bit; the discarded bits form a 64-bit
+// fraction plus a sticky bit, and the rounding mode decides from them alone. With `sticky` the
+// significand must have at least M + 34 bits (M = F.mantissa_bits): then s lies below the
+// fraction's top 32 bits, so it can only decide "exact or not" and which side of a tie, and
+// stochastic rounding's frac32 is the true value's. Overflow, saturation and flushing as
+// RoundingOptions says; a zero significand (without sticky) gives a zero of the given sign.
+// encode (below) and the exact arithmetic of arithmetic.h round through here.
 template <FloatFormat F>
-constexpr uint32_t encode(double x, RoundingOptions options = {}) {
+constexpr uint32_t round_exact(bool negative, uint64_t significand, int exponent, bool sticky,
+                               RoundingOptions options = {}) {
   constexpr int M = F.mantissa_bits;
-  const uint64_t b = std::bit_cast<uint64_t>(x);
-  const bool negative = (b >> 63) != 0;
   const uint32_t sign = negative ? F.sign_mask() : 0;
-  const int biased = int((b >> 52) & 0x7FF);
-  const uint64_t fraction52 = b & ((uint64_t{1} << 52) - 1);
+  if (significand == 0 && !sticky) return sign;
 
-  if (biased == 0x7FF) {
-    if (fraction52 != 0) {  // NaN: quiet it, keep the sign and the payload's top bits (as F16C)
-      if constexpr (F.has_inf()) return sign | F.nan_bits() | uint32_t(fraction52 >> (52 - M));
-      return sign | F.nan_bits();
-    }
-    if constexpr (F.has_inf()) return sign | F.inf_bits();
-    return sign | (options.saturate ? F.max_finite_bits() : F.nan_bits());
-  }
-  if (biased == 0 && fraction52 == 0) return sign;
-
-  // |x| = significand * 2^(exponent - 52), significand with its leading bit at position 52.
-  uint64_t significand;
-  int exponent;
-  if (biased == 0) {  // double subnormal: normalise
-    const int shift = std::countl_zero(fraction52) - 11;
-    significand = fraction52 << shift;
-    exponent = -1022 - shift;
-  } else {
-    significand = fraction52 | (uint64_t{1} << 52);
-    exponent = biased - 1023;
-  }
-
-  // Below the smallest normal the quantum stays 2^(min_exponent - M): subnormal results.
-  const int e = std::max(exponent, F.min_exponent());
-  const int shift = 52 - M + (e - exponent);  // >= 45
-  uint64_t q = 0, fraction = 0;               // fraction: discarded bits, MSB = one half
-  bool sticky = false;                        // any discarded bit below `fraction`
-  if (shift < 64) {
+  // The value lies in [2^E, 2^(E+1)), E = exponent + bit_width - 1; below the smallest normal
+  // the quantum stays 2^(min_exponent - M): subnormal results.
+  const int e = std::max(exponent + int(std::bit_width(significand)) - 1, F.min_exponent());
+  const int shift = e - M - exponent;  // bits of the significand below F's last kept bit
+  uint64_t q = 0, fraction = 0;        // fraction: discarded bits, MSB = one half
+  if (shift <= 0) {
+    // Only for a significand of at most M + 1 bits (shift >= bit_width - 1 - M), so q < 2^(M+1);
+    // exact, and sticky is false here by the precondition.
+    q = significand << -shift;
+  } else if (shift < 64) {
     q = significand >> shift;
     fraction = significand << (64 - shift);
   } else if (shift < 128) {
     const int below = shift - 64;
     fraction = below < 64 ? significand >> below : 0;
-    sticky = below > 0 && (below >= 64 || (significand & ((uint64_t{1} << below) - 1)) != 0);
+    sticky = sticky || (below > 0 && (below >= 64 || (significand & ((uint64_t{1} << below) - 1)) != 0));
   } else {
     sticky = true;
   }
@@ -118,6 +105,7 @@ constexpr uint32_t encode(double x, RoundingOptions options = {}) {
     case Rounding::kNearestEven:
       away = fraction > kHalf || (fraction == kHalf && (sticky || (q & 1) != 0));
       break;
+    case Rounding::kNearestAway: away = fraction >= kHalf; break;
     case Rounding::kTowardZero: break;
     case Rounding::kUp: away = inexact && !negative; break;
     case Rounding::kDown: away = inexact && negative; break;
@@ -144,6 +132,29 @@ constexpr uint32_t encode(double x, RoundingOptions options = {}) {
   }
   if (options.flush_subnormals && magnitude < (uint64_t{1} << M)) return sign;
   return sign | uint32_t(magnitude);
+}
+
+// Rounds x to format F, once, exactly, for every double (round_exact on its 53-bit significand).
+template <FloatFormat F>
+constexpr uint32_t encode(double x, RoundingOptions options = {}) {
+  constexpr int M = F.mantissa_bits;
+  const uint64_t b = std::bit_cast<uint64_t>(x);
+  const bool negative = (b >> 63) != 0;
+  const uint32_t sign = negative ? F.sign_mask() : 0;
+  const int biased = int((b >> 52) & 0x7FF);
+  const uint64_t fraction52 = b & ((uint64_t{1} << 52) - 1);
+
+  if (biased == 0x7FF) {
+    if (fraction52 != 0) {  // NaN: quiet it, keep the sign and the payload's top bits (as F16C)
+      if constexpr (F.has_inf()) return sign | F.nan_bits() | uint32_t(fraction52 >> (52 - M));
+      return sign | F.nan_bits();
+    }
+    if (options.saturate && (options.saturate_inf || !F.has_inf())) return sign | F.max_finite_bits();
+    return sign | (F.has_inf() ? F.inf_bits() : F.nan_bits());
+  }
+  // |x| = significand * 2^(exponent - 52); a double subnormal has no implicit bit.
+  if (biased == 0) return round_exact<F>(negative, fraction52, -1074, false, options);
+  return round_exact<F>(negative, fraction52 | (uint64_t{1} << 52), biased - 1075, false, options);
 }
 
 // The exact value of F's bit pattern `bits` as a float (every value of every format here is a
@@ -173,3 +184,9 @@ constexpr float decode(uint32_t bits) {
 }
 
 }  // namespace hg::precision
+
+namespace hg {
+using precision::decode;
+using precision::encode;
+using precision::FloatFormat;
+}  // namespace hg

@@ -1,33 +1,41 @@
 // SmallFloat<F>: a value type stored as the bit pattern of a narrow format F (half, bfloat16,
-// fp8), converting and computing through float_format.h. half.h, bfloat16.h and float8.h name
+// fp8) that behaves like a built-in floating-point type. half.h, bfloat16.h and float8.h name
 // the instances; this header holds what they share, so the four types cannot drift apart.
-//
-// Arithmetic widens both operands to f32, computes there, and rounds the f32 result once to F.
-// For +, -, *, / and sqrt that is the correctly rounded result in F: f32's 24-bit significand is
-// >= 2p + 2 for p = 11 (f16), 8 (bf16), 4 (e4m3), 3 (e5m2), and for such precisions rounding
-// twice is innocuous (Figueroa, "When is double rounding innocuous?", 1995). The theorem assumes
-// an unbounded exponent. f32's range holds f16's and fp8's with room to spare; bf16 has f32's
-// own range, so there f32 can overflow (only beyond bf16's own overflow threshold, so both give
-// inf) or go subnormal: below 2^-126 f32 still keeps 16 bits more than bf16 (quantum 2^-149 vs
-// 2^-133), a sum there is exact, and a product (16 significant bits) or quotient of bf16 values
-// cannot come within 2^-150 of a bf16 midpoint without being on it, so the second rounding stays
-// exact. fma is different (a*b+c needs up to ~80 bits for f16, hundreds for bf16): it is computed
-// in double with round-to-odd, which makes the second rounding exact (Boldo & Melquiond 2008).
+// - Construction from every arithmetic type and from the other formats: explicit, rounded once
+//   (an int64 is rounded as the exact integer, a long double from its 64-bit significand).
+// - Arithmetic (+ - * / sqrt fma, and hg::add, ... with any RoundingOptions) is correctly
+//   rounded: exact in integers, then one rounding (arithmetic.h has the derivation).
+// - Mixed arithmetic and comparisons follow GCC's _Float16 (C's usual arithmetic conversions):
+//   with float, double or long double the SmallFloat converts exactly and the built-in type
+//   computes (half + float is a float); with an integer the integer is rounded to F first and F
+//   computes (half + 1 is a half; so half(2048) == 2049 is true, as for _Float16).
+//   Two different formats do not mix (as std::float16_t and std::bfloat16_t): convert one.
+// - std-style customisation: sqrt, fma, abs, fabs, isnan, isinf, isfinite, signbit found by
+//   ADL (`using std::sqrt; sqrt(x)` works in generic code), std::numeric_limits, std::hash,
+//   operator<< and to_string (libstdc++ 12 has no <format>, so no std::formatter yet).
+//   Qualified std::sqrt(h) cannot work: overloads may not be added to namespace std.
 #pragma once
 
 #include <bit>
 #include <cmath>
+#include <compare>
 #include <cstdint>
 #include <cstdio>
+#include <cstdlib>
+#include <functional>
 #include <limits>
 #include <ostream>
 #include <string>
 #include <type_traits>
 
+#include "precision/arithmetic.h"
 #include "precision/float_format.h"
 #include "precision/rounding.h"
 
 namespace hg::precision {
+
+template <class T>
+concept Arithmetic = std::is_arithmetic_v<T>;
 
 template <FloatFormat F>
 class SmallFloat {
@@ -36,10 +44,15 @@ class SmallFloat {
   using storage_type = std::conditional_t<F.storage_bits() <= 8, uint8_t, uint16_t>;
 
   constexpr SmallFloat() = default;  // +0
-  constexpr explicit SmallFloat(float x, RoundingOptions options = {})
-      : bits_(storage_type(encode<F>(double(x), options))) {}
-  constexpr explicit SmallFloat(double x, RoundingOptions options = {})
-      : bits_(storage_type(encode<F>(x, options))) {}
+  // x rounded once to F (bool, char and every integer type, float, double, long double).
+  template <Arithmetic T>
+  constexpr explicit SmallFloat(T x, RoundingOptions options = {})
+      : bits_(storage_type(round_from(x, options))) {}
+  // Another format's value, rounded once (its value is exact in double).
+  template <FloatFormat G>
+    requires(G != F)
+  constexpr explicit SmallFloat(SmallFloat<G> x, RoundingOptions options = {})
+      : bits_(storage_type(encode<F>(x.to_double(), options))) {}
 
   static constexpr SmallFloat from_bits(storage_type bits) {
     SmallFloat value;
@@ -50,8 +63,9 @@ class SmallFloat {
 
   constexpr float to_float() const { return decode<F>(bits_); }
   constexpr double to_double() const { return double(decode<F>(bits_)); }
-  constexpr explicit operator float() const { return to_float(); }
-  constexpr explicit operator double() const { return to_double(); }
+  // Exact for floating T; for integer T the float value converted (truncated) like _Float16's.
+  template <Arithmetic T>
+  constexpr explicit operator T() const { return T(to_float()); }
 
   constexpr bool is_nan() const { return std::isnan(to_float()); }
   constexpr bool is_inf() const { return std::isinf(to_float()); }
@@ -60,60 +74,145 @@ class SmallFloat {
   }
   constexpr bool sign_bit() const { return (bits_ & F.sign_mask()) != 0; }
 
+  friend constexpr SmallFloat operator+(SmallFloat a) { return a; }
   friend constexpr SmallFloat operator-(SmallFloat a) {
     return from_bits(storage_type(a.bits_ ^ F.sign_mask()));  // exact, also for NaN and zero
   }
-  friend constexpr SmallFloat operator+(SmallFloat a, SmallFloat b) {
-    return SmallFloat(a.to_float() + b.to_float());
-  }
-  friend constexpr SmallFloat operator-(SmallFloat a, SmallFloat b) {
-    return SmallFloat(a.to_float() - b.to_float());
-  }
-  friend constexpr SmallFloat operator*(SmallFloat a, SmallFloat b) {
-    return SmallFloat(a.to_float() * b.to_float());
-  }
-  friend constexpr SmallFloat operator/(SmallFloat a, SmallFloat b) {
-    return SmallFloat(a.to_float() / b.to_float());
-  }
+  // Round to nearest even; hg::add(a, b, options) and friends take the other options.
+  friend constexpr SmallFloat operator+(SmallFloat a, SmallFloat b) { return from_bits(storage_type(add_bits<F>(a.bits_, b.bits_))); }
+  friend constexpr SmallFloat operator-(SmallFloat a, SmallFloat b) { return from_bits(storage_type(sub_bits<F>(a.bits_, b.bits_))); }
+  friend constexpr SmallFloat operator*(SmallFloat a, SmallFloat b) { return from_bits(storage_type(mul_bits<F>(a.bits_, b.bits_))); }
+  friend constexpr SmallFloat operator/(SmallFloat a, SmallFloat b) { return from_bits(storage_type(div_bits<F>(a.bits_, b.bits_))); }
+
+  // Mixed with a built-in type: computed in Promoted<T> (see the header comment).
+  template <Arithmetic T>
+  using Promoted = std::conditional_t<std::is_floating_point_v<T>, T, SmallFloat>;
+  template <Arithmetic T>
+  friend constexpr Promoted<T> operator+(SmallFloat a, T b) { return Promoted<T>(a) + Promoted<T>(b); }
+  template <Arithmetic T>
+  friend constexpr Promoted<T> operator+(T a, SmallFloat b) { return Promoted<T>(a) + Promoted<T>(b); }
+  template <Arithmetic T>
+  friend constexpr Promoted<T> operator-(SmallFloat a, T b) { return Promoted<T>(a) - Promoted<T>(b); }
+  template <Arithmetic T>
+  friend constexpr Promoted<T> operator-(T a, SmallFloat b) { return Promoted<T>(a) - Promoted<T>(b); }
+  template <Arithmetic T>
+  friend constexpr Promoted<T> operator*(SmallFloat a, T b) { return Promoted<T>(a) * Promoted<T>(b); }
+  template <Arithmetic T>
+  friend constexpr Promoted<T> operator*(T a, SmallFloat b) { return Promoted<T>(a) * Promoted<T>(b); }
+  template <Arithmetic T>
+  friend constexpr Promoted<T> operator/(SmallFloat a, T b) { return Promoted<T>(a) / Promoted<T>(b); }
+  template <Arithmetic T>
+  friend constexpr Promoted<T> operator/(T a, SmallFloat b) { return Promoted<T>(a) / Promoted<T>(b); }
+
+  // x op= y is x = type_of_x(x op y), as for _Float16 (half += float rounds the float sum).
   SmallFloat& operator+=(SmallFloat b) { return *this = *this + b; }
   SmallFloat& operator-=(SmallFloat b) { return *this = *this - b; }
   SmallFloat& operator*=(SmallFloat b) { return *this = *this * b; }
   SmallFloat& operator/=(SmallFloat b) { return *this = *this / b; }
+  template <Arithmetic T>
+  SmallFloat& operator+=(T b) { return *this = SmallFloat(*this + b); }
+  template <Arithmetic T>
+  SmallFloat& operator-=(T b) { return *this = SmallFloat(*this - b); }
+  template <Arithmetic T>
+  SmallFloat& operator*=(T b) { return *this = SmallFloat(*this * b); }
+  template <Arithmetic T>
+  SmallFloat& operator/=(T b) { return *this = SmallFloat(*this / b); }
+  template <Arithmetic T>
+  friend T& operator+=(T& a, SmallFloat b) { return a = T(a + b); }
+  template <Arithmetic T>
+  friend T& operator-=(T& a, SmallFloat b) { return a = T(a - b); }
+  template <Arithmetic T>
+  friend T& operator*=(T& a, SmallFloat b) { return a = T(a * b); }
+  template <Arithmetic T>
+  friend T& operator/=(T& a, SmallFloat b) { return a = T(a / b); }
+  SmallFloat& operator++() { return *this += SmallFloat(1); }
+  SmallFloat& operator--() { return *this -= SmallFloat(1); }
+  SmallFloat operator++(int) { const SmallFloat old = *this; ++*this; return old; }
+  SmallFloat operator--(int) { const SmallFloat old = *this; --*this; return old; }
 
-  // IEEE comparisons: NaN is unordered, -0 == +0.
+  // IEEE comparisons: NaN is unordered, -0 == +0 (values compared exactly as floats); mixed
+  // comparisons convert as the arithmetic does (with an integer, the integer rounded to F).
   friend constexpr bool operator==(SmallFloat a, SmallFloat b) { return a.to_float() == b.to_float(); }
-  friend constexpr bool operator<(SmallFloat a, SmallFloat b) { return a.to_float() < b.to_float(); }
-  friend constexpr bool operator<=(SmallFloat a, SmallFloat b) { return a.to_float() <= b.to_float(); }
-  friend constexpr bool operator>(SmallFloat a, SmallFloat b) { return a.to_float() > b.to_float(); }
-  friend constexpr bool operator>=(SmallFloat a, SmallFloat b) { return a.to_float() >= b.to_float(); }
+  friend constexpr std::partial_ordering operator<=>(SmallFloat a, SmallFloat b) {
+    return a.to_float() <=> b.to_float();
+  }
+  template <Arithmetic T>
+  friend constexpr bool operator==(SmallFloat a, T b) { return Promoted<T>(a) == Promoted<T>(b); }
+  template <Arithmetic T>
+  friend constexpr std::partial_ordering operator<=>(SmallFloat a, T b) {
+    return Promoted<T>(a) <=> Promoted<T>(b);
+  }
 
  private:
+  template <Arithmetic T>
+  static constexpr uint32_t round_from(T x, const RoundingOptions& options) {
+    if constexpr (std::is_same_v<T, long double>) {
+      if (!std::isfinite(x) || x == 0) return encode<F>(double(x), options);  // exact in double
+      int exponent = 0;
+      const long double fraction = std::frexp(std::fabs(x), &exponent);  // in [0.5, 1)
+      const auto significand = uint64_t(std::ldexp(fraction, 64));      // exact: 64 bits
+      return round_exact<F>(std::signbit(x), significand, exponent - 64, false, options);
+    } else if constexpr (std::is_floating_point_v<T>) {
+      return encode<F>(double(x), options);  // float and double are exact in double
+    } else if constexpr (std::is_signed_v<T>) {
+      const uint64_t magnitude = x < 0 ? 0 - uint64_t(int64_t(x)) : uint64_t(x);
+      return round_exact<F>(x < 0, magnitude, 0, false, options);
+    } else {
+      return round_exact<F>(false, uint64_t(x), 0, false, options);
+    }
+  }
+
   storage_type bits_ = 0;
 };
 
+// The operations with any rounding option, each correctly rounded once (arithmetic.h).
 template <FloatFormat F>
-SmallFloat<F> sqrt(SmallFloat<F> a) {
-  return SmallFloat<F>(std::sqrt(a.to_float()));
+constexpr SmallFloat<F> add(SmallFloat<F> a, SmallFloat<F> b, const RoundingOptions& options = {}) {
+  return SmallFloat<F>::from_bits(typename SmallFloat<F>::storage_type(add_bits<F>(a.bits(), b.bits(), options)));
+}
+template <FloatFormat F>
+constexpr SmallFloat<F> sub(SmallFloat<F> a, SmallFloat<F> b, const RoundingOptions& options = {}) {
+  return SmallFloat<F>::from_bits(typename SmallFloat<F>::storage_type(sub_bits<F>(a.bits(), b.bits(), options)));
+}
+template <FloatFormat F>
+constexpr SmallFloat<F> mul(SmallFloat<F> a, SmallFloat<F> b, const RoundingOptions& options = {}) {
+  return SmallFloat<F>::from_bits(typename SmallFloat<F>::storage_type(mul_bits<F>(a.bits(), b.bits(), options)));
+}
+template <FloatFormat F>
+constexpr SmallFloat<F> div(SmallFloat<F> a, SmallFloat<F> b, const RoundingOptions& options = {}) {
+  return SmallFloat<F>::from_bits(typename SmallFloat<F>::storage_type(div_bits<F>(a.bits(), b.bits(), options)));
+}
+template <FloatFormat F>
+SmallFloat<F> sqrt(SmallFloat<F> a, const RoundingOptions& options = {}) {
+  return SmallFloat<F>::from_bits(typename SmallFloat<F>::storage_type(sqrt_bits<F>(a.bits(), options)));
+}
+template <FloatFormat F>
+constexpr SmallFloat<F> fma(SmallFloat<F> a, SmallFloat<F> b, SmallFloat<F> c, const RoundingOptions& options = {}) {
+  return SmallFloat<F>::from_bits(
+      typename SmallFloat<F>::storage_type(fma_bits<F>(a.bits(), b.bits(), c.bits(), options)));
 }
 
-// a * b + c rounded once. The product of two F values is exact in double and TwoSum gives the
-// exact error of the double sum; if it is nonzero and the sum's last bit is even, stepping one
-// ulp toward the error makes the sum round-to-odd, which the final rounding to F (53 >= p + 2
-// bits) turns into the correctly rounded result.
-template <FloatFormat F>
-SmallFloat<F> fma(SmallFloat<F> a, SmallFloat<F> b, SmallFloat<F> c) {
-  const double product = a.to_double() * b.to_double();
-  const double addend = c.to_double();
-  double sum = product + addend;
-  if (std::isfinite(sum)) {
-    const double b_virtual = sum - product;
-    const double error = (product - (sum - b_virtual)) + (addend - b_virtual);
-    if (error != 0 && (std::bit_cast<uint64_t>(sum) & 1) == 0) {
-      sum = std::nextafter(sum, error > 0 ? INFINITY : -INFINITY);
-    }
-  }
-  return SmallFloat<F>(sum);
+// x converted to format To, rounded once: hg::convert<hg::float8_e4m3>(h, {.saturate = true}).
+template <class To, FloatFormat F>
+constexpr To convert(SmallFloat<F> x, const RoundingOptions& options = {}) {
+  return To::from_bits(typename To::storage_type(encode<To::kFormat>(x.to_double(), options)));
 }
+
+// The <cmath> classification and sign functions, for generic code (`using std::isnan;`).
+template <FloatFormat F>
+constexpr SmallFloat<F> abs(SmallFloat<F> x) {
+  return SmallFloat<F>::from_bits(typename SmallFloat<F>::storage_type(x.bits() & ~F.sign_mask()));
+}
+template <FloatFormat F>
+constexpr SmallFloat<F> fabs(SmallFloat<F> x) { return abs(x); }
+template <FloatFormat F>
+constexpr bool isnan(SmallFloat<F> x) { return x.is_nan(); }
+template <FloatFormat F>
+constexpr bool isinf(SmallFloat<F> x) { return x.is_inf(); }
+template <FloatFormat F>
+constexpr bool isfinite(SmallFloat<F> x) { return !x.is_nan() && !x.is_inf(); }
+template <FloatFormat F>
+constexpr bool signbit(SmallFloat<F> x) { return x.sign_bit(); }
 
 // "0|01111|0000000000": the sign, exponent and mantissa fields of the bit pattern.
 template <FloatFormat F>
@@ -137,12 +236,53 @@ std::string describe(SmallFloat<F> value) {
   return buffer + bit_fields(value) + ")";
 }
 
+// The value as a float (the stream's precision and flags apply): exact with 9 digits.
 template <FloatFormat F>
 std::ostream& operator<<(std::ostream& os, SmallFloat<F> value) {
   return os << value.to_float();
 }
 
+// The shortest decimal that rounds (nearest even) back to the same value: "0.1" for half(0.1)
+// (0.0999755859375), "65504", "inf", "-nan"; a NaN's payload is not spelled out.
+template <FloatFormat F>
+std::string to_string(SmallFloat<F> value) {
+  char buffer[48];
+  for (int digits = 1; digits <= 17; ++digits) {
+    std::snprintf(buffer, sizeof buffer, "%.*g", digits, value.to_double());
+    if (value.is_nan() || SmallFloat<F>(std::strtod(buffer, nullptr)).bits() == value.bits()) break;
+  }
+  return buffer;
+}
+
 }  // namespace hg::precision
+
+namespace hg {
+using precision::abs;
+using precision::add;
+using precision::bit_fields;
+using precision::convert;
+using precision::describe;
+using precision::div;
+using precision::fabs;
+using precision::fma;
+using precision::isfinite;
+using precision::isinf;
+using precision::isnan;
+using precision::mul;
+using precision::signbit;
+using precision::SmallFloat;
+using precision::sqrt;
+using precision::sub;
+using precision::to_string;
+}  // namespace hg
+
+// Equal values hash equally: -0 and +0 share the hash of +0 (NaNs, unequal to all, do not care).
+template <hg::precision::FloatFormat F>
+struct std::hash<hg::precision::SmallFloat<F>> {
+  size_t operator()(hg::precision::SmallFloat<F> x) const noexcept {
+    return std::hash<uint32_t>()(x.bits() == F.sign_mask() ? 0u : uint32_t(x.bits()));
+  }
+};
 
 // std::numeric_limits for every SmallFloat, derived from its format.
 template <hg::precision::FloatFormat F>

@@ -119,7 +119,7 @@ inline constexpr ExactFormat kExactBF16{8, 8, 127, 254, 0x7F, true};
 inline constexpr ExactFormat kExactE4M3{4, 4, 7, 15, 6, false};
 inline constexpr ExactFormat kExactE5M2{3, 5, 15, 30, 3, true};
 
-enum class ExactMode { kNearestEven, kTowardZero, kUp, kDown };
+enum class ExactMode { kNearestEven, kTowardZero, kUp, kDown, kNearestAway };
 
 inline int bit_width128(u128 v) {
   const uint64_t high = uint64_t(v >> 64);
@@ -137,7 +137,8 @@ inline uint32_t exact_round(bool negative, u128 magnitude, int scale,
   const uint32_t sign = negative ? 1u << (f.exponent_bits + p - 1) : 0;
   const uint32_t max_bits = (uint32_t(f.max_field) << (p - 1)) | f.max_top_mantissa;
   auto overflow = [&]() -> uint32_t {
-    bool to_inf = mode == ExactMode::kNearestEven || (mode == ExactMode::kUp && !negative) ||
+    bool to_inf = mode == ExactMode::kNearestEven || mode == ExactMode::kNearestAway ||
+                  (mode == ExactMode::kUp && !negative) ||
                   (mode == ExactMode::kDown && negative);
     if (saturate || !to_inf) return sign | max_bits;
     const uint32_t all_ones_field = (1u << f.exponent_bits) - 1;
@@ -170,6 +171,7 @@ inline uint32_t exact_round(bool negative, u128 magnitude, int scale,
   bool up = false;
   switch (mode) {
     case ExactMode::kNearestEven: up = rest_above_half || (rest_is_half && (q & 1) != 0); break;
+    case ExactMode::kNearestAway: up = rest_above_half || rest_is_half; break;
     case ExactMode::kTowardZero: break;
     case ExactMode::kUp: up = inexact && !negative; break;
     case ExactMode::kDown: up = inexact && negative; break;
@@ -241,7 +243,9 @@ inline ScaledInt bf16_scaled(uint16_t bits) {
 // of at least 2^(p-1) (the sum stays >= 2^(E+p-2)) or a unit no larger than the subnormal
 // quantum; for bf16 sums, and for a bf16 product (significand ka*kb) plus a bf16, one of the two
 // always holds.
-inline uint32_t exact_sum(ScaledInt a, ScaledInt b, const ExactFormat& f, bool both_negative_zero) {
+inline uint32_t exact_sum(ScaledInt a, ScaledInt b, const ExactFormat& f, bool both_negative_zero,
+                          ExactMode mode = ExactMode::kNearestEven, bool saturate = false,
+                          bool flush = false) {
   if (a.significand == 0) a.exponent = b.exponent;  // a zero has no unit of its own
   if (b.significand == 0) b.exponent = a.exponent;
   if (a.exponent < b.exponent) std::swap(a, b);  // a has the larger unit
@@ -256,7 +260,27 @@ inline uint32_t exact_sum(ScaledInt a, ScaledInt b, const ExactFormat& f, bool b
     scale = a.exponent - 3;
   }
   if (sum == 0) return exact_round(both_negative_zero, 0, 0, f);
-  return exact_round(sum < 0, (u128)(sum < 0 ? -sum : sum), scale, f);
+  return exact_round(sum < 0, (u128)(sum < 0 ? -sum : sum), scale, f, mode, saturate, flush);
+}
+
+// |n| / |d| * 2^64 as an integer with a sticky last bit (set iff the division is inexact): the
+// true quotient and this one lie strictly between the same multiples of 2 units, so any
+// rounding whose quantum is at least 4 units of the result sees the same value (|n|, |d| < 2^63).
+inline u128 sticky_quotient(int64_t n, int64_t d) {
+  const u128 numerator = (u128)(uint64_t)std::llabs(n) << 64;
+  const u128 q = numerator / (uint64_t)std::llabs(d);
+  return q | (q * (uint64_t)std::llabs(d) != numerator ? 1 : 0);
+}
+
+// A finite value of any ExactFormat from its bits, as significand * 2^exponent (signed).
+inline ScaledInt exact_scaled(uint32_t bits, const ExactFormat& f) {
+  const int m = f.precision - 1;
+  const int field = int(bits >> m) & ((1 << f.exponent_bits) - 1);
+  const int64_t mantissa = bits & ((1u << m) - 1);
+  ScaledInt s = field == 0 ? ScaledInt{mantissa, 1 - f.bias - m}
+                           : ScaledInt{mantissa | (int64_t{1} << m), field - f.bias - m};
+  if (((bits >> (m + f.exponent_bits)) & 1) != 0) s.significand = -s.significand;
+  return s;
 }
 
 // ---- the 2^32 sweep -------------------------------------------------------------------------

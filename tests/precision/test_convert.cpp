@@ -129,7 +129,7 @@ namespace {
 
 constexpr FloatFormat kFormats[] = {kBinary16, kBFloat16, kE4M3, kE5M2};
 constexpr Rounding kModes[] = {Rounding::kNearestEven, Rounding::kTowardZero, Rounding::kUp,
-                               Rounding::kDown, Rounding::kStochastic};
+                               Rounding::kDown, Rounding::kStochastic, Rounding::kNearestAway};
 
 const char* mode_name(Rounding m) {
   switch (m) {
@@ -138,6 +138,7 @@ const char* mode_name(Rounding m) {
     case Rounding::kUp: return "up";
     case Rounding::kDown: return "down";
     case Rounding::kStochastic: return "stochastic";
+    case Rounding::kNearestAway: return "nearest_away";
   }
   return "?";
 }
@@ -212,8 +213,9 @@ const std::vector<float>& inputs() {
 std::vector<RoundingOptions> all_options() {
   std::vector<RoundingOptions> out;
   for (const Rounding m : kModes) {
-    for (int flags = 0; flags < 4; ++flags) {
-      out.push_back(RoundingOptions{.mode = m, .saturate = (flags & 1) != 0, .flush_subnormals = (flags & 2) != 0});
+    for (int flags = 0; flags < 6; ++flags) {  // saturate_inf only with saturate
+      out.push_back(RoundingOptions{.mode = m, .saturate = (flags & 1) != 0, .flush_subnormals = (flags & 2) != 0,
+                                    .saturate_inf = flags >= 4});
     }
   }
   return out;
@@ -221,7 +223,7 @@ std::vector<RoundingOptions> all_options() {
 
 std::string describe(FloatFormat f, const RoundingOptions& o) {
   return std::string(format_name(f)) + " " + mode_name(o.mode) + (o.saturate ? " saturate" : "") +
-         (o.flush_subnormals ? " flush_subnormals" : "");
+         (o.flush_subnormals ? " flush_subnormals" : "") + (o.saturate_inf ? " saturate_inf" : "");
 }
 
 // Counts mismatches between got[i] and want[i]; the first few go into `report` in hex.
@@ -445,6 +447,12 @@ TEST_CASE("size and format mismatches throw naming both", "[convert]") {
   constexpr FloatFormat kCustom{6, 9, Specials::kIeee};
   CHECK_THROWS_AS(round_to(kCustom, std::span<float>(src)), std::invalid_argument);
   CHECK_NOTHROW(encode(kE4M3, std::span<const float>(src), std::span<uint8_t>(narrow)));
+  // One value's random bits have no meaning for a span (it draws from seed and offset): an
+  // error, not silently ignored.
+  const ConvertOptions scalar_bits{.rounding = {.mode = Rounding::kStochastic, .random_bits = 7}};
+  CHECK_THROWS_AS(encode(kE4M3, std::span<const float>(src), std::span<uint8_t>(narrow), scalar_bits),
+                  std::invalid_argument);
+  CHECK_THROWS_AS(round_to(kBinary16, std::span<float>(src), scalar_bits), std::invalid_argument);
 }
 
 TEST_CASE("stochastic rounding: vector bits equal stochastic_bits across a 2^32 index boundary",
@@ -523,7 +531,7 @@ TEST_CASE("stochastic rounding: the decision frac32 + r >= 2^32 at extreme rando
         std::vector<uint32_t> got(in.size());
         for (size_t i = 0; i < in.size(); ++i) {
           got[i] = vector_encode(f, std::span<const float>(&in[i], 1),
-                                 {.rounding = o, .seed = kSeed, .offset = index})[0];
+                                 {.rounding = {.mode = Rounding::kStochastic}, .seed = kSeed, .offset = index})[0];
         }
         std::string report;
         CHECK(compare_bits(got, want, in, report) == 0);

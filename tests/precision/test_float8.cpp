@@ -1,6 +1,7 @@
 // The OCP 8-bit formats (precision/float8.h): all 256 patterns of e4m3 and e5m2 decode as the
 // OCP formula written out here and round-trip; the special values; conversion boundaries
-// derived by hand for round-to-nearest-even, the directed modes and saturation.
+// derived by hand for round-to-nearest-even, the directed modes and saturation, and the OCP
+// spec's saturating conversion (Table 3, saturate_inf).
 // Random conversions against the exact oracle are in test_float_format.cpp.
 #include <catch2/catch.hpp>
 
@@ -198,4 +199,46 @@ TEST_CASE("e5m2 conversion boundaries", "[precision][float8]") {
   CHECK(hex8(bits_of<float8_e5m2>(0x1p-17 + 0x1p-40)) == hex8(0x01));
   CHECK(hex8(bits_of<float8_e5m2>(3 * 0x1p-17)) == hex8(0x02));  // 1.5 units: tie, 2 even
   CHECK(hex8(bits_of<float8_e5m2>(3.5 * 0x1p-16)) == hex8(0x04));  // into the smallest normal
+}
+
+// OFP8 v1.0 5.2.1 Table 3 (as cited in /work/shared/refs/round2.md 3.4), row by row:
+//   source         E5M2 non-sat  E5M2 sat   E4M3 non-sat  E4M3 sat
+//   NaN            NaN           NaN        NaN           NaN
+//   +-Inf          +-Inf         +-57344    NaN           +-448
+//   above max      +-Inf         +-57344    NaN           +-448
+// "sat" is {.saturate = true, .saturate_inf = true}; saturate alone keeps e5m2's inf (the named
+// earlier behaviour). The vector kernels are held to the same by test_convert.cpp's option sweep.
+TEST_CASE("OCP saturating conversion: Table 3 with saturate_inf, inf kept by saturate alone",
+          "[precision][float8]") {
+  const RoundingOptions sat{.saturate = true, .saturate_inf = true};
+  const RoundingOptions finite_only{.saturate = true};
+  const double inf = std::numeric_limits<double>::infinity(), nan = std::numeric_limits<double>::quiet_NaN();
+  for (const double sign : {1.0, -1.0}) {
+    const uint32_t s = sign < 0 ? 0x80 : 0;
+    INFO("sign " << sign);
+    CHECK(float8_e5m2(sign * nan).is_nan());
+    CHECK(float8_e5m2(sign * nan, sat).is_nan());
+    CHECK(float8_e4m3(sign * nan).is_nan());
+    CHECK(float8_e4m3(sign * nan, sat).is_nan());
+    CHECK(hex8(bits_of<float8_e5m2>(sign * inf)) == hex8(s | 0x7C));
+    CHECK(hex8(bits_of<float8_e5m2>(sign * inf, sat)) == hex8(s | 0x7B));
+    CHECK(hex8(bits_of<float8_e5m2>(sign * inf, finite_only)) == hex8(s | 0x7C));
+    CHECK(hex8(bits_of<float8_e4m3>(sign * inf)) == hex8(s | 0x7F));
+    CHECK(hex8(bits_of<float8_e4m3>(sign * inf, sat)) == hex8(s | 0x7E));
+    CHECK(hex8(bits_of<float8_e4m3>(sign * inf, finite_only)) == hex8(s | 0x7E));
+    // Above max: e5m2 overflows from 61440 (57344 + half its ulp 8192, a tie to even: inf),
+    // e4m3 from 464 (448 + 16: a tie to even 448; 465 overflows).
+    CHECK(hex8(bits_of<float8_e5m2>(sign * 61440)) == hex8(s | 0x7C));
+    CHECK(hex8(bits_of<float8_e5m2>(sign * 61440, sat)) == hex8(s | 0x7B));
+    CHECK(hex8(bits_of<float8_e4m3>(sign * 464)) == hex8(s | 0x7E));
+    CHECK(hex8(bits_of<float8_e4m3>(sign * 465)) == hex8(s | 0x7F));
+    CHECK(hex8(bits_of<float8_e4m3>(sign * 465, sat)) == hex8(s | 0x7E));
+    // saturate_inf alone does nothing.
+    CHECK(hex8(bits_of<float8_e5m2>(sign * inf, {.saturate_inf = true})) == hex8(s | 0x7C));
+  }
+  // Arithmetic's infinite results are fitted the same way.
+  const auto e5_inf = std::numeric_limits<float8_e5m2>::infinity();
+  CHECK(hex8(hg::add(e5_inf, float8_e5m2(1), sat).bits()) == hex8(0x7B));
+  CHECK(hex8(hg::add(e5_inf, float8_e5m2(1), finite_only).bits()) == hex8(0x7C));
+  CHECK(hex8(hg::div(float8_e5m2(-1), float8_e5m2(0), sat).bits()) == hex8(0xFB));
 }

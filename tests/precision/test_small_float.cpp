@@ -39,6 +39,7 @@ using hg::precision::oracle::hex8;
 using hg::precision::oracle::kExactBF16;
 using hg::precision::oracle::kExactF16;
 using hg::precision::oracle::ScaledInt;
+using hg::precision::oracle::sticky_quotient;
 
 enum Op { kAdd, kSub, kMul, kDiv, kOpCount };
 const char* const kOpNames[kOpCount] = {"+", "-", "*", "/"};
@@ -57,14 +58,6 @@ T apply(int op, T a, T b) {
     case kMul: return a * b;
     default: return a / b;
   }
-}
-
-// |n| / |d| * 2^64 as an integer with a sticky last bit: enough for any rounding whose quantum
-// is at least 4 units of the result (both callers have dozens of bits to spare).
-hg::precision::oracle::u128 sticky_quotient(int64_t n, int64_t d) {
-  const hg::precision::oracle::u128 numerator = (hg::precision::oracle::u128)(uint64_t)std::llabs(n) << 64;
-  const hg::precision::oracle::u128 q = numerator / (uint64_t)std::llabs(d);
-  return q | (q * (uint64_t)std::llabs(d) != numerator ? 1 : 0);
 }
 
 // The correctly rounded (nearest even) result of a op b for two finite values given as
@@ -137,8 +130,9 @@ Failure sweep_pairs(int64_t na, int64_t nb, Check&& check) {
 // half a op b against the exact oracle and (if the compiler has it) GCC's _Float16; a NaN
 // expected result only requires a NaN (IEEE 754 does not fix a NaN result's payload). GCC 12 on
 // x86-64 without AVX512-FP16 compiles a _Float16 a + b as __extendhfsf2 on both operands, addss,
-// __truncsfhf2: the same widen-compute-round scheme as ours, so it is a second implementation
-// of the same claim, not an independent one; the exact oracle checks both.
+// __truncsfhf2: widen, compute in float, round (correct by Figueroa's double-rounding theorem,
+// f32's 24 bits >= 2 * 11 + 2), independent of ours (exact integers, precision/arithmetic.h);
+// the exact oracle checks both.
 void check_f16(int64_t i, int64_t j, uint16_t a, uint16_t b, unsigned ops, Failure& failure) {
   for (int op = 0; op < kOpCount; ++op) {
     if ((ops & (1u << op)) == 0) continue;
