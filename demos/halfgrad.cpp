@@ -104,7 +104,10 @@ int run_train(const CLI::App& cmd, cli::TrainOptions& o) {
   train::TrainingArguments& a = o.args;
   nn::ClassifierConfig config;  // config.classes is the data's, below
   config.vocab = data::Tokenizer(a.tokenizer, o.pooling == "cls").vocab_size();
-  if (a.tokenizer.kind != data::TokenizerKind::kBytes) config.position_embedding = nn::PositionEmbedding::kNone;
+  if (a.tokenizer.kind != data::TokenizerKind::kBytes) {  // a bag of hashed n-grams over 2^16+ rows
+    config.position_embedding = nn::PositionEmbedding::kNone;
+    config.sparse_embedding = true;
+  }
   config.max_len = o.max_len;
   config.d_model = o.d_model;
   config.heads = o.heads;

@@ -24,7 +24,7 @@ TextClassifier::TextClassifier(const ClassifierConfig& c, uint64_t seed)
   config.validate();
   Generator init_gen(seed);
   const Init init{Init::Scheme::kNormal, c.init_std, &init_gen};
-  token_embedding = register_module("token_embedding", std::make_shared<Embedding>(c.vocab, c.d_model, init, 0));
+  token_embedding = register_module("token_embedding", std::make_shared<Embedding>(c.vocab, c.d_model, init, 0, c.sparse_embedding));
   if (c.position_embedding == PositionEmbedding::kLearned) {
     position_embedding = register_module("position_embedding", std::make_shared<Embedding>(c.max_len, c.d_model, init));
   }

@@ -29,6 +29,10 @@ struct ClassifierConfig {
   float dropout = 0.1f;
   Pooling pooling = Pooling::kMean;
   PositionEmbedding position_embedding = PositionEmbedding::kLearned;
+  // The token table's gradient holds only the rows a batch used (docs/sparse_gradients.md): a
+  // hashed vocabulary of 2^16+ rows then costs what a batch touches. Training only: the
+  // optimizer updates those rows lazily; the model's values and outputs are the same.
+  bool sparse_embedding = false;
   float init_std = 0.02f;  // weights ~ N(0, init_std), biases 0 (nn/init.h kNormal)
 
   // Throws hg::Error naming the first field that is out of range (e.g. heads not dividing

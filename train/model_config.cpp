@@ -93,6 +93,7 @@ nlohmann::json model_config_to_json(const ModelConfig& m) {
           {"pooling", c.pooling == nn::Pooling::kMean ? "mean" : "cls"},
           {"initializer_range", c.init_std},
           {"position_embedding", c.position_embedding == nn::PositionEmbedding::kLearned ? "learned" : "none"},
+          {"sparse_embedding", c.sparse_embedding},
           {"tokenizer", tokenizer_config_to_json(m.tokenizer)},
           {"id2label", id2label}};
   j.update(architecture_fields(m));
@@ -131,6 +132,7 @@ ModelConfig model_config_from_json(const nlohmann::json& j, const std::string& s
     check(position == "learned" || position == "none", source, ": position_embedding must be learned or none, got '",
           position, "'");
     c.position_embedding = position == "learned" ? nn::PositionEmbedding::kLearned : nn::PositionEmbedding::kNone;
+    c.sparse_embedding = j.value("sparse_embedding", false);  // absent before sparse gradients
     if (j.contains("tokenizer")) m.tokenizer = tokenizer_config_from_json(j.at("tokenizer"), source);
     const nlohmann::json& id2label = get("id2label");
     for (int64_t i = 0; i < c.classes; ++i) {
