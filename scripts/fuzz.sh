@@ -6,7 +6,7 @@
 #   scripts/fuzz.sh --explore SECONDS [target...]  a longer exploratory run
 #
 # The default run is the same on every machine: a fixed seed (-seed=1) and a fixed number of
-# inputs per target (FUZZ_RUNS, default 20000), starting from the committed corpus alone (new
+# inputs per target (FUZZ_RUNS, default 10000), starting from the committed corpus alone (new
 # inputs go to a fresh build-fuzz/run/<name>/), so CI cannot pass for one engineer and fail for
 # the next on the same code. --explore runs each target for SECONDS with a random seed and keeps
 # what it finds in build-fuzz/corpus/<name>/ across runs. Either way a crash, leak, timeout or
@@ -19,7 +19,7 @@ if [ "${1:-}" = "--explore" ]; then
   explore=${2:?"--explore needs a number of seconds"}
   shift 2
 fi
-runs="${FUZZ_RUNS:-20000}"
+runs="${FUZZ_RUNS:-10000}"
 cmake -S . -B build-fuzz -DCMAKE_BUILD_TYPE=Release -DHALFGRAD_FUZZ=ON -DCMAKE_CXX_COMPILER=clang++ >/dev/null
 targets=("$@")
 if [ ${#targets[@]} -eq 0 ]; then

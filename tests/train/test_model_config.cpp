@@ -30,7 +30,7 @@ ModelConfig cls_config() {
 ModelConfig bag_config() {
   ModelConfig m;
   m.classifier = {.vocab = 4097, .max_len = 64, .d_model = 16, .heads = 2, .d_ff = 32, .layers = 0, .classes = 3,
-                  .position_embedding = nn::PositionEmbedding::kNone};
+                  .position_embedding = nn::PositionEmbedding::kNone, .sparse_embedding = true};
   m.labels = {"de", "en", "fr"};
   m.tokenizer = {.kind = data::TokenizerKind::kCharNgrams, .ngram_min = 2, .ngram_max = 4, .buckets = 4096};
   return m;
@@ -98,6 +98,7 @@ TEST_CASE("config.json round-trips the tokenizer and the position embedding", "[
   const ModelConfig back = model_config_from_json(j, "config.json");
   CHECK(back.tokenizer == bag_config().tokenizer);
   CHECK(back.classifier.position_embedding == nn::PositionEmbedding::kNone);
+  CHECK(back.classifier.sparse_embedding);
   CHECK(back.classifier.layers == 0);
   CHECK(back.labels == bag_config().labels);
 
