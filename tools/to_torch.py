@@ -10,8 +10,10 @@ modules: nn.Embedding for tokens and learned absolute positions, nn.TransformerE
 nn.TransformerEncoderLayer (exact erf GELU, no dropout) with a final nn.LayerNorm, pooling (the
 mean over real tokens, or the CLS token's output) and an nn.Linear head. The weights come from
 model.safetensors, read here by hand (an 8-byte header length, a JSON header, raw little-endian
-data), so no safetensors package is needed. Texts are UTF-8 bytes as token ids (0 = padding; with
-CLS pooling id 256 first), truncated to max_position_embeddings, as data/tokenizer.h does.
+data), so no safetensors package is needed. Texts are tokenized as config.json's tokenizer says,
+as data/tokenizer.h does: UTF-8 bytes, or hashed char n-grams / words (bench/halfgrad_tokenize.py;
+a bag: position_embedding_type "none" and no position table); 0 = padding, the CLS id first with
+CLS pooling, truncated to max_position_embeddings.
 
 Its logits are compared with `halfgrad predict --logits` (run on the same texts, or read from
 --logits-file). Exit codes: 0 when the largest absolute difference is within the tolerance, 1 when
@@ -28,6 +30,9 @@ import os
 import struct
 import subprocess
 import sys
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "bench"))
+import halfgrad_tokenize  # noqa: E402  (halfgrad's hashed tokenizers in Python)
 
 try:
     import numpy as np
@@ -77,27 +82,34 @@ class TorchTextClassifier(nn.Module):
 
     def __init__(self, config):
         super().__init__()
-        for key, expected in {"hidden_act": "gelu", "norm_first": True, "final_layer_norm": True,
-                              "position_embedding_type": "absolute"}.items():
+        for key, expected in {"hidden_act": "gelu", "norm_first": True, "final_layer_norm": True}.items():
             if config.get(key, expected) != expected:  # absent in config.json files older than these fields
                 fail(f"config.json: {key} is {config[key]!r}; this tool builds {expected!r}")
+        position = config.get("position_embedding_type", "absolute")
+        if position not in ("absolute", "none"):
+            fail(f"config.json: position_embedding_type is {position!r}; this tool builds 'absolute' or 'none'")
         d_model = config["hidden_size"]
         eps = config.get("layer_norm_eps", 1e-5)
         self.pooling = config["pooling"]
         self.token_embedding = nn.Embedding(config["vocab_size"], d_model)
-        self.position_embedding = nn.Embedding(config["max_position_embeddings"], d_model)
+        # None for a bag of hashed n-grams (position_embedding_type "none"): no positions.
+        self.position_embedding = (nn.Embedding(config["max_position_embeddings"], d_model)
+                                   if position == "absolute" else None)
         layer = nn.TransformerEncoderLayer(
             d_model, config["num_attention_heads"], config["intermediate_size"], dropout=0.0, activation="gelu",
             layer_norm_eps=eps, batch_first=True, norm_first=True)
-        self.encoder = nn.TransformerEncoder(layer, config["num_hidden_layers"], norm=nn.LayerNorm(d_model, eps=eps),
-                                             enable_nested_tensor=False)
+        # No encoder for a bag (num_hidden_layers 0): torch's TransformerEncoder needs a layer.
+        layers = config["num_hidden_layers"]
+        self.encoder = nn.TransformerEncoder(layer, layers, enable_nested_tensor=False) if layers > 0 else None
+        self.norm = nn.LayerNorm(d_model, eps=eps)  # the final LayerNorm, before pooling
         self.head = nn.Linear(d_model, config["num_labels"])
 
     def forward(self, ids, mask):
         """ids, mask: (B, T) int64, mask 1 = real token -> logits (B, K)."""
-        positions = torch.arange(ids.shape[1])
-        x = self.token_embedding(ids) + self.position_embedding(positions)[None]
-        h = self.encoder(x, src_key_padding_mask=mask == 0)  # the final LayerNorm included
+        x = self.token_embedding(ids)
+        if self.position_embedding is not None:
+            x = x + self.position_embedding(torch.arange(ids.shape[1]))[None]
+        h = self.norm(x if self.encoder is None else self.encoder(x, src_key_padding_mask=mask == 0))
         if self.pooling == "cls":
             pooled = h[:, 0]
         else:  # the mean over real tokens
@@ -117,13 +129,14 @@ class TorchTextClassifier(nn.Module):
 
         state = {
             "token_embedding.weight": take("token_embedding.weight"),
-            "position_embedding.weight": take("position_embedding.weight"),
-            "encoder.norm.weight": take("norm.weight"),
-            "encoder.norm.bias": take("norm.bias"),
+            "norm.weight": take("norm.weight"),
+            "norm.bias": take("norm.bias"),
             "head.weight": take("head.weight"),
             "head.bias": take("head.bias"),
         }
-        for i in range(len(self.encoder.layers)):
+        if self.position_embedding is not None:
+            state["position_embedding.weight"] = take("position_embedding.weight")
+        for i in range(len(self.encoder.layers) if self.encoder is not None else 0):
             src, dst = f"encoder.layers.{i}.", f"encoder.layers.{i}."
             for part in ("weight", "bias"):  # nn.MultiheadAttention packs q, k, v into in_proj
                 state[dst + f"self_attn.in_proj_{part}"] = torch.cat(
@@ -139,15 +152,27 @@ class TorchTextClassifier(nn.Module):
         self.load_state_dict(state, strict=True)
 
 
-def encode(texts, config):
-    """Byte ids padded to the longest text, and the mask, as data/tokenizer.h and DataLoader make them."""
-    tokenizer = config.get("tokenizer", "bytes")
+def token_ids(text, tokenizer):
+    """One text's ids without CLS: UTF-8 bytes, or the hashed n-gram ids of bench/halfgrad_tokenize.py
+    (the same ids as data/tokenizer.h: tested there against fastText's known answers)."""
     kind = tokenizer.get("type") if isinstance(tokenizer, dict) else tokenizer
-    if kind != "bytes":
-        fail(f"config.json: tokenizer {json.dumps(tokenizer)}: this tool encodes bytes tokenizers only")
+    if kind == "bytes":
+        return list(text.encode("utf-8"))
+    unbounded = 1 << 62  # truncation to max_len happens in encode(), after CLS
+    if kind == "char-ngrams":
+        return halfgrad_tokenize.char_ngram_ids(text, tokenizer["buckets"], tokenizer["ngram_min"],
+                                                tokenizer["ngram_max"], unbounded)
+    if kind == "words":
+        return halfgrad_tokenize.word_ids(text, tokenizer["buckets"], max_len=unbounded)
+    fail(f"config.json: tokenizer {json.dumps(tokenizer)}: unknown type")
+
+
+def encode(texts, config):
+    """Token ids padded to the longest text, and the mask, as data/tokenizer.h and DataLoader make them."""
+    tokenizer = config.get("tokenizer", "bytes")  # absent in config.json files before tokenizers: bytes
     max_len = config["max_position_embeddings"]
     cls = [config["cls_token_id"] if "cls_token_id" in config else 256] if config["pooling"] == "cls" else []
-    rows = [(cls + list(t.encode("utf-8")))[:max_len] for t in texts]
+    rows = [(cls + token_ids(t, tokenizer))[:max_len] for t in texts]
     width = max(len(r) for r in rows)
     ids = torch.zeros(len(rows), width, dtype=torch.long)
     mask = torch.zeros(len(rows), width, dtype=torch.long)

@@ -1,6 +1,7 @@
 #!/bin/bash
-# tools/to_torch.py against `halfgrad predict --logits`: trains tiny f32 models (mean and CLS
-# pooling, a few steps) on a small TSV, rebuilds each in stock torch.nn and requires the logits to
+# tools/to_torch.py against `halfgrad predict --logits`: trains tiny f32 models (bytes with mean and
+# CLS pooling, char-ngram and word bags, a char-ngram model with a layer and CLS; a few steps) on a
+# small TSV, rebuilds each in stock torch.nn and requires the logits to
 # agree within the tool's f32 tolerance; then feeds the tool logits off by 1e-3 and requires it to
 # fail naming the difference. Exit 77 (CTest's skip) without /usr/bin/python3 or python3-torch.
 #   to_torch_roundtrip.sh HALFGRAD_PROGRAM TO_TORCH_PY
@@ -25,8 +26,20 @@ for pooling in mean cls; do
     --output-dir "$dir/out-$pooling" > "$dir/train-$pooling.log" 2>&1 \
     || { cat "$dir/train-$pooling.log"; fail "halfgrad train ($pooling)"; }
 done
-/usr/bin/python3 "$tool" "$dir/out-mean/checkpoint-4" "$dir/out-cls/checkpoint-4" --data "$dir/test.tsv" \
-  --halfgrad "$halfgrad"
+# The main job's kinds of model: bags of hashed char n-grams and words (no positions, no layers),
+# mean pooling, and a char n-gram bag under one encoder layer with CLS pooling.
+for tokenizer in char-ngrams words; do
+  "$halfgrad" train --train "$dir/train.tsv" --tokenizer $tokenizer --buckets 4096 --precision fp32 --d-model 16 \
+    --layers 0 --max-len 24 --batch-size 6 --max-steps 4 --save-steps 4 --lr 1e-2 --threads 1 \
+    --output-dir "$dir/out-$tokenizer" > "$dir/train-$tokenizer.log" 2>&1 \
+    || { cat "$dir/train-$tokenizer.log"; fail "halfgrad train ($tokenizer)"; }
+done
+"$halfgrad" train --train "$dir/train.tsv" --tokenizer char-ngrams --buckets 4096 --precision fp32 --pooling cls \
+  --d-model 16 --heads 4 --layers 1 --d-ff 32 --max-len 24 --batch-size 6 --max-steps 4 --save-steps 4 --lr 1e-2 \
+  --threads 1 --output-dir "$dir/out-bag-cls" > "$dir/train-bag-cls.log" 2>&1 \
+  || { cat "$dir/train-bag-cls.log"; fail "halfgrad train (char-ngrams, cls)"; }
+/usr/bin/python3 "$tool" "$dir/out-mean/checkpoint-4" "$dir/out-cls/checkpoint-4" "$dir/out-char-ngrams/checkpoint-4" \
+  "$dir/out-words/checkpoint-4" "$dir/out-bag-cls/checkpoint-4" --data "$dir/test.tsv" --halfgrad "$halfgrad"
 code=$?
 [ $code -eq 77 ] && exit 77  # the tool's skip: no torch (or numpy)
 [ $code -eq 0 ] || fail "to_torch.py disagrees with halfgrad"
