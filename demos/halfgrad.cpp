@@ -258,19 +258,21 @@ int run_predict(const std::string& checkpoint, std::vector<std::string> texts, b
   if (p.truncated > 0) {  // stderr: stdout stays the predictions alone
     std::fprintf(stderr, "%s", truncation_note(p.truncated, "input", l.model->config.max_len).c_str());
   }
-  for (size_t i = 0; i < texts.size() && logits; ++i) {
-    std::string row = "{\"text\": " + nlohmann::json(texts[i]).dump() + ", \"label\": " +
-                      nlohmann::json(l.labels[size_t(p.predictions[i])]).dump() + ", \"logits\": [";
-    char number[32];
-    for (int64_t k = 0; k < p.classes; ++k) {
-      std::snprintf(number, sizeof number, "%s%.9g", k ? ", " : "", double(p.logits[size_t(int64_t(i) * p.classes + k)]));
-      row += number;
+  for (size_t i = 0; i < texts.size(); ++i) {
+    const std::string& label = l.labels[size_t(p.predictions[i])];
+    if (logits) {
+      std::string row = "{\"text\": " + nlohmann::json(texts[i]).dump() + ", \"label\": " +
+                        nlohmann::json(label).dump() + ", \"logits\": [";
+      char number[32];
+      for (int64_t k = 0; k < p.classes; ++k) {
+        std::snprintf(number, sizeof number, "%s%.9g", k ? ", " : "", double(p.logits[size_t(int64_t(i) * p.classes + k)]));
+        row += number;
+      }
+      std::printf("%s]}\n", row.c_str());
+      continue;
     }
-    std::printf("%s]}\n", row.c_str());
-  }
-  for (size_t i = 0; i < texts.size() && !logits; ++i) {
     const std::vector<double> probs = train::probabilities(p.logits, int64_t(i), p.classes);
-    std::printf("%s\t%s", texts[i].c_str(), l.labels[size_t(p.predictions[i])].c_str());
+    std::printf("%s\t%s", texts[i].c_str(), label.c_str());
     for (size_t k = 0; k < probs.size(); ++k) std::printf("\t%s=%.3f", l.labels[k].c_str(), probs[k]);
     std::printf("\n");
   }

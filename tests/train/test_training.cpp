@@ -226,17 +226,23 @@ TEST_CASE("a weight gone inf: f32 training stops with a message, fp16 skips, cou
   fs::remove_all(dir);
 }
 
+// Writes dir/train.tsv (600 synthetic texts, 3 classes) and dir/test.tsv (150), then runs
+// `halfgrad train` on them with `flags`, writing to dir/out.
+testing::ProgramResult train_on_synthetic_tsv(const fs::path& dir, const std::string& flags) {
+  fs::create_directories(dir);
+  data::write_tsv(data::synthetic_dataset(600, 3, 11), (dir / "train.tsv").string());
+  data::write_tsv(data::synthetic_dataset(150, 3, 12), (dir / "test.tsv").string());
+  return testing::run_program("halfgrad", "train --train " + (dir / "train.tsv").string() + " --eval " +
+                                              (dir / "test.tsv").string() + flags + " --output-dir " +
+                                              (dir / "out").string());
+}
+
 TEST_CASE("halfgrad command: train on TSV files, then eval and predict with the checkpoint", "[train][cli]") {
   const fs::path dir = fresh_dir("cli_flow");
-  fs::create_directories(dir);
-  const data::Dataset train_set = data::synthetic_dataset(600, 3, 11), test_set = data::synthetic_dataset(150, 3, 12);
-  data::write_tsv(train_set, (dir / "train.tsv").string());
-  data::write_tsv(test_set, (dir / "test.tsv").string());
   const std::string out = (dir / "out").string();
-  const auto trained = testing::run_program(
-      "halfgrad", "train --train " + (dir / "train.tsv").string() + " --eval " + (dir / "test.tsv").string() +
-                      " --tokenizer bytes --epochs 3 --batch-size 32 --lr 3e-3 --warmup-steps 5 --d-model 32 --heads 2 --layers 1"
-                      " --d-ff 64 --max-len 16 --output-dir " + out);
+  const auto trained = train_on_synthetic_tsv(
+      dir, " --tokenizer bytes --epochs 3 --batch-size 32 --lr 3e-3 --warmup-steps 5 --d-model 32 --heads 2 --layers 1"
+           " --d-ff 64 --max-len 16");
   INFO(trained.output);
   REQUIRE(trained.exit_code == 0);
   CHECK_THAT(trained.output, Catch::Contains("synthetic") || Catch::Contains("train.tsv: 600 examples, 3 classes"));
@@ -263,15 +269,10 @@ TEST_CASE("halfgrad command: train on TSV files, then eval and predict with the 
 TEST_CASE("halfgrad command: a char-ngrams bag model saves its tokenizer, and eval and predict use it",
           "[train][cli][tokenizer]") {
   const fs::path dir = fresh_dir("cli_bag");
-  fs::create_directories(dir);
-  const data::Dataset train_set = data::synthetic_dataset(600, 3, 11), test_set = data::synthetic_dataset(150, 3, 12);
-  data::write_tsv(train_set, (dir / "train.tsv").string());
-  data::write_tsv(test_set, (dir / "test.tsv").string());
   const std::string out = (dir / "out").string();
-  const auto trained = testing::run_program(
-      "halfgrad", "train --train " + (dir / "train.tsv").string() + " --eval " + (dir / "test.tsv").string() +
-                      " --tokenizer char-ngrams --ngram-min 1 --ngram-max 3 --buckets 1000 --epochs 3 --batch-size 32"
-                      " --lr 1e-2 --warmup-steps 5 --d-model 32 --heads 2 --layers 0 --max-len 64 --output-dir " + out);
+  const auto trained = train_on_synthetic_tsv(
+      dir, " --tokenizer char-ngrams --ngram-min 1 --ngram-max 3 --buckets 1000 --epochs 3 --batch-size 32"
+           " --lr 1e-2 --warmup-steps 5 --d-model 32 --heads 2 --layers 0 --max-len 64");
   INFO(trained.output);
   REQUIRE(trained.exit_code == 0);
   const fs::path checkpoint = latest_checkpoint(out);
