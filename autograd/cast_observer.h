@@ -1,9 +1,9 @@
 // CastObserver: while one lives, every rounding of f32 results into an f16/bf16 tensor (each
-// kernels::narrow call: op outputs, GEMM results, gradients, optimizer stores, creation) also
+// kernels::store_rounded call: op outputs, GEMM results, gradients, optimizer stores, creation) also
 // counts what the rounding did, in precision::NumericsStats terms: the f32 values' histogram,
 // nonzero -> zero (underflow), subnormal results, overflow. Once a value is stored in f16 its
 // lost small values are plain zeros; only the cast itself can tell "flushed" from "was zero".
-// The numerics inspector (train/numerics_inspector.h) reads it per op.
+// The numerics inspector (report/numerics_inspector.h) reads it per op.
 //
 // Global, not per thread: narrow runs on OpenMP worker threads, whose counts are merged under
 // a mutex. Install and remove it between ops on the thread that runs them; narrowings on other
@@ -26,7 +26,7 @@ class CastObserver {
 
   // The counts of every narrowing since construction or the previous take(); resets them.
   precision::NumericsStats take();
-  // Merges one narrowing's counts (called by kernels::narrow, from any thread).
+  // Merges one narrowing's counts (called by kernels::store_rounded, from any thread).
   void add(const precision::NumericsStats& stats);
 
  private:

@@ -58,7 +58,7 @@ std::vector<float> read_rows(const Tensor& t, std::span<const int64_t> rows) {
   const int64_t c = t.size(1);
   std::vector<float> out(rows.size() * size_t(c));
   for (size_t i = 0; i < rows.size(); ++i)
-    kernels::widen(out.data() + i * size_t(c), t.bytes(), t.dtype(), rows[i] * c, c);
+    kernels::load_f32(out.data() + i * size_t(c), t.bytes(), t.dtype(), rows[i] * c, c);
   return out;
 }
 
@@ -67,7 +67,7 @@ void write_rows(const Tensor& t, std::span<const int64_t> rows, std::span<const 
         " values for ", rows.size(), " rows of tensor '", t.name(), "' of shape ", t.shape());
   const int64_t c = t.size(1);
   for (size_t i = 0; i < rows.size(); ++i) {
-    kernels::narrow(t.bytes(), t.dtype(), rows[i] * c, values.data() + i * size_t(c), c, {}, 0, 0);
+    kernels::store_rounded(t.bytes(), t.dtype(), rows[i] * c, values.data() + i * size_t(c), c, {}, 0, 0);
   }
 }
 

@@ -17,7 +17,7 @@ namespace {
 // Rounds f32 values into a tensor of any dtype with nearest-even (creation is not an op, so
 // the rounding scope does not apply).
 void store(const Tensor& t, const float* values) {
-  kernels::narrow(t.bytes(), t.dtype(), 0, values, t.numel(), {}, 0, 0);
+  kernels::store_rounded(t.bytes(), t.dtype(), 0, values, t.numel(), {}, 0, 0);
 }
 
 }  // namespace
@@ -91,7 +91,7 @@ std::span<uint16_t> Tensor::u16() const {
 
 std::vector<float> Tensor::to_vector() const {
   std::vector<float> values(static_cast<size_t>(numel()));
-  kernels::widen(values.data(), bytes(), dtype(), 0, numel());
+  kernels::load_f32(values.data(), bytes(), dtype(), 0, numel());
   return values;
 }
 
@@ -99,7 +99,7 @@ float Tensor::item() const {
   check(numel() == 1, "Tensor::item(): tensor of shape ", shape(), " has ", numel(),
         " elements, not 1");
   float value;
-  kernels::widen(&value, bytes(), dtype(), 0, 1);
+  kernels::load_f32(&value, bytes(), dtype(), 0, 1);
   return value;
 }
 
@@ -112,7 +112,7 @@ float Tensor::at(std::initializer_list<int64_t> index) const {
     flat = flat * shape()[int(dim++)] + i;
   }
   float value;
-  kernels::widen(&value, bytes(), dtype(), flat, 1);
+  kernels::load_f32(&value, bytes(), dtype(), flat, 1);
   return value;
 }
 

@@ -46,7 +46,7 @@ class ByteTokenizer {
 
 enum class TokenizerKind { kBytes, kCharNgrams, kWords };
 
-// What a Tokenizer does (saved in config.json; train/model_config.h). Defaults: fastText's
+// What a Tokenizer does (saved in config.json; io/model_config.h). Defaults: fastText's
 // language-id subwords (1..5) over 2^16 buckets.
 struct TokenizerConfig {
   TokenizerKind kind = TokenizerKind::kBytes;

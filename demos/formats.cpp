@@ -10,7 +10,7 @@
 #include "precision/finfo.h"
 #include "precision/float8.h"
 #include "precision/half.h"
-#include "train/svg_plot.h"
+#include "report/svg_plot.h"
 
 using namespace hg;
 using namespace hg::precision;
@@ -91,7 +91,7 @@ int main(int argc, char** argv) {
   std::printf(
       "\nfp16 needs loss scaling (and master weights) to match fp32; bf16 needs neither because it has\n"
       "fp32's range, and pays with 3 fewer significant bits than fp16 in every rounded op.\n");
-  train::SvgPlot plot({.title = "Training loss under each autocast dtype", .x_label = "step", .y_label = "loss"});
+  report::SvgPlot plot({.title = "Training loss under each autocast dtype", .x_label = "step", .y_label = "loss"});
   for (const demos::RunResult& r : runs) plot.add_line(r.label, r.log_steps, r.losses);
   plot.save(flags.path("formats-loss.svg"));
   std::printf("\nwrote %s\n", flags.path("formats-loss.svg").c_str());

@@ -23,11 +23,11 @@
 #include "demos/halfgrad_cli.h"
 #include "data/dataset.h"
 #include "nn/text_classifier.h"
-#include "train/checkpoint.h"
+#include "io/checkpoint.h"
 #include "train/evaluation.h"
 #include "train/metrics.h"
-#include "train/model_config.h"
-#include "train/numerics_inspector.h"
+#include "io/model_config.h"
+#include "report/numerics_inspector.h"
 #include "train/trainer.h"
 
 namespace {
@@ -117,8 +117,8 @@ int run_train(const CLI::App& cmd, cli::TrainOptions& o) {
   config.pooling = o.pooling == "cls" ? nn::Pooling::kCls : nn::Pooling::kMean;
   config.validate();
   if (!o.resume.empty()) {  // a broken checkpoint fails now, not after the data is read (restore reads it again)
-    const train::Checkpoint c = train::load_checkpoint(o.resume);
-    train::model_config_from_json(c.config, o.resume + "/config.json");
+    const io::Checkpoint c = io::load_checkpoint(o.resume);
+    io::model_config_from_json(c.config, o.resume + "/config.json");
   }
   if (o.threads > 0) omp_set_num_threads(o.threads);
 
@@ -149,7 +149,7 @@ int run_train(const CLI::App& cmd, cli::TrainOptions& o) {
   std::vector<std::shared_ptr<train::TrainerCallback>> callbacks;
   callbacks.push_back(std::make_shared<ConsoleCallback>(has_eval && a.eval_strategy != "no"));
   if (o.early_stopping > 0) callbacks.push_back(std::make_shared<train::EarlyStoppingCallback>(a, o.early_stopping));
-  if (o.inspect > 0) callbacks.push_back(std::make_shared<train::InspectorCallback>(o.inspect, a.output_dir));
+  if (o.inspect > 0) callbacks.push_back(std::make_shared<report::InspectorCallback>(o.inspect, a.output_dir));
   train::Trainer trainer(model, a, train_set, has_eval ? &eval_set : nullptr, {}, callbacks);
   // A step count past the end of the run would silently do nothing (known now that the data is).
   const int64_t steps = trainer.state().max_steps, eval_every = a.eval_steps > 0 ? a.eval_steps : a.logging_steps;
@@ -163,7 +163,7 @@ int run_train(const CLI::App& cmd, cli::TrainOptions& o) {
   if (truncated > 0) std::printf("%s", truncation_note(truncated, "training", config.max_len).c_str());
   const train::TrainOutput out = trainer.train(o.resume);
   if (out.interrupted) {  // Ctrl-C: exit as shells report a SIGINT death, but with the step saved
-    const std::string saved = train::latest_checkpoint(a.output_dir).string();
+    const std::string saved = io::latest_checkpoint(a.output_dir).string();
     std::printf("\ninterrupted at step %lld; checkpoint %s (continue with --resume %s)\n",
                 static_cast<long long>(out.global_step), saved.c_str(), saved.c_str());
     return 130;
@@ -184,7 +184,7 @@ int run_train(const CLI::App& cmd, cli::TrainOptions& o) {
     std::printf("test accuracy %.2f%%, macro-F1 %.4f, loss %.4f\n\n%s", 100 * report.accuracy, report.macro_f1,
                 final.prediction.loss, train::format_report(report, train_set.label_names).c_str());
   }
-  const auto checkpoints = train::list_checkpoints(a.output_dir);
+  const auto checkpoints = io::list_checkpoints(a.output_dir);
   if (!checkpoints.empty()) std::printf("\nlatest checkpoint: %s\n", checkpoints.back().string().c_str());
   std::printf("log: %s/log.jsonl\n", a.output_dir.c_str());
   return 0;
@@ -199,8 +199,8 @@ struct Loaded {
 };
 
 Loaded load_model(const std::string& dir) {
-  const train::Checkpoint c = train::load_checkpoint(dir);
-  const train::ModelConfig config = train::model_config_from_json(c.config, dir + "/config.json");
+  const io::Checkpoint c = io::load_checkpoint(dir);
+  const io::ModelConfig config = io::model_config_from_json(c.config, dir + "/config.json");
   Loaded l;
   l.model = std::make_unique<nn::TextClassifier>(config.classifier, 0);
   l.labels = config.labels;

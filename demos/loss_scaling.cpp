@@ -7,7 +7,7 @@
 #include <cstdio>
 
 #include "demos/teaching_run.h"
-#include "train/svg_plot.h"
+#include "report/svg_plot.h"
 
 using namespace hg;
 
@@ -67,10 +67,10 @@ int main(int argc, char** argv) {
       "the gradients up into fp16's normal range, where neither matters.\n",
       100 * plain.test_accuracy, 100 * ftz.test_accuracy, 100 * ftz.act_grad_zero, 100 * plain.act_grad_zero);
 
-  train::SvgPlot losses({.title = "Training loss, language id", .x_label = "step", .y_label = "loss (mean of 25 steps)"});
+  report::SvgPlot losses({.title = "Training loss, language id", .x_label = "step", .y_label = "loss (mean of 25 steps)"});
   for (const demos::RunResult& r : runs) losses.add_line(r.label, r.log_steps, r.losses);
   losses.save(flags.path("loss_scaling-loss.svg"));
-  train::SvgPlot scales({.title = "Loss scale (skipped steps dashed)", .x_label = "step", .y_label = "loss scale",
+  report::SvgPlot scales({.title = "Loss scale (skipped steps dashed)", .x_label = "step", .y_label = "loss scale",
                          .log2_y = true});
   for (const demos::RunResult& r : {runs[3], runs[4]}) {
     std::vector<double> steps(r.scales.size());

@@ -11,7 +11,7 @@
 
 #include "demos/teaching_run.h"
 #include "precision/half.h"
-#include "train/svg_plot.h"
+#include "report/svg_plot.h"
 
 using namespace hg;
 
@@ -79,7 +79,7 @@ int main(int argc, char** argv) {
       "%lld steps: %+.2f points (O2 - pure fp16).\n",
       static_cast<long long>(flags.steps), 100 * (runs[1].test_accuracy - runs[0].test_accuracy));
 
-  train::SvgPlot plot({.title = "Share of f16 weights an optimizer step left unchanged", .x_label = "optimizer step",
+  report::SvgPlot plot({.title = "Share of f16 weights an optimizer step left unchanged", .x_label = "optimizer step",
                        .y_label = "share unchanged"});
   for (const demos::RunResult& r : runs) {
     std::vector<double> steps(r.weights_unchanged.size());

@@ -25,7 +25,7 @@
 #include "optim/param_groups.h"
 #include "train/accelerator.h"
 #include "train/evaluation.h"
-#include "train/numerics_inspector.h"
+#include "report/numerics_inspector.h"
 
 namespace hg::demos {
 
@@ -90,7 +90,7 @@ inline RunResult train_language_id(const data::Split& split, const RunSpec& spec
   const auto prepared = accelerator.prepare(model, optimizer, &scheduler);
   data::DataLoader loader(split.train, data::Tokenizer(),
                           {.batch_size = settings.batch, .seed = settings.seed, .max_len = model.config.max_len});
-  train::NumericsInspector inspector(
+  report::NumericsInspector inspector(
       {.every = settings.inspect_every, .activations = false, .name_anomalies = spec.loss_scale != "none"});
 
   RunResult r{.label = spec.label};
@@ -136,9 +136,9 @@ inline RunResult train_language_id(const data::Split& split, const RunSpec& spec
   r.final_loss = r.losses.back();
   r.skipped = int64_t(r.skipped_steps.size());
   precision::NumericsStats params, activations;
-  for (const train::StepNumerics& s : inspector.steps()) {
-    params.merge(s.merged(train::TensorKind::kParamGrad));
-    activations.merge(s.merged(train::TensorKind::kActivationGrad));
+  for (const report::StepNumerics& s : inspector.steps()) {
+    params.merge(s.merged(report::TensorKind::kParamGrad));
+    activations.merge(s.merged(report::TensorKind::kActivationGrad));
   }
   auto share = [](uint64_t part, uint64_t whole) { return whole ? double(part) / double(whole) : 0.0; };
   r.param_grad_zero = share(params.input.zero, params.total());

@@ -143,13 +143,13 @@ void print_sample(int64_t n, double mu, double sigma, double scale, uint64_t see
 
 struct Pass {
   double scale;
-  hg::train::StepNumerics numerics;
+  hg::report::StepNumerics numerics;
 };
 
 // One forward and backward of `batch` with the loss multiplied by `scale`, the gradients seen
 // by an inspector. The model is f32, so each gradient is what an fp16 cast would receive.
 Pass inspect_backward(const hg::nn::TextClassifier& model, const hg::data::Batch& batch, double scale) {
-  hg::train::NumericsInspector inspector({.activations = false, .name_anomalies = false});
+  hg::report::NumericsInspector inspector({.activations = false, .name_anomalies = false});
   inspector.begin_step(0);
   const hg::Tensor loss = hg::cross_entropy(model.forward(batch.ids, batch.attention_mask), batch.labels);
   hg::backward(hg::mul_scalar(loss, float(scale)));
@@ -157,7 +157,7 @@ Pass inspect_backward(const hg::nn::TextClassifier& model, const hg::data::Batch
 }
 
 void print_real_gradients(const hg::demos::DemoFlags& flags, double figure_scale) {
-  using hg::train::TensorKind;
+  using hg::report::TensorKind;
   std::printf(
       "\n== Real gradients: the language-id classifier ==\n"
       "The main job's model, trained %lld steps in f32, then one batch of 64 words through forward and\n"
@@ -200,19 +200,19 @@ void print_real_gradients(const hg::demos::DemoFlags& flags, double figure_scale
   char scaled_name[48], note[64];
   std::snprintf(scaled_name, sizeof scaled_name, "scaled by 2^%g", std::log2(figure_scale));
   std::snprintf(note, sizeof note, "%.1f%% become zero in fp16", percent(a.underflow, a.total()));
-  hg::train::histogram_figure("Activation gradients of the classifier (one batch)", {"unscaled", scaled_name},
+  hg::report::histogram_figure("Activation gradients of the classifier (one batch)", {"unscaled", scaled_name},
                               {a.input, scaled.numerics.merged(TensorKind::kActivationGrad).input}, note)
       .save(flags.path("underflow-histogram.svg"));
 
-  hg::train::SvgPlot bars({.title = "Weight gradients that become zero in fp16, per tensor",
+  hg::report::SvgPlot bars({.title = "Weight gradients that become zero in fp16, per tensor",
                            .y_label = "share flushed to zero", .height = 640});
   std::vector<std::string> names;
   std::vector<double> unscaled, with_scale;
-  for (const hg::train::TensorNumerics& t : plain.numerics.tensors) {
+  for (const hg::report::TensorNumerics& t : plain.numerics.tensors) {
     if (t.kind != TensorKind::kParamGrad) continue;
     names.push_back(t.name);
     unscaled.push_back(t.underflow_share());
-    for (const hg::train::TensorNumerics& u : passes[1].numerics.tensors) {
+    for (const hg::report::TensorNumerics& u : passes[1].numerics.tensors) {
       if (u.kind == t.kind && u.name == t.name) with_scale.push_back(u.underflow_share());
     }
   }

@@ -1,4 +1,4 @@
-// Fuzzes the JSON readers of a checkpoint directory: config.json (train::model_config_from_json)
+// Fuzzes the JSON readers of a checkpoint directory: config.json (io::model_config_from_json)
 // and trainer_state.json (train::TrainerState::from_json, and TrainingArguments::from_json of
 // its "training_args"). Input that parses as JSON must either be accepted or rejected with an
 // hg::Error naming the file; a nlohmann exception escaping (a bare "key not found" message)
@@ -10,7 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "autograd/error.h"
-#include "train/model_config.h"
+#include "io/model_config.h"
 #include "train/trainer.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
@@ -19,7 +19,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (j.is_discarded()) return 0;  // not JSON: the reader's read_json reports that before these run
   try {
     if (data[0] & 1) {
-      const hg::train::ModelConfig m = hg::train::model_config_from_json(j, "config.json");
+      const hg::io::ModelConfig m = hg::io::model_config_from_json(j, "config.json");
       if (int64_t(m.labels.size()) != m.classifier.classes) std::abort();
     } else {
       (void)hg::train::TrainerState::from_json(j, "trainer_state.json");

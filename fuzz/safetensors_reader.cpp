@@ -1,4 +1,4 @@
-// Fuzzes train::load_safetensors: any bytes either load (every tensor defined, with as many
+// Fuzzes io::load_safetensors: any bytes either load (every tensor defined, with as many
 // elements as its shape says) or raise hg::Error; never a crash, a leak or an allocation the
 // file size does not justify (libFuzzer's -rss_limit_mb catches those).
 #include <cstdint>
@@ -6,12 +6,12 @@
 
 #include "autograd/error.h"
 #include "fuzz/fuzz_input.h"
-#include "train/safetensors.h"
+#include "io/safetensors.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const hg::fuzz::MemoryFile file(data, size);
   try {
-    const hg::train::SafetensorsFile f = hg::train::load_safetensors(file.path());
+    const hg::io::SafetensorsFile f = hg::io::load_safetensors(file.path());
     for (const auto& [name, tensor] : f.tensors) {
       if (!tensor.defined() || tensor.numel() != tensor.shape().numel()) std::abort();
       (void)tensor.to_vector();

@@ -28,7 +28,7 @@ float clip_grad_norm(const std::vector<Tensor>& params, float max_norm) {
     const Tensor g = p.grad_values();
     std::vector<float> values = g.to_vector();
     for (float& v : values) v *= coefficient;
-    kernels::narrow(g.bytes(), g.dtype(), 0, values.data(), g.numel(), {}, 0, 0);
+    kernels::store_rounded(g.bytes(), g.dtype(), 0, values.data(), g.numel(), {}, 0, 0);
   }
   return norm;
 }

@@ -55,7 +55,7 @@ void GradScaler::unscale(Optimizer& optimizer, bool allow_fp16) {
     current_.grad_elements += p.numel();
     if (!finite && !found_inf_) current_.first_nonfinite = p.name();
     found_inf_ = found_inf_ || !finite;
-    kernels::narrow(g.bytes(), g.dtype(), 0, values.data(), g.numel(), {}, 0, 0);
+    kernels::store_rounded(g.bytes(), g.dtype(), 0, values.data(), g.numel(), {}, 0, 0);
   }
   current_.skipped = found_inf_;
   unscaled_ = true;

@@ -39,7 +39,7 @@ int64_t copy_elements(const Tensor& p, const Tensor& master, int64_t offset, int
   const size_t size = element_size(p.dtype());
   std::byte* begin = p.bytes() + size_t(offset) * size;
   const std::vector<std::byte> before(begin, begin + size_t(n) * size);
-  kernels::narrow(p.bytes(), p.dtype(), offset, master.data<float>() + offset, n, {}, 0, 0);
+  kernels::store_rounded(p.bytes(), p.dtype(), offset, master.data<float>() + offset, n, {}, 0, 0);
   int64_t changed = 0;
   auto count_changed = [&](auto word) {
     using Word = decltype(word);

@@ -44,7 +44,7 @@ void Optimizer::step() {
       std::vector<float> p = param.to_vector();
       const std::vector<float> g = param.grad().to_vector();
       update(p, g, group, state_[i], ++param_steps_[i]);
-      kernels::narrow(param.bytes(), param.dtype(), 0, p.data(), param.numel(), {}, 0, 0);
+      kernels::store_rounded(param.bytes(), param.dtype(), 0, p.data(), param.numel(), {}, 0, 0);
     }
   }
   ++steps_;
@@ -74,7 +74,7 @@ void Optimizer::update_rows(const Tensor& param, const SparseRows& grad, const P
     }
     std::vector<float> p = read_rows(param, rows);
     g.resize(m);
-    kernels::widen(g.data(), grad.values.bytes(), grad.values.dtype(), first * c, int64_t(m));
+    kernels::load_f32(g.data(), grad.values.bytes(), grad.values.dtype(), first * c, int64_t(m));
     update(p, g, group, rows_state, step);
     write_rows(param, rows, p);
     for (const auto& [name, gathered] : rows_state) {  // scattered back

@@ -11,7 +11,7 @@
 # the next on the same code. --explore runs each target for SECONDS with a random seed and keeps
 # what it finds in build-fuzz/corpus/<name>/ across runs. Either way a crash, leak, timeout or
 # sanitizer report fails the script and leaves the input as build-fuzz/crash-* (etc.): add it to
-# fuzz/corpus/<name>/ and turn it into a test in tests/train/test_fuzz_findings.cpp.
+# fuzz/corpus/<name>/ and turn it into a test in tests/io/test_fuzz_findings.cpp.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 explore=""

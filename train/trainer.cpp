@@ -17,8 +17,8 @@
 #include "autograd/tape.h"
 #include "optim/adam.h"
 #include "optim/param_groups.h"
-#include "train/checkpoint.h"
-#include "train/model_config.h"
+#include "io/checkpoint.h"
+#include "io/model_config.h"
 
 namespace hg::train {
 
@@ -121,7 +121,7 @@ void load_weights(optim::MixedPrecision& mp, const nn::StateDict& weights, const
     check(it->second.shape() == tensor.shape(), file, ": tensor '", name, "' has shape ", it->second.shape(),
           ", the model expects ", tensor.shape());
     const std::vector<float> values = it->second.to_vector();
-    kernels::narrow(tensor.bytes(), tensor.dtype(), 0, values.data(), tensor.numel(), {}, 0, 0);
+    kernels::store_rounded(tensor.bytes(), tensor.dtype(), 0, values.data(), tensor.numel(), {}, 0, 0);
   }
   if (optim::MasterWeights* masters = mp.masters()) masters->copy_masters_to_model();
 }
@@ -209,28 +209,28 @@ PredictionOutput Trainer::predict(const data::Dataset& dataset) {
 
 std::string Trainer::save_checkpoint() {
   optim::MixedPrecision& mp = accelerator_->mixed_precision();
-  Checkpoint c;
+  io::Checkpoint c;
   // The weights the optimizer updates: in O2 the f32 masters (the f16 model is their rounding).
   for (const auto& [name, tensor] : mp.optimizer_parameters()) c.model[name] = tensor;
-  c.config = model_config_to_json({model_.config, train_dataset_.label_names, args_.tokenizer});
+  c.config = io::model_config_to_json({model_.config, train_dataset_.label_names, args_.tokenizer});
   c.optimizer = parts_->optimizer->state_dict();
   c.scheduler = parts_->scheduler->state_dict();
   c.scaler = mp.scaler().state_dict();
   c.rng = {{"dropout", {{"seed", model_.dropout_gen->seed()}, {"offset", model_.dropout_gen->offset()}}}};
   c.trainer_state = state_.to_json();
   c.trainer_state["training_args"] = args_.to_json();
-  const std::filesystem::path dir = train::save_checkpoint(args_.output_dir, state_.global_step, c);
+  const std::filesystem::path dir = io::save_checkpoint(args_.output_dir, state_.global_step, c);
   std::filesystem::path keep;
   if (!state_.best_model_checkpoint.empty()) keep = state_.best_model_checkpoint;
-  if (args_.save_total_limit > 0) rotate_checkpoints(args_.output_dir, args_.save_total_limit, keep);
+  if (args_.save_total_limit > 0) io::rotate_checkpoints(args_.output_dir, args_.save_total_limit, keep);
   return dir.string();
 }
 
 // A function-try-block: a JSON field of the checkpoint that is missing or of the wrong type
 // anywhere below becomes an error naming the checkpoint.
 void Trainer::restore(const std::string& dir) try {
-  const Checkpoint c = load_checkpoint(dir);
-  const ModelConfig config = model_config_from_json(c.config, dir + "/config.json");
+  const io::Checkpoint c = io::load_checkpoint(dir);
+  const io::ModelConfig config = io::model_config_from_json(c.config, dir + "/config.json");
   check(config.classifier.d_model == model_.config.d_model && config.classifier.layers == model_.config.layers &&
             config.classifier.heads == model_.config.heads && config.classifier.d_ff == model_.config.d_ff &&
             config.classifier.vocab == model_.config.vocab && config.classifier.classes == model_.config.classes &&
@@ -239,7 +239,7 @@ void Trainer::restore(const std::string& dir) try {
         dir, ": the checkpoint's model config does not match this model");
   check(config.labels == train_dataset_.label_names, dir, ": the checkpoint was trained on other labels");
   check(config.tokenizer == args_.tokenizer, dir, ": the checkpoint was trained with another tokenizer (",
-        tokenizer_config_to_json(config.tokenizer).dump(), ")");
+        io::tokenizer_config_to_json(config.tokenizer).dump(), ")");
   optim::MixedPrecision& mp = accelerator_->mixed_precision();
   const TrainingArguments saved_args =
       TrainingArguments::from_json(c.trainer_state.at("training_args"), dir + "/trainer_state.json");
@@ -371,7 +371,7 @@ TrainOutput Trainer::train(const std::string& resume_from_checkpoint) {
       maybe_evaluate_and_save(false);
       if (sigint_received) {
         interrupted = stop = true;
-        if (!checkpoint_complete(std::filesystem::path(args_.output_dir) /
+        if (!io::checkpoint_complete(std::filesystem::path(args_.output_dir) /
                                  ("checkpoint-" + std::to_string(state_.global_step)))) {
           save_checkpoint();
         }
@@ -388,7 +388,7 @@ TrainOutput Trainer::train(const std::string& resume_from_checkpoint) {
     }
   }
   if (args_.load_best_model_at_end && !interrupted && !state_.best_model_checkpoint.empty()) {
-    load_weights(accelerator_->mixed_precision(), load_checkpoint(state_.best_model_checkpoint).model,
+    load_weights(accelerator_->mixed_precision(), io::load_checkpoint(state_.best_model_checkpoint).model,
                  state_.best_model_checkpoint + "/model.safetensors");
   }
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();

@@ -8,7 +8,7 @@
 #include "optim/grad_scaler.h"
 #include "optim/lr_scheduler.h"
 #include "optim/mixed_precision.h"
-#include "train/model_config.h"
+#include "io/model_config.h"
 
 namespace hg::train {
 
@@ -129,7 +129,7 @@ nlohmann::json TrainingArguments::to_json() const {
                       {"gradient_accumulation_steps", gradient_accumulation_steps},
                       {"seed", seed},
                       {"detect_anomaly", detect_anomaly},
-                      {"tokenizer", tokenizer_config_to_json(tokenizer)}};
+                      {"tokenizer", io::tokenizer_config_to_json(tokenizer)}};
   if (greater_is_better) j["greater_is_better"] = *greater_is_better;
   return j;
 }
@@ -166,7 +166,7 @@ TrainingArguments TrainingArguments::from_json(const nlohmann::json& j, const st
       else if (key == "gradient_accumulation_steps") a.gradient_accumulation_steps = value;
       else if (key == "seed") a.seed = value;
       else if (key == "detect_anomaly") a.detect_anomaly = value;
-      else if (key == "tokenizer") a.tokenizer = tokenizer_config_from_json(value, source);  // absent: bytes
+      else if (key == "tokenizer") a.tokenizer = io::tokenizer_config_from_json(value, source);  // absent: bytes
       else fail(source, ": training_args: unknown key '", key, "'");
     } catch (const nlohmann::json::exception& e) {
       fail(source, ": training_args: key '", key, "' has the wrong type (", e.what(), ")");

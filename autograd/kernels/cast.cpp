@@ -1,4 +1,4 @@
-// widen/narrow: the dtype boundary of every op, on top of the precision conversion kernels.
+// load_f32/store_rounded: the dtype boundary of every op, on top of the precision conversion kernels.
 #include "autograd/kernels/cast.h"
 
 #include <cstring>
@@ -12,7 +12,7 @@ namespace hg::kernels {
 // Both return at once for n = 0: a zero-element tensor's values live in an empty std::vector
 // whose data() may be null, and memcpy (like the span constructors) needs valid pointers even
 // for zero bytes.
-void widen(float* dst, const void* src, DType dtype, int64_t offset, int64_t n) {
+void load_f32(float* dst, const void* src, DType dtype, int64_t offset, int64_t n) {
   if (n == 0) return;
   if (dtype == DType::f32) {
     std::memcpy(dst, static_cast<const float*>(src) + offset, size_t(n) * sizeof(float));
@@ -23,7 +23,7 @@ void widen(float* dst, const void* src, DType dtype, int64_t offset, int64_t n) 
                     std::span<float>(dst, size_t(n)));
 }
 
-void narrow(void* dst, DType dtype, int64_t offset, const float* src, int64_t n,
+void store_rounded(void* dst, DType dtype, int64_t offset, const float* src, int64_t n,
             const precision::RoundingOptions& rounding, uint64_t seed, uint64_t stochastic_index) {
   if (n == 0) return;
   if (dtype == DType::f32) {

@@ -1,6 +1,6 @@
 // Moving elements between a tensor's storage dtype and f32 working buffers. Ops compute in
-// f32 on chunks: widen the inputs (exact), run an f32 kernel, narrow the result once with the
-// active rounding options (rounding_scope.h). This is the only place kernels meet dtypes, so
+// f32 on chunks: load the inputs as f32 (exact), run an f32 kernel, store the result rounded
+// once with the active rounding options (rounding_scope.h). This is the only place kernels meet dtypes, so
 // every f32 kernel serves every dtype and the rounding is applied in exactly one way.
 #pragma once
 
@@ -13,14 +13,14 @@
 namespace hg::kernels {
 
 // dst[i] = element (offset + i) of `src` (stored as `dtype`) widened to f32, for i < n.
-void widen(float* dst, const void* src, DType dtype, int64_t offset, int64_t n);
+void load_f32(float* dst, const void* src, DType dtype, int64_t offset, int64_t n);
 
 // Element (offset + i) of `dst` (stored as `dtype`) = src[i] rounded once, for i < n.
 // `stochastic_index` numbers the rounding events for stochastic rounding (ignored otherwise).
 // While a CastObserver is installed (autograd/cast_observer.h), a rounding to f16/bf16 also
 // reports what it did to the observer.
-void narrow(void* dst, DType dtype, int64_t offset, const float* src, int64_t n,
-            const precision::RoundingOptions& rounding, uint64_t seed, uint64_t stochastic_index);
+void store_rounded(void* dst, DType dtype, int64_t offset, const float* src, int64_t n,
+                   const precision::RoundingOptions& rounding, uint64_t seed, uint64_t stochastic_index);
 
 // True when all n elements of `data` (stored as `dtype`) are finite. Judged on the stored bits,
 // without widening: in f32, f16 and bf16 alike an all-ones exponent field is inf or NaN. One

@@ -23,12 +23,12 @@ Shape broadcast_shapes(const Shape& a, const Shape& b, const char* op) {
 
 void widen_broadcast(float* dst, const Tensor& in, const Shape& out_shape, int64_t start, int64_t n) {
   if (in.shape() == out_shape) {
-    kernels::widen(dst, in.bytes(), in.dtype(), start, n);
+    kernels::load_f32(dst, in.bytes(), in.dtype(), start, n);
     return;
   }
   if (in.numel() == 1) {
     float v;
-    kernels::widen(&v, in.bytes(), in.dtype(), 0, 1);
+    kernels::load_f32(&v, in.bytes(), in.dtype(), 0, 1);
     std::fill(dst, dst + n, v);
     return;
   }
@@ -57,10 +57,10 @@ void widen_broadcast(float* dst, const Tensor& in, const Shape& out_shape, int64
     for (int i = 0; i < nd; ++i) offset += index[size_t(i)] * stride[size_t(i)];
     const int64_t run = std::min(inner - index[size_t(nd - 1)], n - done);
     if (stride[size_t(nd - 1)] != 0) {
-      kernels::widen(dst + done, in.bytes(), in.dtype(), offset, run);
+      kernels::load_f32(dst + done, in.bytes(), in.dtype(), offset, run);
     } else {
       float v;
-      kernels::widen(&v, in.bytes(), in.dtype(), offset, 1);
+      kernels::load_f32(&v, in.bytes(), in.dtype(), offset, 1);
       std::fill(dst + done, dst + done + run, v);
     }
     done += run;

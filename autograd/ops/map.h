@@ -64,7 +64,7 @@ Tensor map(const Shape& shape, DType dtype, const std::array<Tensor, K>& inputs,
         kernel(out_f32 + start, xs, len);
       } else {
         kernel(y, xs, len);
-        kernels::narrow(out.bytes(), dtype, start, y, len, rounding, seed, events + uint64_t(start));
+        kernels::store_rounded(out.bytes(), dtype, start, y, len, rounding, seed, events + uint64_t(start));
       }
     }
   });
@@ -111,7 +111,7 @@ void for_rows(const std::array<Tensor, K>& inputs, int64_t rows, int64_t width, 
         if (in_place[i]) {
           xs[i] = in_place[i] + start;
         } else {
-          kernels::widen(next, inputs[i].bytes(), inputs[i].dtype(), start, len);
+          kernels::load_f32(next, inputs[i].bytes(), inputs[i].dtype(), start, len);
           xs[i] = next;
           next += per * width;
         }
@@ -139,7 +139,7 @@ Tensor map_rows(const Shape& shape, DType dtype, const std::array<Tensor, K>& in
                 float* y = out_f32 ? out_f32 + start : scratch;
                 kernel(y, xs, block);
                 if (!out_f32) {
-                  kernels::narrow(out.bytes(), dtype, start, y, block.count * width, rounding, seed,
+                  kernels::store_rounded(out.bytes(), dtype, start, y, block.count * width, rounding, seed,
                                   events + uint64_t(start));
                 }
               });

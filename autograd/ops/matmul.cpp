@@ -31,7 +31,7 @@ struct Result {
   Tensor finish(DType dtype) const {
     if (dtype == DType::f32) return f32;
     Tensor out = Tensor::empty(f32.shape(), dtype);
-    kernels::narrow(out.bytes(), dtype, 0, f32.data<float>(), out.numel(), current_rounding(),
+    kernels::store_rounded(out.bytes(), dtype, 0, f32.data<float>(), out.numel(), current_rounding(),
                     current_rounding_seed(), reserve_rounding_events(uint64_t(out.numel())));
     return out;
   }

@@ -212,7 +212,7 @@ Tensor embedding(const Indices& ids, const Tensor& weight, int32_t padding_idx, 
         if (dy.dtype() == DType::f32) {
           g = dy.data<float>() + i * c;
         } else {
-          kernels::widen(widened.data(), dy.bytes(), dy.dtype(), i * c, c);
+          kernels::load_f32(widened.data(), dy.bytes(), dy.dtype(), i * c, c);
         }
         for (int64_t j = 0; j < c; ++j) row[j] += g[j];
       }

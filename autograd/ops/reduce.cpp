@@ -25,7 +25,7 @@ namespace {
 Tensor store(const std::vector<float>& values, const Shape& shape, DType dtype) {
   Tensor out = Tensor::empty(shape, dtype);
   const uint64_t events = dtype == DType::f32 ? 0 : reserve_rounding_events(values.size());
-  kernels::narrow(out.bytes(), dtype, 0, values.data(), out.numel(), current_rounding(),
+  kernels::store_rounded(out.bytes(), dtype, 0, values.data(), out.numel(), current_rounding(),
                   current_rounding_seed(), events);
   return out;
 }
@@ -66,7 +66,7 @@ void sum_dim(float* result, const Tensor& x, const Split& s) {
       for (int64_t t = 0; t < s.outer * pieces; ++t) {
         const int64_t start = t / pieces * s.d + t % pieces * kSumPiece;
         const int64_t len = std::min(kSumPiece, s.d - t % pieces * kSumPiece);
-        if (!f32) kernels::widen(buffer.data(), x.bytes(), x.dtype(), start, len);
+        if (!f32) kernels::load_f32(buffer.data(), x.bytes(), x.dtype(), start, len);
         kernels::row_sums(&partial[size_t(t)], f32 ? data + start : buffer.data(), 1, len);
       }
     });
@@ -90,7 +90,7 @@ void sum_dim(float* result, const Tensor& x, const Split& s) {
         for (int64_t r0 = 0; r0 < s.d; r0 += kColumnBlock) {
           const int64_t rows = std::min(kColumnBlock, s.d - r0);
           for (int64_t r = 0; r < rows; ++r) {
-            kernels::widen(&buffer[size_t(r * width)], x.bytes(), x.dtype(), origin + (r0 + r) * s.inner, width);
+            kernels::load_f32(&buffer[size_t(r * width)], x.bytes(), x.dtype(), origin + (r0 + r) * s.inner, width);
           }
           kernels::column_sums(block_sum.data(), buffer.data(), rows, width, width);
           kernels::add(out, out, block_sum.data(), width);

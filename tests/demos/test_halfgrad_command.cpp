@@ -17,16 +17,16 @@
 #include "data/dataset.h"
 #include "nn/text_classifier.h"
 #include "tests/demos/run_program.h"
-#include "tests/train/temp_dir.h"
-#include "train/checkpoint.h"
+#include "tests/temp_dir.h"
+#include "io/checkpoint.h"
 #include "train/evaluation.h"
-#include "train/model_config.h"
+#include "io/model_config.h"
 
 namespace hg {
 namespace {
 
 namespace fs = std::filesystem;
-using train::testing::TempDir;
+using testing::TempDir;
 
 // 16 examples in batches of 4: 4 optimizer steps an epoch.
 const std::string kTinyF32 = " --precision fp32 --d-model 8 --heads 2 --layers 1 --d-ff 16 --max-len 8 --batch-size 4"
@@ -48,7 +48,7 @@ struct Log {
 
 Log read_log(const fs::path& file) {
   Log log;
-  std::istringstream lines(train::testing::read_bytes(file));
+  std::istringstream lines(testing::read_bytes(file));
   for (std::string line; std::getline(lines, line);) {
     const nlohmann::json j = nlohmann::json::parse(line);
     if (j.contains("loss")) log.step_loss[j.at("step").get<int64_t>()] = j.at("loss").get<double>();
@@ -135,8 +135,8 @@ TEST_CASE("halfgrad predict --logits prints the library's f32 logits as JSON lin
   CHECK_THAT(r.output, Catch::Contains("note: 1 input text is longer than max_len 8 tokens and was truncated"));
 
   // The same checkpoint through the library.
-  const train::Checkpoint c = train::load_checkpoint(checkpoint);
-  const train::ModelConfig config = train::model_config_from_json(c.config, "config.json");
+  const io::Checkpoint c = io::load_checkpoint(checkpoint);
+  const io::ModelConfig config = io::model_config_from_json(c.config, "config.json");
   nn::TextClassifier model(config.classifier, 0);
   model.load_state_dict(c.model);
   data::Dataset d;
@@ -162,7 +162,7 @@ TEST_CASE("halfgrad predict --logits prints the library's f32 logits as JSON lin
     }
   }
 
-  train::testing::write_bytes(dir.path / "long.tsv", "class0\tlonger than eight\nclass1\tshort\nclass2\talso longer than eight\n");
+  testing::write_bytes(dir.path / "long.tsv", "class0\tlonger than eight\nclass1\tshort\nclass2\talso longer than eight\n");
   const testing::ProgramResult evaluated =
       halfgrad("eval --checkpoint " + checkpoint.string() + " --data " + dir / "long.tsv");
   CHECK_THAT(evaluated.output, Catch::Contains("note: 2 evaluation texts are longer than max_len 8 tokens and were truncated"));

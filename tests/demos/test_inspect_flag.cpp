@@ -8,12 +8,12 @@
 
 #include "data/dataset.h"
 #include "tests/demos/run_program.h"
-#include "tests/train/temp_dir.h"
+#include "tests/temp_dir.h"
 
 namespace hg {
 
 TEST_CASE("halfgrad train --inspect writes the numerics table, JSONL and figure", "[demo][cli]") {
-  train::testing::TempDir dir("inspect_flag");
+  testing::TempDir dir("inspect_flag");
   data::write_tsv(data::synthetic_dataset(200, 3, 5), dir / "train.tsv");
   const testing::ProgramResult r = testing::run_program(
       "halfgrad", "train --train " + (dir / "train.tsv") +
@@ -24,7 +24,7 @@ TEST_CASE("halfgrad train --inspect writes the numerics table, JSONL and figure"
   CHECK_THAT(r.output, Catch::Contains("numerics at step 3"));
   CHECK_THAT(r.output, Catch::Contains("numerics at step 6"));
   CHECK_THAT(r.output, Catch::Contains("head.weight"));
-  std::istringstream lines(train::testing::read_bytes(dir.path / "out" / "numerics.jsonl"));
+  std::istringstream lines(testing::read_bytes(dir.path / "out" / "numerics.jsonl"));
   int n = 0;
   for (std::string line; std::getline(lines, line); ++n) {
     const nlohmann::json j = nlohmann::json::parse(line);
@@ -32,7 +32,7 @@ TEST_CASE("halfgrad train --inspect writes the numerics table, JSONL and figure"
     CHECK(j.at("tensors").size() > 10);
   }
   CHECK(n == 2);
-  CHECK_THAT(train::testing::read_bytes(dir.path / "out" / "numerics-grad-histogram.svg"), Catch::EndsWith("</svg>\n"));
+  CHECK_THAT(testing::read_bytes(dir.path / "out" / "numerics-grad-histogram.svg"), Catch::EndsWith("</svg>\n"));
 }
 
 }  // namespace hg

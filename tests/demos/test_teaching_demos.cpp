@@ -11,7 +11,7 @@
 #include <sstream>
 
 #include "tests/demos/run_program.h"
-#include "tests/train/temp_dir.h"
+#include "tests/temp_dir.h"
 
 namespace hg {
 namespace {
@@ -47,7 +47,7 @@ std::vector<double> row(const std::string& output, const std::string& label) {
 }  // namespace
 
 TEST_CASE("loss_scaling demo: flush-to-zero loses more activation gradients than subnormals do", "[demo]") {
-  train::testing::TempDir dir("loss_scaling_demo");
+  testing::TempDir dir("loss_scaling_demo");
   const testing::ProgramResult r =
       testing::run_program("loss_scaling", "--steps 8 --eval-size 20 --out " + dir.path.string() + testing::demo_model_flag());
   REQUIRE(r.exit_code == 0);
@@ -77,7 +77,7 @@ TEST_CASE("loss_scaling demo: flush-to-zero loses more activation gradients than
 }
 
 TEST_CASE("master_weights demo: small updates vanish in fp16 and both runs report", "[demo]") {
-  train::testing::TempDir dir("master_weights_demo");
+  testing::TempDir dir("master_weights_demo");
   const testing::ProgramResult r =
       testing::run_program("master_weights", "--steps 6 --eval-size 20 --out " + dir.path.string() + testing::demo_model_flag());
   REQUIRE(r.exit_code == 0);
@@ -96,7 +96,7 @@ TEST_CASE("master_weights demo: small updates vanish in fp16 and both runs repor
 }
 
 TEST_CASE("formats demo: the value table and a short run under each autocast dtype", "[demo]") {
-  train::testing::TempDir dir("formats_demo");
+  testing::TempDir dir("formats_demo");
   const testing::ProgramResult r = testing::run_program("formats", "--steps 4 --eval-size 20 --out " + dir.path.string() + testing::demo_model_flag());
   REQUIRE(r.exit_code == 0);
   // columns: fp32, fp16, bf16, e4m3, e5m2

@@ -7,12 +7,12 @@
 #include <regex>
 
 #include "tests/demos/run_program.h"
-#include "tests/train/temp_dir.h"
+#include "tests/temp_dir.h"
 
 namespace hg {
 
 TEST_CASE("underflow demo prints the format table, the example values and the histograms", "[demo]") {
-  train::testing::TempDir dir("underflow_demo");
+  testing::TempDir dir("underflow_demo");
   const testing::ProgramResult r =
       testing::run_program("underflow", "--samples 20000 --seed 1 --steps 3 --eval-size 20 --out " + dir.path.string() + testing::demo_model_flag());
   REQUIRE(r.exit_code == 0);
@@ -44,12 +44,12 @@ TEST_CASE("underflow demo prints the format table, the example values and the hi
   CHECK(s16[0] + s16[1] < s0[0] + s0[1]);
   CHECK(s0[2] == 0.0);          // no overflow without a scale
   for (const char* figure : {"underflow-histogram.svg", "underflow-layers.svg"}) {
-    const std::string svg = train::testing::read_bytes(dir.path / figure);
+    const std::string svg = testing::read_bytes(dir.path / figure);
     CHECK_THAT(svg, Catch::StartsWith("<?xml"));
     CHECK_THAT(svg, Catch::EndsWith("</svg>\n"));
   }
-  CHECK_THAT(train::testing::read_bytes(dir.path / "underflow-histogram.svg"), Catch::Contains("become zero in fp16"));
-  CHECK_THAT(train::testing::read_bytes(dir.path / "underflow-layers.svg"), Catch::Contains("class=\"bar\""));
+  CHECK_THAT(testing::read_bytes(dir.path / "underflow-histogram.svg"), Catch::Contains("become zero in fp16"));
+  CHECK_THAT(testing::read_bytes(dir.path / "underflow-layers.svg"), Catch::Contains("class=\"bar\""));
 }
 
 TEST_CASE("underflow demo rejects bad flags with a message and an exit code", "[demo]") {

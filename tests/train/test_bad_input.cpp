@@ -15,9 +15,9 @@
 #include "data/dataset.h"
 #include "nn/text_classifier.h"
 #include "tests/demos/run_program.h"
-#include "tests/train/temp_dir.h"
-#include "train/checkpoint.h"
-#include "train/safetensors.h"
+#include "tests/temp_dir.h"
+#include "io/checkpoint.h"
+#include "io/safetensors.h"
 
 namespace hg::train {
 namespace {
@@ -214,9 +214,9 @@ struct DamagedCheckpoint {
     write_bytes(dir.path / "data.tsv", kGoodTsv);
   }
   void fix_manifest(const std::string& file) const {
-    nlohmann::json manifest = nlohmann::json::parse(read_bytes(path / kManifestFile));
+    nlohmann::json manifest = nlohmann::json::parse(read_bytes(path / io::kManifestFile));
     manifest["files"][file] = fs::file_size(path / file);
-    write_bytes(path / kManifestFile, manifest.dump());
+    write_bytes(path / io::kManifestFile, manifest.dump());
   }
   void edit_json(const std::string& file, const std::function<void(nlohmann::json&)>& edit) const {
     nlohmann::json j = nlohmann::json::parse(read_bytes(path / file));
@@ -284,9 +284,9 @@ TEST_CASE("damaged checkpoints: missing file, truncated, lying header, wrong sha
   }
   SECTION("weights of another dtype: F16 is widened exactly (as torch's load_state_dict), I64 is refused") {
     const DamagedCheckpoint c("dtype");
-    nn::StateDict model = load_safetensors(c.path / "model.safetensors").tensors;
+    nn::StateDict model = io::load_safetensors(c.path / "model.safetensors").tensors;
     for (auto& [name, tensor] : model) tensor = tensor.to(DType::f16);
-    save_safetensors(c.path / "model.safetensors", model, {{"format", "pt"}});
+    io::save_safetensors(c.path / "model.safetensors", model, {{"format", "pt"}});
     c.fix_manifest("model.safetensors");
     const hg::testing::ProgramResult r = hg::testing::run_program("halfgrad", c.eval_args());
     INFO(r.output);
@@ -300,12 +300,12 @@ TEST_CASE("damaged checkpoints: missing file, truncated, lying header, wrong sha
   }
   SECTION("NaN weights are refused instead of predicting NaN") {
     const DamagedCheckpoint c("nan");
-    nn::StateDict model = load_safetensors(c.path / "model.safetensors").tensors;
+    nn::StateDict model = io::load_safetensors(c.path / "model.safetensors").tensors;
     const Tensor& head = model.at("head.bias");
     std::vector<float> values = head.to_vector();
     values[0] = NAN;
     model["head.bias"] = Tensor::from_vector(values, head.shape(), head.dtype());
-    save_safetensors(c.path / "model.safetensors", model, {{"format", "pt"}});
+    io::save_safetensors(c.path / "model.safetensors", model, {{"format", "pt"}});
     c.fix_manifest("model.safetensors");
     run_cases(c.dir, {{c.eval_args(), kError, "model.safetensors: tensor 'head.bias' holds inf or NaN"},
                       {"predict --checkpoint " + c.path.string() + " hello", kError, "holds inf or NaN"}});

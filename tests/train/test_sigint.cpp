@@ -18,8 +18,8 @@
 #include "data/dataset.h"
 #include "nn/text_classifier.h"
 #include "tests/demos/run_program.h"
-#include "tests/train/temp_dir.h"
-#include "train/checkpoint.h"
+#include "tests/temp_dir.h"
+#include "io/checkpoint.h"
 #include "train/trainer.h"
 
 extern char** environ;
@@ -62,7 +62,7 @@ TEST_CASE("Trainer: SIGINT stops after the step in progress and saves it, then r
   const TrainOutput out = trainer.train();
   CHECK(out.interrupted);
   CHECK(out.global_step == 3);
-  CHECK(list_checkpoints(dir.path) == std::vector<fs::path>{dir.path / "checkpoint-3"});
+  CHECK(io::list_checkpoints(dir.path) == std::vector<fs::path>{dir.path / "checkpoint-3"});
   sigaction(SIGINT, nullptr, &after);  // the handler from before train() is back
   CHECK(after.sa_handler == before.sa_handler);
 }
@@ -110,9 +110,9 @@ TEST_CASE("halfgrad train: SIGINT saves a checkpoint and exits 130, and --resume
   INFO(output);
   REQUIRE(WIFEXITED(status));
   CHECK(WEXITSTATUS(status) == 130);
-  const fs::path checkpoint = latest_checkpoint(dir.path / "out");
+  const fs::path checkpoint = io::latest_checkpoint(dir.path / "out");
   REQUIRE(!checkpoint.empty());
-  const int64_t step = *checkpoint_step(checkpoint);
+  const int64_t step = *io::checkpoint_step(checkpoint);
   CHECK(step >= 3);
   CHECK_THAT(output, Catch::Contains("interrupted at step " + std::to_string(step) + "; checkpoint " +
                                      checkpoint.string()));

@@ -17,7 +17,7 @@
 
 #include "data/dataset.h"
 #include "nn/text_classifier.h"
-#include "tests/train/temp_dir.h"
+#include "tests/temp_dir.h"
 #include "train/trainer.h"
 
 namespace hg::train {

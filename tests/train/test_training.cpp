@@ -16,8 +16,8 @@
 #include "nn/text_classifier.h"
 #include "optim/mixed_precision.h"
 #include "tests/demos/run_program.h"
-#include "train/checkpoint.h"
-#include "train/model_config.h"
+#include "io/checkpoint.h"
+#include "io/model_config.h"
 #include "train/trainer.h"
 
 namespace hg::train {
@@ -140,7 +140,7 @@ TEST_CASE("load_best_model_at_end puts the best checkpoint's weights back (fp16 
   trainer.train();
   const std::string best_dir = trainer.state().best_model_checkpoint;
   REQUIRE(best_dir != (dir / "checkpoint-30").string());
-  const Checkpoint best = load_checkpoint(best_dir);
+  const io::Checkpoint best = io::load_checkpoint(best_dir);
   optim::MixedPrecision& mp = trainer.accelerator().mixed_precision();
   for (const auto& [name, master] : mp.optimizer_parameters()) {
     INFO(name);
@@ -167,7 +167,7 @@ struct PoisonWeightAt : TrainerCallback {
       if (n != name) continue;
       std::vector<float> values = tensor.to_vector();
       values[0] = std::numeric_limits<float>::infinity();
-      kernels::narrow(tensor.bytes(), tensor.dtype(), 0, values.data(), tensor.numel(), {}, 0, 0);
+      kernels::store_rounded(tensor.bytes(), tensor.dtype(), 0, values.data(), tensor.numel(), {}, 0, 0);
     }
     if (optim::MasterWeights* masters = mp.masters()) masters->copy_masters_to_model();
   }
@@ -247,7 +247,7 @@ TEST_CASE("halfgrad command: train on TSV files, then eval and predict with the 
   REQUIRE(trained.exit_code == 0);
   CHECK_THAT(trained.output, Catch::Contains("synthetic") || Catch::Contains("train.tsv: 600 examples, 3 classes"));
   CHECK_THAT(trained.output, Catch::Contains("confusion matrix"));
-  const fs::path checkpoint = latest_checkpoint(out);
+  const fs::path checkpoint = io::latest_checkpoint(out);
   REQUIRE(!checkpoint.empty());
   CHECK(checkpoint.filename() == "checkpoint-57");  // 3 epochs of ceil(600 / 32) = 19 steps
 
@@ -275,7 +275,7 @@ TEST_CASE("halfgrad command: a char-ngrams bag model saves its tokenizer, and ev
            " --lr 1e-2 --warmup-steps 5 --d-model 32 --heads 2 --layers 0 --max-len 64");
   INFO(trained.output);
   REQUIRE(trained.exit_code == 0);
-  const fs::path checkpoint = latest_checkpoint(out);
+  const fs::path checkpoint = io::latest_checkpoint(out);
   REQUIRE(!checkpoint.empty());
   nlohmann::json config;
   std::ifstream(checkpoint / "config.json") >> config;
@@ -314,7 +314,7 @@ TEST_CASE("halfgrad command: a byte-level checkpoint with a config.json from bef
                       " --max-len 16 --output-dir " + out);
   INFO(trained.output);
   REQUIRE(trained.exit_code == 0);
-  const fs::path checkpoint = latest_checkpoint(out);
+  const fs::path checkpoint = io::latest_checkpoint(out);
   REQUIRE(!checkpoint.empty());
   const std::string predict = "predict --checkpoint " + checkpoint.string() + " aabbab ccdcdd \"h\xC3\xA9llo w\"";
   const auto before = testing::run_program("halfgrad", predict);
@@ -333,9 +333,9 @@ TEST_CASE("halfgrad command: a byte-level checkpoint with a config.json from bef
   auto rewrite = [&](const std::string& name, const nlohmann::json& j) {
     std::ofstream(checkpoint / name) << j.dump(2);
     nlohmann::json manifest;
-    std::ifstream(checkpoint / kManifestFile) >> manifest;
+    std::ifstream(checkpoint / io::kManifestFile) >> manifest;
     manifest["files"][name] = fs::file_size(checkpoint / name);
-    std::ofstream(checkpoint / kManifestFile) << manifest.dump(2);
+    std::ofstream(checkpoint / io::kManifestFile) << manifest.dump(2);
   };
   rewrite("config.json", config);
   rewrite("trainer_state.json", state);

@@ -430,7 +430,7 @@ TEST_CASE("all_finite judges the stored bits as widening and std::isfinite do", 
     for (uint32_t b = 0; b < 65536; ++b) {
       const uint16_t bits = uint16_t(b);
       float value = 0;
-      widen(&value, &bits, dtype, 0, 1);
+      load_f32(&value, &bits, dtype, 0, 1);
       disagree += all_finite(&bits, dtype, 1) != std::isfinite(value);
     }
     INFO(dtype_name(dtype));

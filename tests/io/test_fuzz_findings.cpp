@@ -3,11 +3,11 @@
 
 #include <nlohmann/json.hpp>
 
-#include "tests/train/temp_dir.h"
-#include "train/model_config.h"
-#include "train/safetensors.h"
+#include "tests/temp_dir.h"
+#include "io/model_config.h"
+#include "io/safetensors.h"
 
-namespace hg::train {
+namespace hg::io {
 namespace {
 
 TEST_CASE("fuzz finding: config.json whose model_type is not a string", "[train][fuzz]") {
@@ -42,4 +42,4 @@ TEST_CASE("fuzz finding: a safetensors file holding a zero-element tensor loads"
 }
 
 }  // namespace
-}  // namespace hg::train
+}  // namespace hg::io

@@ -27,7 +27,7 @@
 #include "nn/module.h"
 #include "optim/optimizer.h"
 
-namespace hg::train {
+namespace hg::io {
 
 struct Checkpoint {
   nn::StateDict model;              // -> model.safetensors
@@ -90,4 +90,4 @@ namespace detail {
 void force_rename_aside(bool on);
 }  // namespace detail
 
-}  // namespace hg::train
+}  // namespace hg::io

@@ -1,4 +1,4 @@
-// config.json (train/model_config.h): the fields a re-implementation reads, the round trip of
+// config.json (io/model_config.h): the fields a re-implementation reads, the round trip of
 // the model, its tokenizer and position-embedding choice, config files written before those
 // fields existed (bytes, learned positions), and errors naming the file and the field.
 #include <catch2/catch.hpp>
@@ -6,11 +6,11 @@
 #include <nlohmann/json.hpp>
 
 #include "autograd/error.h"
-#include "tests/train/temp_dir.h"
-#include "train/model_config.h"
+#include "tests/temp_dir.h"
+#include "io/model_config.h"
 #include "train/training_arguments.h"
 
-namespace hg::train {
+namespace hg::io {
 namespace {
 
 ModelConfig cls_config() {
@@ -107,9 +107,9 @@ TEST_CASE("config.json round-trips the tokenizer and the position embedding", "[
   CHECK(model_config_to_json(words).at("tokenizer") == nlohmann::json{{"type", "words"}, {"buckets", 4096}});
   CHECK(model_config_from_json(model_config_to_json(words), "c").tokenizer == words.tokenizer);
 
-  TrainingArguments a;
+  train::TrainingArguments a;
   a.tokenizer = bag_config().tokenizer;
-  CHECK(TrainingArguments::from_json(a.to_json(), "trainer_state.json").tokenizer == a.tokenizer);
+  CHECK(train::TrainingArguments::from_json(a.to_json(), "trainer_state.json").tokenizer == a.tokenizer);
 }
 
 TEST_CASE("config.json from before tokenizers reads as bytes with learned positions", "[train][config]") {
@@ -126,9 +126,9 @@ TEST_CASE("config.json from before tokenizers reads as bytes with learned positi
   j.erase("tokenizer");
   CHECK(model_config_from_json(j, "config.json").tokenizer.kind == data::TokenizerKind::kBytes);
 
-  nlohmann::json args = TrainingArguments().to_json();
+  nlohmann::json args = train::TrainingArguments().to_json();
   args.erase("tokenizer");
-  CHECK(TrainingArguments::from_json(args, "trainer_state.json").tokenizer.kind == data::TokenizerKind::kBytes);
+  CHECK(train::TrainingArguments::from_json(args, "trainer_state.json").tokenizer.kind == data::TokenizerKind::kBytes);
 }
 
 TEST_CASE("a bad tokenizer in config.json names the file and the field", "[train][config]") {
@@ -164,4 +164,4 @@ TEST_CASE("a bad tokenizer in config.json names the file and the field", "[train
                       Contains("ck/config.json: position_embedding must be learned or none, got 'rotary'"));
 }
 
-}  // namespace hg::train
+}  // namespace hg::io

@@ -9,7 +9,7 @@
 #include <utility>
 #include <vector>
 
-namespace hg::train {
+namespace hg::report {
 
 struct PlotOptions {
   std::string title, x_label, y_label;
@@ -76,4 +76,4 @@ class SvgPlot {
 // Escapes &, <, > and " for SVG text and attributes.
 std::string xml_escape(const std::string& text);
 
-}  // namespace hg::train
+}  // namespace hg::report

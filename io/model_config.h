@@ -16,7 +16,7 @@
 #include "data/tokenizer.h"
 #include "nn/text_classifier.h"
 
-namespace hg::train {
+namespace hg::io {
 
 struct ModelConfig {
   nn::ClassifierConfig classifier;
@@ -33,4 +33,4 @@ nlohmann::json model_config_to_json(const ModelConfig& config);
 // Throws hg::Error naming `source` and the missing or invalid field.
 ModelConfig model_config_from_json(const nlohmann::json& j, const std::string& source);
 
-}  // namespace hg::train
+}  // namespace hg::io

@@ -10,7 +10,7 @@
 #include <string>
 #include <string_view>
 
-namespace hg::train {
+namespace hg::io {
 
 // A file being written. Bytes go to `.<name>.tmp-<pid>-<n>` in the target's directory;
 // commit() fsyncs, renames it over `path` and fsyncs the directory. Destroying an uncommitted
@@ -53,4 +53,4 @@ bool exchange_paths(const std::filesystem::path& a, const std::filesystem::path&
 // rename(2) with an hg::Error naming both paths on failure.
 void rename_path(const std::filesystem::path& from, const std::filesystem::path& to);
 
-}  // namespace hg::train
+}  // namespace hg::io

@@ -31,10 +31,10 @@
 #include "autograd/tape.h"
 #include "autograd/tensor.h"
 #include "precision/numerics_stats.h"
-#include "train/svg_plot.h"
+#include "report/svg_plot.h"
 #include "train/trainer.h"
 
-namespace hg::train {
+namespace hg::report {
 
 enum class TensorKind { kParamGrad, kActivationGrad, kActivation };
 const char* kind_name(TensorKind kind);  // "grad", "act_grad", "act"
@@ -130,12 +130,12 @@ SvgPlot histogram_figure(const std::string& title, const std::vector<std::string
 // Attaches an inspector to a Trainer: inspects every N-th optimizer step, prints the table of
 // each inspected step, appends numerics.jsonl to output_dir, and at the end of training writes
 // numerics-grad-histogram.svg (the last inspected step's activation gradients) there.
-class InspectorCallback : public TrainerCallback {
+class InspectorCallback : public train::TrainerCallback {
  public:
   InspectorCallback(int64_t every, std::string output_dir);
-  void on_train_begin(const TrainerState& state, const TrainingArguments& args) override;
-  void on_step_end(const TrainerState& state, const nlohmann::json& step_info) override;
-  void on_train_end(const TrainerState& state) override;
+  void on_train_begin(const train::TrainerState& state, const train::TrainingArguments& args) override;
+  void on_step_end(const train::TrainerState& state, const nlohmann::json& step_info) override;
+  void on_train_end(const train::TrainerState& state) override;
 
  private:
   int64_t every_;
@@ -143,4 +143,4 @@ class InspectorCallback : public TrainerCallback {
   std::unique_ptr<NumericsInspector> inspector_;
 };
 
-}  // namespace hg::train
+}  // namespace hg::report

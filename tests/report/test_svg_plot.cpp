@@ -7,9 +7,9 @@
 #include <string>
 #include <vector>
 
-#include "train/svg_plot.h"
+#include "report/svg_plot.h"
 
-namespace hg::train {
+namespace hg::report {
 namespace {
 
 // A minimal XML check: tags nest and close in order, and the root is <svg>.
@@ -110,4 +110,4 @@ TEST_CASE("SvgPlot draws step histograms, shaded regions, text and grouped bars"
   }
 }
 
-}  // namespace hg::train
+}  // namespace hg::report

@@ -14,7 +14,7 @@
 
 #include "nn/module.h"
 
-namespace hg::train {
+namespace hg::io {
 
 // What a safetensors file holds: tensors by name (the exact stored dtype) and the
 // string-to-string "__metadata__".
@@ -31,7 +31,7 @@ const char* safetensors_dtype(DType dtype);
 
 // Writes tensors in name order (std::map order), contiguously, as safetensors.load_file and
 // safetensors.torch.load_file read them; metadata goes to "__metadata__" (omitted when empty).
-// The file is replaced atomically (train/atomic_file.h). Throws hg::Error for an undefined
+// The file is replaced atomically (io/atomic_file.h). Throws hg::Error for an undefined
 // tensor, the reserved name "__metadata__", or a name or value that is not valid UTF-8.
 void save_safetensors(const std::string& path, const nn::StateDict& tensors,
                       const std::map<std::string, std::string>& metadata = {});
@@ -44,4 +44,4 @@ void save_safetensors(const std::string& path, const nn::StateDict& tensors,
 // allocated only for tensors whose extent was checked against the file size.
 SafetensorsFile load_safetensors(const std::string& path);
 
-}  // namespace hg::train
+}  // namespace hg::io

@@ -2,10 +2,10 @@
 // errors name the path.
 #include <catch2/catch.hpp>
 
-#include "tests/train/temp_dir.h"
-#include "train/atomic_file.h"
+#include "tests/temp_dir.h"
+#include "io/atomic_file.h"
 
-namespace hg::train {
+namespace hg::io {
 
 using testing::error_of;
 using testing::read_bytes;
@@ -63,4 +63,4 @@ TEST_CASE("atomic file helpers name the path in their errors", "[atomic_file]") 
   CHECK_FALSE(std::filesystem::exists(dir.path / "a" / "x"));
 }
 
-}  // namespace hg::train
+}  // namespace hg::io

@@ -18,11 +18,11 @@
 #include "optim/adam.h"
 #include "optim/grad_scaler.h"
 #include "optim/lr_scheduler.h"
-#include "tests/train/temp_dir.h"
-#include "train/checkpoint.h"
-#include "train/safetensors.h"
+#include "tests/temp_dir.h"
+#include "io/checkpoint.h"
+#include "io/safetensors.h"
 
-namespace hg::train {
+namespace hg::io {
 namespace {
 
 namespace fs = std::filesystem;
@@ -449,4 +449,4 @@ TEST_CASE("SIGKILL at random moments while saving never leaves a broken checkpoi
                               << seconds << " s");
 }
 
-}  // namespace hg::train
+}  // namespace hg::io

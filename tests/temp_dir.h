@@ -12,7 +12,7 @@
 
 #include "autograd/error.h"
 
-namespace hg::train::testing {
+namespace hg::testing {
 
 // A fresh, empty directory under the system temp dir, removed when the test case ends.
 struct TempDir {
@@ -53,4 +53,4 @@ inline std::string error_of(const std::function<void()>& f) {
   return "(no error)";
 }
 
-}  // namespace hg::train::testing
+}  // namespace hg::testing

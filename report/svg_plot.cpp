@@ -1,6 +1,6 @@
 // SvgPlot's drawing: axis ranges from the data, "nice" ticks (1, 2, 5 x 10^k, or 2^k on a log2
 // axis), series clipped to the plot area, and a legend to the right of it.
-#include "train/svg_plot.h"
+#include "report/svg_plot.h"
 
 #include <algorithm>
 #include <cmath>
@@ -10,7 +10,7 @@
 
 #include "autograd/error.h"
 
-namespace hg::train {
+namespace hg::report {
 namespace {
 
 constexpr double kLeft = 70, kRight = 190, kTop = 40, kBottom = 50;
@@ -263,4 +263,4 @@ void SvgPlot::save(const std::string& path) const {
   check(out.good(), path, ": cannot write the figure");
 }
 
-}  // namespace hg::train
+}  // namespace hg::report

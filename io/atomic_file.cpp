@@ -1,6 +1,6 @@
 // AtomicFile and the fsync/rename helpers over POSIX calls (open, write, fsync, rename,
 // renameat2). Every failure is an hg::Error naming the path and strerror.
-#include "train/atomic_file.h"
+#include "io/atomic_file.h"
 
 #include <fcntl.h>
 #include <stdio.h>  // renameat2, RENAME_EXCHANGE (glibc >= 2.28)
@@ -13,7 +13,7 @@
 
 #include "autograd/error.h"
 
-namespace hg::train {
+namespace hg::io {
 namespace {
 
 std::string os_error() { return std::strerror(errno); }
@@ -105,4 +105,4 @@ void rename_path(const std::filesystem::path& from, const std::filesystem::path&
         os_error());
 }
 
-}  // namespace hg::train
+}  // namespace hg::io

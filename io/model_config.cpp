@@ -1,5 +1,5 @@
 // config.json <-> ModelConfig.
-#include "train/model_config.h"
+#include "io/model_config.h"
 
 #include <charconv>
 #include <cstdlib>
@@ -8,7 +8,7 @@
 #include "data/tokenizer.h"
 #include "nn/layer_norm.h"
 
-namespace hg::train {
+namespace hg::io {
 
 nlohmann::json tokenizer_config_to_json(const data::TokenizerConfig& t) {
   nlohmann::json j = {{"type", data::to_string(t.kind)}};
@@ -158,4 +158,4 @@ ModelConfig model_config_from_json(const nlohmann::json& j, const std::string& s
   return m;
 }
 
-}  // namespace hg::train
+}  // namespace hg::io

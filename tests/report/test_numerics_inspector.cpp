@@ -1,7 +1,7 @@
 // NumericsInspector on graphs whose numbers are known by hand: which tensors it sees (parameter
 // gradients by name, activations as "<op>#k", their gradients under the same name), the shares
 // it reports against values chosen on either side of fp16's limits, what the casts of an fp16 O2
-// step flushed, the every-N schedule, the op it names when a step overflows, and the Trainer
+// step flushed, the every-N schedule, the op it names when a step overflows, and the train::Trainer
 // callback's files.
 #include <catch2/catch.hpp>
 
@@ -14,10 +14,10 @@
 #include "data/dataset.h"
 #include "optim/mixed_precision.h"
 #include "precision/convert.h"
-#include "tests/train/temp_dir.h"
-#include "train/numerics_inspector.h"
+#include "tests/temp_dir.h"
+#include "report/numerics_inspector.h"
 
-namespace hg::train {
+namespace hg::report {
 namespace {
 
 const TensorNumerics& find(const StepNumerics& step, const std::string& name, TensorKind kind) {
@@ -173,13 +173,13 @@ TEST_CASE("InspectorCallback writes a JSONL line per inspected step and the hist
   nn::ClassifierConfig config{
       .vocab = 256, .max_len = 16, .d_model = 16, .heads = 2, .d_ff = 32, .layers = 1, .classes = 2, .dropout = 0.0f};
   nn::TextClassifier model(config, 0);
-  TrainingArguments args;
+  train::TrainingArguments args;
   args.output_dir = dir.path.string();
   args.max_steps = 3;  // steps 1-3; step 2 is inspected, and step 4 is opened but never runs
   args.per_device_train_batch_size = 16;
   args.save_strategy = "no";
   args.fp16 = true;
-  Trainer trainer(model, args, train_set, nullptr, {}, {std::make_shared<InspectorCallback>(2, args.output_dir)});
+  train::Trainer trainer(model, args, train_set, nullptr, {}, {std::make_shared<InspectorCallback>(2, args.output_dir)});
   trainer.train();
   std::istringstream lines(testing::read_bytes(dir.path / "numerics.jsonl"));
   std::vector<int64_t> steps;
@@ -197,9 +197,9 @@ TEST_CASE("InspectorCallback writes a JSONL line per inspected step and the hist
   CHECK_THAT(svg, Catch::Contains("exactly zero"));
 }
 
-}  // namespace hg::train
+}  // namespace hg::report
 
-namespace hg::train {
+namespace hg::report {
 
 TEST_CASE("NumericsInspector sees a sparse embedding's gradient as its stored rows", "[inspector][sparse]") {
   // Ids {2, 2, 5}: rows 2 and 5 hold 2e-8 and 1e-8 in each of 3 columns; the other 7 rows are not
@@ -224,4 +224,4 @@ TEST_CASE("NumericsInspector sees a sparse embedding's gradient as its stored ro
   CHECK(grad->abs_max == Approx(2e-8).epsilon(1e-6));
 }
 
-}  // namespace hg::train
+}  // namespace hg::report

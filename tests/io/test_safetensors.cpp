@@ -9,10 +9,10 @@
 
 #include <nlohmann/json.hpp>
 
-#include "tests/train/temp_dir.h"
-#include "train/safetensors.h"
+#include "tests/temp_dir.h"
+#include "io/safetensors.h"
 
-namespace hg::train {
+namespace hg::io {
 namespace {
 
 using testing::error_of;
@@ -381,4 +381,4 @@ TEST_CASE("the README's Python reader reads model.safetensors", "[safetensors][p
         "metadata {'format': 'pt'}\n");
 }
 
-}  // namespace hg::train
+}  // namespace hg::io

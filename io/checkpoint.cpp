@@ -1,6 +1,6 @@
 // Checkpoint directories: the atomic save protocol, the manifest, loading, listing, rotation
 // and the cleanup of what crashed saves leave behind.
-#include "train/checkpoint.h"
+#include "io/checkpoint.h"
 
 #include <signal.h>
 #include <sys/types.h>
@@ -12,10 +12,10 @@
 #include <sstream>
 
 #include "autograd/error.h"
-#include "train/atomic_file.h"
-#include "train/safetensors.h"
+#include "io/atomic_file.h"
+#include "io/safetensors.h"
 
-namespace hg::train {
+namespace hg::io {
 namespace fs = std::filesystem;
 
 namespace {
@@ -326,4 +326,4 @@ namespace detail {
 void force_rename_aside(bool on) { rename_aside_forced = on; }
 }  // namespace detail
 
-}  // namespace hg::train
+}  // namespace hg::io

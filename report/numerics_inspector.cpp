@@ -1,5 +1,5 @@
 // The inspector's observers, its per-step records and their renderings (table, JSON, figure).
-#include "train/numerics_inspector.h"
+#include "report/numerics_inspector.h"
 
 #include <cmath>
 #include <cstdio>
@@ -12,7 +12,7 @@
 #include "precision/finfo.h"
 #include "precision/half.h"
 
-namespace hg::train {
+namespace hg::report {
 namespace {
 
 using precision::Log2Histogram;
@@ -220,12 +220,12 @@ SvgPlot histogram_figure(const std::string& title, const std::vector<std::string
 InspectorCallback::InspectorCallback(int64_t every, std::string output_dir)
     : every_(every), output_dir_(std::move(output_dir)) {}
 
-void InspectorCallback::on_train_begin(const TrainerState& state, const TrainingArguments&) {
+void InspectorCallback::on_train_begin(const train::TrainerState& state, const train::TrainingArguments&) {
   inspector_ = std::make_unique<NumericsInspector>(InspectorOptions{.every = every_});
   inspector_->begin_step(state.global_step + 1);
 }
 
-void InspectorCallback::on_step_end(const TrainerState& state, const nlohmann::json& step_info) {
+void InspectorCallback::on_step_end(const train::TrainerState& state, const nlohmann::json& step_info) {
   if (const StepNumerics* step = inspector_->end_step(!step_info.at("stepped").get<bool>())) {
     std::printf("%s", numerics_table(*step).c_str());
     std::ofstream out(std::filesystem::path(output_dir_) / "numerics.jsonl", std::ios::app);
@@ -235,7 +235,7 @@ void InspectorCallback::on_step_end(const TrainerState& state, const nlohmann::j
   inspector_->begin_step(state.global_step + 1);
 }
 
-void InspectorCallback::on_train_end(const TrainerState&) {
+void InspectorCallback::on_train_end(const train::TrainerState&) {
   // The step opened after the last optimizer step never ran: leave it out.
   const auto& all = inspector_->steps();
   const std::span<const StepNumerics> steps(all.data(), all.size() - (inspector_->inspecting() ? 1 : 0));
@@ -253,4 +253,4 @@ void InspectorCallback::on_train_end(const TrainerState&) {
   inspector_.reset();
 }
 
-}  // namespace hg::train
+}  // namespace hg::report

@@ -1,7 +1,7 @@
 // The safetensors writer (header as the reference writes it: compact JSON, "__metadata__"
 // first, space padding to 8 bytes) and a validating reader that follows the reference
 // implementation's checks (safetensors/src/tensor.rs: read_metadata, Metadata::validate).
-#include "train/safetensors.h"
+#include "io/safetensors.h"
 
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -19,9 +19,9 @@
 #include <nlohmann/json.hpp>
 
 #include "autograd/error.h"
-#include "train/atomic_file.h"
+#include "io/atomic_file.h"
 
-namespace hg::train {
+namespace hg::io {
 
 // The format is little-endian and tensors are written from memory as they are.
 static_assert(std::endian::native == std::endian::little, "safetensors I/O assumes a little-endian host");
@@ -275,4 +275,4 @@ SafetensorsFile load_safetensors(const std::string& path) {
   return out;
 }
 
-}  // namespace hg::train
+}  // namespace hg::io
