@@ -1,6 +1,6 @@
 // train/safetensors: bit-exact round trips, the written bytes parsed independently of our
 // reader, hand-built files read as the spec says, every reader error with its exact message,
-// and the README's stand-alone Python reader run on a file we wrote.
+// and the stand-alone Python reader of docs/checkpoints.md run on a file we wrote.
 #include <catch2/catch.hpp>
 
 #include <cstdio>
@@ -350,23 +350,23 @@ TEST_CASE("safetensors writer refuses bad input and leaves the old file untouche
   CHECK(files == 1);
 }
 
-// The README's stand-alone Python reader (stdlib only), run on a file we wrote: it documents
-// the format and proves a reader that shares no code with ours agrees with it.
-TEST_CASE("the README's Python reader reads model.safetensors", "[safetensors][python]") {
+// The stand-alone Python reader of docs/checkpoints.md (stdlib only), run on a file we wrote: it
+// documents the format and proves a reader that shares no code with ours agrees with it.
+TEST_CASE("the Python reader of docs/checkpoints.md reads model.safetensors", "[safetensors][python]") {
   if (std::system("python3 -c 'import struct, json' >/dev/null 2>&1") != 0) {
-    WARN("python3 not found: the README's Python reader was not run");
+    WARN("python3 not found: the Python reader of docs/checkpoints.md was not run");
     return;
   }
-  const std::string readme = read_bytes(std::filesystem::path(HALFGRAD_SOURCE_DIR) / "README.md");
-  const size_t section = readme.find("\n## Checkpoints");
+  const std::string page = read_bytes(std::filesystem::path(HALFGRAD_SOURCE_DIR) / "docs" / "checkpoints.md");
+  const size_t section = page.find("\n## The safetensors format");
   REQUIRE(section != std::string::npos);
-  const size_t begin = readme.find("```python\n", section);
+  const size_t begin = page.find("```python\n", section);
   REQUIRE(begin != std::string::npos);
-  const size_t end = readme.find("```", begin + 10);
+  const size_t end = page.find("```", begin + 10);
   REQUIRE(end != std::string::npos);
 
   TempDir dir("st_python");
-  write_bytes(dir.path / "reader.py", readme.substr(begin + 10, end - begin - 10));
+  write_bytes(dir.path / "reader.py", page.substr(begin + 10, end - begin - 10));
   save_safetensors(dir / "model.safetensors",
                    {{"head.bias", from_bits16({0xC000}, {}, DType::bf16)},  // -2
                     {"head.weight", from_bits16({0x3C00, 0x7BFF, 0x0001, 0xFC00}, {2, 2}, DType::f16)},
