@@ -8,7 +8,6 @@
 
 #include "autograd/autocast.h"
 #include "autograd/error.h"
-#include "autograd/kernels/cast.h"
 #include "autograd/kernels/gemm.h"
 #include "autograd/parallel.h"
 #include "autograd/rounding_scope.h"
@@ -28,13 +27,7 @@ struct Result {
   Tensor f32;
   Result(const Shape& shape) : f32(Tensor::empty(shape, DType::f32)) {}
   float* data() { return f32.data<float>(); }
-  Tensor finish(DType dtype) const {
-    if (dtype == DType::f32) return f32;
-    Tensor out = Tensor::empty(f32.shape(), dtype);
-    kernels::store_rounded(out.bytes(), dtype, 0, f32.data<float>(), out.numel(), current_rounding(),
-                    current_rounding_seed(), reserve_rounding_events(uint64_t(out.numel())));
-    return out;
-  }
+  Tensor finish(DType dtype) const { return dtype == DType::f32 ? f32 : round_scoped(f32.f32(), f32.shape(), dtype); }
 };
 
 // Leading (batch) dims of a (..., R, C) shape and their product.
