@@ -24,20 +24,13 @@ RoundingScope::~RoundingScope() {
   t_events = previous_events_;
 }
 
-const precision::RoundingOptions& current_rounding() { return t_options; }
-uint64_t current_rounding_seed() { return t_seed; }
-
-uint64_t reserve_rounding_events(uint64_t n) {
-  const uint64_t first = t_events;
-  t_events += n;
-  return first;
-}
-
+// An f16/bf16 output's elements take the next out.numel() stochastic-rounding event numbers of
+// this thread's count, so every rounded element of a run draws different, reproducible random
+// bits; an f32 output (a copy, nothing rounded) takes none.
 ScopedRounder::ScopedRounder(Tensor out)
-    : out_(std::move(out)),
-      rounding_(current_rounding()),
-      seed_(current_rounding_seed()),
-      events_(out_.dtype() == DType::f32 ? 0 : reserve_rounding_events(uint64_t(out_.numel()))) {}
+    : out_(std::move(out)), rounding_(t_options), seed_(t_seed), events_(t_events) {
+  if (out_.dtype() != DType::f32) t_events += uint64_t(out_.numel());
+}
 
 void ScopedRounder::store(std::span<const float> values, int64_t first) const {
   check(first >= 0 && first <= out_.numel() && values.size() <= size_t(out_.numel() - first),

@@ -31,13 +31,6 @@ class RoundingScope {
   uint64_t previous_events_;
 };
 
-// The rounding in force on this thread.
-const precision::RoundingOptions& current_rounding();
-uint64_t current_rounding_seed();
-// Reserves `n` consecutive stochastic-rounding event numbers and returns the first, so that
-// every rounded element of a run draws different, reproducible random bits.
-uint64_t reserve_rounding_events(uint64_t n);
-
 // The one way an op's f32 result is rounded into its output tensor: once, under the scope in
 // force where the op runs. The constructor takes that scope's mode and seed, and reserves one
 // stochastic-rounding event number per element of `out` (none for f32, which is not rounded), on
