@@ -1,5 +1,8 @@
-// Thread-local rounding state behind RoundingScope.
+// Thread-local rounding state behind RoundingScope, and the rounding of op results under it.
 #include "autograd/rounding_scope.h"
+
+#include "autograd/error.h"
+#include "autograd/kernels/cast.h"
 
 namespace hg {
 namespace {
@@ -21,13 +24,27 @@ RoundingScope::~RoundingScope() {
   t_events = previous_events_;
 }
 
-const precision::RoundingOptions& current_rounding() { return t_options; }
-uint64_t current_rounding_seed() { return t_seed; }
+// An f16/bf16 output's elements take the next out.numel() stochastic-rounding event numbers of
+// this thread's count, so every rounded element of a run draws different, reproducible random
+// bits; an f32 output (a copy, nothing rounded) takes none.
+ScopedRounder::ScopedRounder(Tensor out)
+    : out_(std::move(out)), rounding_(t_options), seed_(t_seed), events_(t_events) {
+  if (out_.dtype() != DType::f32) t_events += uint64_t(out_.numel());
+}
 
-uint64_t reserve_rounding_events(uint64_t n) {
-  const uint64_t first = t_events;
-  t_events += n;
-  return first;
+void ScopedRounder::store(std::span<const float> values, int64_t first) const {
+  check(first >= 0 && first <= out_.numel() && values.size() <= size_t(out_.numel() - first),
+        "ScopedRounder::store: elements [", first, ", ", first + int64_t(values.size()),
+        ") are outside the output of shape ", out_.shape());
+  kernels::store_rounded(out_.bytes(), out_.dtype(), first, values.data(), int64_t(values.size()), rounding_, seed_,
+                         events_ + uint64_t(first));
+}
+
+Tensor round_scoped(std::span<const float> values, const Shape& shape, DType dtype) {
+  check(int64_t(values.size()) == shape.numel(), "round_scoped: ", values.size(), " values for shape ", shape);
+  const ScopedRounder rounder(Tensor::empty(shape, dtype));
+  rounder.store(values);
+  return rounder.out();
 }
 
 }  // namespace hg

@@ -5,7 +5,9 @@
 #pragma once
 
 #include <cstdint>
+#include <span>
 
+#include "autograd/tensor.h"
 #include "precision/rounding.h"
 
 namespace hg {
@@ -29,11 +31,27 @@ class RoundingScope {
   uint64_t previous_events_;
 };
 
-// The rounding in force on this thread.
-const precision::RoundingOptions& current_rounding();
-uint64_t current_rounding_seed();
-// Reserves `n` consecutive stochastic-rounding event numbers and returns the first, so that
-// every rounded element of a run draws different, reproducible random bits.
-uint64_t reserve_rounding_events(uint64_t n);
+// The one way an op's f32 result is rounded into its output tensor: once, under the scope in
+// force where the op runs. The constructor takes that scope's mode and seed, and reserves one
+// stochastic-rounding event number per element of `out` (none for f32, which is not rounded), on
+// the calling thread; store() may then be called from any thread (OpenMP workers do not see this
+// thread's scope), for chunks in any order and split, with the same bits. Values that are not an
+// op's result are written with Tensor::assign_nearest instead.
+class ScopedRounder {
+ public:
+  explicit ScopedRounder(Tensor out);
+  // Elements [first, first + values.size()) of the output = values rounded once (copied in f32).
+  void store(std::span<const float> values, int64_t first = 0) const;
+  const Tensor& out() const { return out_; }
+
+ private:
+  Tensor out_;
+  precision::RoundingOptions rounding_;
+  uint64_t seed_, events_;
+};
+
+// A new tensor of `shape` and `dtype` holding `values` (an op's f32 result) rounded once under
+// the active scope: ScopedRounder over a whole tensor.
+Tensor round_scoped(std::span<const float> values, const Shape& shape, DType dtype);
 
 }  // namespace hg

@@ -6,7 +6,6 @@
 #include <iterator>
 
 #include "autograd/error.h"
-#include "autograd/kernels/cast.h"
 #include "autograd/ops/elementwise.h"
 
 namespace hg {
@@ -57,8 +56,7 @@ std::vector<float> read_rows(const Tensor& t, std::span<const int64_t> rows) {
   check(t.ndim() == 2, "read_rows: tensor '", t.name(), "' of shape ", t.shape(), " is not 2-D");
   const int64_t c = t.size(1);
   std::vector<float> out(rows.size() * size_t(c));
-  for (size_t i = 0; i < rows.size(); ++i)
-    kernels::load_f32(out.data() + i * size_t(c), t.bytes(), t.dtype(), rows[i] * c, c);
+  for (size_t i = 0; i < rows.size(); ++i) t.read(std::span(out).subspan(i * size_t(c), size_t(c)), rows[i] * c);
   return out;
 }
 
@@ -66,9 +64,7 @@ void write_rows(const Tensor& t, std::span<const int64_t> rows, std::span<const 
   check(t.ndim() == 2 && values.size() == rows.size() * size_t(t.size(1)), "write_rows: ", values.size(),
         " values for ", rows.size(), " rows of tensor '", t.name(), "' of shape ", t.shape());
   const int64_t c = t.size(1);
-  for (size_t i = 0; i < rows.size(); ++i) {
-    kernels::store_rounded(t.bytes(), t.dtype(), rows[i] * c, values.data() + i * size_t(c), c, {}, 0, 0);
-  }
+  for (size_t i = 0; i < rows.size(); ++i) t.assign_nearest(values.subspan(i * size_t(c), size_t(c)), rows[i] * c);
 }
 
 }  // namespace hg

@@ -77,8 +77,17 @@ void accumulate_grad(const Tensor& input, const Tensor& grad) {
   if (impl.sparse_grad) {  // a sparse gradient met a dense one: the sum is dense
     impl.grad = add(to_dense(*impl.sparse_grad, input.shape()), g).impl_ptr();
     impl.sparse_grad.reset();
+  } else if (impl.grad) {
+    impl.grad = add(Tensor(impl.grad), g).impl_ptr();
   } else {
-    impl.grad = impl.grad ? add(Tensor(impl.grad), g).impl_ptr() : g.impl_ptr();
+    // A gradient that outlives backward (a leaf's, or a retained one) gets storage of its own
+    // unless it was made just above: the one passed in may be shared -- add() hands one tensor
+    // to both inputs, reshape() a view of its output's gradient, backward() the caller's seed --
+    // and GradScaler::unscale and clip_grad_norm write gradients in place, so two parameters
+    // sharing one buffer would be unscaled or clipped twice. (torch's AccumulateGrad also copies
+    // a first gradient that others still reference.)
+    const bool kept = input.is_leaf() || impl.retains_grad;
+    impl.grad = (kept && g.same(grad) ? g.clone() : g).impl_ptr();
   }
 }
 

@@ -12,15 +12,6 @@
 #include "autograd/sparse_rows.h"
 
 namespace hg {
-namespace {
-
-// Rounds f32 values into a tensor of any dtype with nearest-even (creation is not an op, so
-// the rounding scope does not apply).
-void store(const Tensor& t, const float* values) {
-  kernels::store_rounded(t.bytes(), t.dtype(), 0, values, t.numel(), {}, 0, 0);
-}
-
-}  // namespace
 
 TensorImpl& Tensor::impl() const {
   check(impl_ != nullptr, "use of an undefined Tensor");
@@ -57,7 +48,7 @@ Tensor Tensor::from_vector(const std::vector<float>& values, const Shape& shape,
   check(int64_t(values.size()) == shape.numel(), "Tensor::from_vector: ", values.size(),
         " values for shape ", shape, " (", shape.numel(), " elements)");
   Tensor t = empty(shape, dtype);
-  store(t, values.data());
+  t.assign_nearest(values);  // creation is not an op: the rounding scope does not apply
   return t;
 }
 
@@ -91,15 +82,36 @@ std::span<uint16_t> Tensor::u16() const {
 
 std::vector<float> Tensor::to_vector() const {
   std::vector<float> values(static_cast<size_t>(numel()));
-  kernels::load_f32(values.data(), bytes(), dtype(), 0, numel());
+  read(values);
   return values;
+}
+
+namespace {
+
+// Elements [first, first + n) must lie in t; `what` names the caller.
+void check_range(const Tensor& t, int64_t first, size_t n, const char* what) {
+  check(first >= 0 && first <= t.numel() && n <= size_t(t.numel() - first), what, ": elements [", first, ", ",
+        first + int64_t(n), ") are outside tensor '", t.name(), "' of shape ", t.shape(), " (", t.numel(),
+        " elements)");
+}
+
+}  // namespace
+
+void Tensor::read(std::span<float> out, int64_t first) const {
+  check_range(*this, first, out.size(), "Tensor::read");
+  kernels::load_f32(out.data(), bytes(), dtype(), first, int64_t(out.size()));
+}
+
+void Tensor::assign_nearest(std::span<const float> values, int64_t first) const {
+  check_range(*this, first, values.size(), "Tensor::assign_nearest");
+  kernels::store_rounded(bytes(), dtype(), first, values.data(), int64_t(values.size()), {}, 0, 0);
 }
 
 float Tensor::item() const {
   check(numel() == 1, "Tensor::item(): tensor of shape ", shape(), " has ", numel(),
         " elements, not 1");
   float value;
-  kernels::load_f32(&value, bytes(), dtype(), 0, 1);
+  read({&value, 1});
   return value;
 }
 
@@ -112,7 +124,7 @@ float Tensor::at(std::initializer_list<int64_t> index) const {
     flat = flat * shape()[int(dim++)] + i;
   }
   float value;
-  kernels::load_f32(&value, bytes(), dtype(), flat, 1);
+  read({&value, 1}, flat);
   return value;
 }
 

@@ -76,8 +76,16 @@ class Tensor {
   std::span<float> f32() const;     // throws unless dtype is f32
   std::span<uint16_t> u16() const;  // throws unless dtype is f16 or bf16
 
-  // Element values widened to f32 (exact).
+  // Element values widened to f32 (exact): all of them, or elements [first, first + out.size()).
   std::vector<float> to_vector() const;
+  void read(std::span<float> out, int64_t first = 0) const;
+  // Elements [first, first + values.size()) = values rounded once to round-to-nearest-even (an
+  // exact copy in f32), whatever RoundingScope is active: the write for values that are not an
+  // op's result -- creation, loaded weights, optimizer steps, gradient unscaling and clipping
+  // (as torch's copy_ and in-place multiplies round). An op's result is rounded under the
+  // active scope instead: ScopedRounder (rounding_scope.h). Both run the SIMD conversion kernels
+  // over the whole span.
+  void assign_nearest(std::span<const float> values, int64_t first = 0) const;
   float item() const;  // the single element of a one-element tensor
   float at(std::initializer_list<int64_t> index) const;
 

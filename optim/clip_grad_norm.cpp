@@ -3,7 +3,6 @@
 
 #include <cmath>
 
-#include "autograd/kernels/cast.h"
 #include "autograd/error.h"
 
 namespace hg::optim {
@@ -28,7 +27,7 @@ float clip_grad_norm(const std::vector<Tensor>& params, float max_norm) {
     const Tensor g = p.grad_values();
     std::vector<float> values = g.to_vector();
     for (float& v : values) v *= coefficient;
-    kernels::store_rounded(g.bytes(), g.dtype(), 0, values.data(), g.numel(), {}, 0, 0);
+    g.assign_nearest(values);
   }
   return norm;
 }

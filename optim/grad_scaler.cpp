@@ -6,7 +6,6 @@
 #include <sstream>
 
 #include "autograd/error.h"
-#include "autograd/kernels/cast.h"
 #include "autograd/ops/elementwise.h"
 #include "autograd/ops/shape_ops.h"
 
@@ -55,7 +54,7 @@ void GradScaler::unscale(Optimizer& optimizer, bool allow_fp16) {
     current_.grad_elements += p.numel();
     if (!finite && !found_inf_) current_.first_nonfinite = p.name();
     found_inf_ = found_inf_ || !finite;
-    kernels::store_rounded(g.bytes(), g.dtype(), 0, values.data(), g.numel(), {}, 0, 0);
+    g.assign_nearest(values);
   }
   current_.skipped = found_inf_;
   unscaled_ = true;

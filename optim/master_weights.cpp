@@ -2,9 +2,6 @@
 // row-sparse gradient).
 #include "optim/master_weights.h"
 
-#include <cstring>
-
-#include "autograd/kernels/cast.h"
 #include "autograd/sparse_rows.h"
 
 namespace hg::optim {
@@ -31,56 +28,21 @@ void MasterWeights::copy_grads_to_masters() {
   }
 }
 
-namespace {
-
-// Rounds elements [offset, offset + n) of the master into the model parameter; returns how many
-// of them changed (compared as bit patterns).
-int64_t copy_elements(const Tensor& p, const Tensor& master, int64_t offset, int64_t n) {
-  const size_t size = element_size(p.dtype());
-  std::byte* begin = p.bytes() + size_t(offset) * size;
-  const std::vector<std::byte> before(begin, begin + size_t(n) * size);
-  kernels::store_rounded(p.bytes(), p.dtype(), offset, master.data<float>() + offset, n, {}, 0, 0);
-  int64_t changed = 0;
-  auto count_changed = [&](auto word) {
-    using Word = decltype(word);
-    const auto* old_bits = reinterpret_cast<const Word*>(before.data());
-    const auto* new_bits = reinterpret_cast<const Word*>(begin);
-    for (int64_t e = 0; e < n; ++e) changed += old_bits[e] != new_bits[e];
-  };
-  if (size == 2) {
-    count_changed(uint16_t{});
-  } else {
-    count_changed(uint32_t{});
-  }
-  return changed;
-}
-
-}  // namespace
-
 void MasterWeights::copy_step_to_model() {
-  model_changed_ = 0;
   for (size_t i = 0; i < model_.size(); ++i) {
     const Tensor& p = model_[i];
+    const std::span<const float> master = masters_[i].f32();
     if (i < sparse_rows_.size() && sparse_rows_[i]) {
-      const int64_t c = p.size(1);
-      for (const int64_t row : *sparse_rows_[i]) model_changed_ += copy_elements(p, masters_[i], row * c, c);
+      const size_t c = size_t(p.size(1));
+      for (const int64_t row : *sparse_rows_[i]) p.assign_nearest(master.subspan(size_t(row) * c, c), int64_t(row * c));
     } else {
-      model_changed_ += copy_elements(p, masters_[i], 0, p.numel());
+      p.assign_nearest(master);
     }
   }
 }
 
 void MasterWeights::copy_masters_to_model() {
-  model_changed_ = 0;
-  for (size_t i = 0; i < model_.size(); ++i) {
-    model_changed_ += copy_elements(model_[i], masters_[i], 0, model_[i].numel());
-  }
-}
-
-int64_t MasterWeights::elements() const {
-  int64_t n = 0;
-  for (const Tensor& p : model_) n += p.numel();
-  return n;
+  for (size_t i = 0; i < model_.size(); ++i) model_[i].assign_nearest(masters_[i].f32());
 }
 
 }  // namespace hg::optim

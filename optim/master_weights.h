@@ -33,17 +33,12 @@ class MasterWeights {
   // Rounds every element of every master into the model (after masters were set by other means,
   // e.g. loaded from a checkpoint).
   void copy_masters_to_model();
-  // Elements of the model parameters that changed in the last copy: with
-  // masters_changed(), the share of master updates the model copy could (not) represent.
-  int64_t model_elements_changed() const { return model_changed_; }
-  int64_t elements() const;
 
  private:
   std::vector<Tensor> model_, masters_;
   // Per parameter, the rows of the row-sparse gradient last copied to its master (the rows
   // copy_step_to_model() copies back), or nullopt: every element.
   std::vector<std::optional<std::vector<int64_t>>> sparse_rows_;
-  int64_t model_changed_ = 0;
 };
 
 }  // namespace hg::optim

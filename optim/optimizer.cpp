@@ -7,7 +7,6 @@
 
 #include "autograd/allocator.h"
 #include "autograd/error.h"
-#include "autograd/kernels/cast.h"
 #include "autograd/sparse_rows.h"
 #include "autograd/tape.h"
 
@@ -44,7 +43,7 @@ void Optimizer::step() {
       std::vector<float> p = param.to_vector();
       const std::vector<float> g = param.grad().to_vector();
       update(p, g, group, state_[i], ++param_steps_[i]);
-      kernels::store_rounded(param.bytes(), param.dtype(), 0, p.data(), param.numel(), {}, 0, 0);
+      param.assign_nearest(p);
     }
   }
   ++steps_;
@@ -74,7 +73,7 @@ void Optimizer::update_rows(const Tensor& param, const SparseRows& grad, const P
     }
     std::vector<float> p = read_rows(param, rows);
     g.resize(m);
-    kernels::load_f32(g.data(), grad.values.bytes(), grad.values.dtype(), first * c, int64_t(m));
+    grad.values.read(g, first * c);
     update(p, g, group, rows_state, step);
     write_rows(param, rows, p);
     for (const auto& [name, gathered] : rows_state) {  // scattered back

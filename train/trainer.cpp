@@ -12,7 +12,6 @@
 #include <fstream>
 
 #include "autograd/error.h"
-#include "autograd/kernels/cast.h"
 #include "autograd/ops.h"
 #include "autograd/tape.h"
 #include "optim/adam.h"
@@ -120,8 +119,7 @@ void load_weights(optim::MixedPrecision& mp, const nn::StateDict& weights, const
     check(it != weights.end(), file, ": missing tensor '", name, "'");
     check(it->second.shape() == tensor.shape(), file, ": tensor '", name, "' has shape ", it->second.shape(),
           ", the model expects ", tensor.shape());
-    const std::vector<float> values = it->second.to_vector();
-    kernels::store_rounded(tensor.bytes(), tensor.dtype(), 0, values.data(), tensor.numel(), {}, 0, 0);
+    tensor.assign_nearest(it->second.to_vector());
   }
   if (optim::MasterWeights* masters = mp.masters()) masters->copy_masters_to_model();
 }

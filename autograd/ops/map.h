@@ -33,12 +33,10 @@ void widen_broadcast(float* dst, const Tensor& in, const Shape& out_shape, int64
 // int64_t n) sees each input already broadcast to `shape` and widened; y does not alias x.
 template <size_t K, class Kernel>
 Tensor map(const Shape& shape, DType dtype, const std::array<Tensor, K>& inputs, Kernel kernel) {
-  Tensor out = Tensor::empty(shape, dtype);
+  const ScopedRounder rounder(Tensor::empty(shape, dtype));
+  const Tensor& out = rounder.out();
   const int64_t n = shape.numel();
   const int64_t chunks = (n + kChunk - 1) / kChunk;
-  const precision::RoundingOptions rounding = current_rounding();
-  const uint64_t seed = current_rounding_seed();
-  const uint64_t events = dtype == DType::f32 ? 0 : reserve_rounding_events(uint64_t(n));
   std::array<const float*, K> in_place{};  // f32 inputs of the output's shape, else null
   for (size_t i = 0; i < K; ++i) {
     if (inputs[i].dtype() == DType::f32 && inputs[i].shape() == shape) in_place[i] = inputs[i].template data<float>();
@@ -64,7 +62,7 @@ Tensor map(const Shape& shape, DType dtype, const std::array<Tensor, K>& inputs,
         kernel(out_f32 + start, xs, len);
       } else {
         kernel(y, xs, len);
-        kernels::store_rounded(out.bytes(), dtype, start, y, len, rounding, seed, events + uint64_t(start));
+        rounder.store({y, size_t(len)}, start);
       }
     }
   });
@@ -126,22 +124,17 @@ void for_rows(const std::array<Tensor, K>& inputs, int64_t rows, int64_t width, 
 // RowBlock block) maps the block's widened rows to its f32 output rows, rounded once into `dtype`.
 template <size_t K, class Kernel>
 Tensor map_rows(const Shape& shape, DType dtype, const std::array<Tensor, K>& inputs, Kernel kernel) {
-  Tensor out = Tensor::empty(shape, dtype);
+  const ScopedRounder rounder(Tensor::empty(shape, dtype));
+  const Tensor& out = rounder.out();
   const int64_t width = shape.ndim() ? shape[-1] : 1;
   const int64_t rows = width ? shape.numel() / width : 0;
-  const precision::RoundingOptions rounding = current_rounding();
-  const uint64_t seed = current_rounding_seed();
-  const uint64_t events = dtype == DType::f32 ? 0 : reserve_rounding_events(uint64_t(shape.numel()));
   float* const out_f32 = dtype == DType::f32 ? out.data<float>() : nullptr;
   for_rows<K>(inputs, rows, width, out_f32 == nullptr,
               [&](const std::array<const float*, K>& xs, RowBlock block, float* scratch) {
                 const int64_t start = block.first * width;
                 float* y = out_f32 ? out_f32 + start : scratch;
                 kernel(y, xs, block);
-                if (!out_f32) {
-                  kernels::store_rounded(out.bytes(), dtype, start, y, block.count * width, rounding, seed,
-                                  events + uint64_t(start));
-                }
+                if (!out_f32) rounder.store({y, size_t(block.count * width)}, start);
               });
   return out;
 }

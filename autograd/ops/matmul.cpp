@@ -8,7 +8,6 @@
 
 #include "autograd/autocast.h"
 #include "autograd/error.h"
-#include "autograd/kernels/cast.h"
 #include "autograd/kernels/gemm.h"
 #include "autograd/parallel.h"
 #include "autograd/rounding_scope.h"
@@ -28,13 +27,7 @@ struct Result {
   Tensor f32;
   Result(const Shape& shape) : f32(Tensor::empty(shape, DType::f32)) {}
   float* data() { return f32.data<float>(); }
-  Tensor finish(DType dtype) const {
-    if (dtype == DType::f32) return f32;
-    Tensor out = Tensor::empty(f32.shape(), dtype);
-    kernels::store_rounded(out.bytes(), dtype, 0, f32.data<float>(), out.numel(), current_rounding(),
-                    current_rounding_seed(), reserve_rounding_events(uint64_t(out.numel())));
-    return out;
-  }
+  Tensor finish(DType dtype) const { return dtype == DType::f32 ? f32 : round_scoped(f32.f32(), f32.shape(), dtype); }
 };
 
 // Leading (batch) dims of a (..., R, C) shape and their product.
@@ -130,27 +123,9 @@ Tensor linear(const Tensor& x0, const Tensor& w0, const Tensor& bias0) {
       kernels::gemm(dw.data(), in, operand(dy, out, true), operand(x, in, false), out, in, rows);
       accumulate_grad(w, dw.finish(w.dtype()));
     }
-    if (bias.defined() && bias.requires_grad()) {  // db = sum over rows of dY, f32, row order
-      std::vector<float> widened;
-      if (dy.dtype() != DType::f32) widened = dy.to_vector();
-      const float* g = dy.dtype() == DType::f32 ? dy.data<float>() : widened.data();
-      Result db(bias.shape());
-      float* d = db.data();
-      std::fill(d, d + out, 0.0f);
-      // Threads take blocks of columns; each column is still summed in row order.
-      constexpr int64_t kColumns = 64;
-      const int64_t blocks = (out + kColumns - 1) / kColumns;
-      maybe_parallel(blocks > 1 && use_team(rows * out, kParallelElements), [&] {
-#pragma omp for schedule(static)
-        for (int64_t block = 0; block < blocks; ++block) {
-          const int64_t j0 = block * kColumns, j1 = std::min(out, j0 + kColumns);
-          for (int64_t r = 0; r < rows; ++r) {
-            for (int64_t j = j0; j < j1; ++j) d[j] += g[r * out + j];
-          }
-        }
-      });
-      accumulate_grad(bias, db.finish(bias.dtype()));
-    }
+    // db (out) = dY summed over its rows: the bias was broadcast over them, and the tape sums a
+    // broadcast gradient back (sum_to: column sums in f32, rounded once into the bias's dtype).
+    if (bias.defined()) accumulate_grad(bias, dy);
   });
 }
 

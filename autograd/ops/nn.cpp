@@ -11,7 +11,6 @@
 
 #include "autograd/autocast.h"
 #include "autograd/error.h"
-#include "autograd/kernels/cast.h"
 #include "autograd/kernels/elementwise.h"
 #include "autograd/kernels/rows.h"
 #include "autograd/ops/elementwise.h"
@@ -212,7 +211,7 @@ Tensor embedding(const Indices& ids, const Tensor& weight, int32_t padding_idx, 
         if (dy.dtype() == DType::f32) {
           g = dy.data<float>() + i * c;
         } else {
-          kernels::load_f32(widened.data(), dy.bytes(), dy.dtype(), i * c, c);
+          dy.read(widened, i * c);
         }
         for (int64_t j = 0; j < c; ++j) row[j] += g[j];
       }

@@ -21,15 +21,6 @@
 namespace hg {
 namespace {
 
-// Rounds f32 results into a new tensor of `dtype` with the active rounding.
-Tensor store(const std::vector<float>& values, const Shape& shape, DType dtype) {
-  Tensor out = Tensor::empty(shape, dtype);
-  const uint64_t events = dtype == DType::f32 ? 0 : reserve_rounding_events(values.size());
-  kernels::store_rounded(out.bytes(), dtype, 0, values.data(), out.numel(), current_rounding(),
-                  current_rounding_seed(), events);
-  return out;
-}
-
 struct Split {
   int64_t outer, d, inner;
 };
@@ -120,7 +111,7 @@ Tensor reduce_sum(const Tensor& x0, int dim, bool keepdim, bool average, const c
   const float scale = average ? 1.0f / float(s.d) : 1.0f;
   if (average) kernels::mul_scalar(result.data(), result.data(), scale, int64_t(result.size()));
   const Shape kept = x.shape().with(axis, 1);
-  Tensor y = store(result, keepdim ? kept : x.shape().without(axis), x.dtype());
+  Tensor y = round_scoped(result, keepdim ? kept : x.shape().without(axis), x.dtype());
   return record(op, y, {x}, [x, kept, scale](const Tensor& dy) {
     accumulate_grad(x, broadcast_to(dy.reshape(kept), x.shape(), dy.dtype(), scale));
   });
@@ -139,7 +130,7 @@ Tensor reduce_all(const Tensor& x0, bool average, const char* op) {
   sum_dim(&total, x, {1, x.numel(), 1});
   // The mean of no elements is 0 * (1 / 0) = NaN, as torch.mean gives.
   const float scale = average ? 1.0f / float(x.numel()) : 1.0f;
-  Tensor y = store({total * scale}, {}, x.dtype());
+  Tensor y = round_scoped(std::vector<float>{total * scale}, {}, x.dtype());
   return record(op, y, {x}, [x, scale](const Tensor& dy) {
     accumulate_grad(x, broadcast_to(dy, x.shape(), dy.dtype(), scale));
   });
@@ -174,7 +165,7 @@ MaxResult max(const Tensor& x, int dim, bool keepdim) {
   });
   const Shape kept = x.shape().with(axis, 1);
   const Shape out_shape = keepdim ? kept : x.shape().without(axis);
-  Tensor y = store(best, out_shape, x.dtype());  // exact: every value is an element of x
+  Tensor y = round_scoped(best, out_shape, x.dtype());  // exact: every value is an element of x
   Indices indices(arg, out_shape);
   y = record("max", y, {x}, [x, s, arg](const Tensor& dy) {
     // Scatter dy to the argmax positions; every other element gets 0 (the tape rounds the f32
@@ -228,7 +219,7 @@ Tensor sum_to(const Tensor& x, const Shape& shape) {
     current = next;
     runs.erase(runs.begin() + std::ptrdiff_t(r));
   }
-  Tensor y = store(current.to_vector(), shape, x.dtype());  // the sums (or x, if only 1-dims differ)
+  Tensor y = round_scoped(current.to_vector(), shape, x.dtype());  // the sums (or x, if only 1-dims differ)
   return record("sum_to", y, {x}, [x](const Tensor& dy) {
     accumulate_grad(x, broadcast_to(dy, x.shape(), dy.dtype()));
   });

@@ -80,6 +80,35 @@ TEST_CASE("f16/bf16 reductions, matmul and row ops equal the f32 op rounded once
   check_rounded_once([](const V& x) { return layer_norm(x[0], x[1], x[2]); }, {{9, 31}, {31}, {31}});
 }
 
+TEST_CASE("linear's bias gradient is dY summed over rows, as sum(dY, 0) gives it, in every dtype", "[dtype]") {
+  // The bias is broadcast over the rows of the output, so its gradient is the tape's sum of the
+  // broadcast gradient: the bits of the reduction sum(dY, 0) (f32 column sums in blocks of 256
+  // rows, rounded once). 600 rows: three blocks; 70 columns: a vector tail. Oracle for f32: the
+  // float64 column sum, within column_sums' stated error growth (600/256 + 256 roundings, each at
+  // most 2^-24 of the sum of |dY|, kernels/rows.h).
+  for (DType dtype : {DType::f32, DType::f16, DType::bf16}) {
+    Generator gen(5);
+    const Tensor x = Tensor::uniform({600, 5}, gen, -1.0f, 1.0f, dtype);
+    const Tensor w = Tensor::uniform({70, 5}, gen, -1.0f, 1.0f, dtype);
+    Tensor bias = Tensor::zeros({70}, dtype).set_requires_grad();
+    const Tensor dy = Tensor::uniform({600, 70}, gen, -1.0f, 1.0f, dtype);
+    backward(linear(x, w, bias), dy);
+    const Tensor want = sum(dy, 0);
+    INFO(dtype_name(dtype));
+    CHECK(bias.grad().to_vector() == want.to_vector());
+    if (dtype != DType::f32) continue;
+    const std::vector<float> g = dy.to_vector(), got = bias.grad().to_vector();
+    for (size_t j = 0; j < 70; ++j) {
+      double exact = 0, magnitude = 0;
+      for (size_t i = 0; i < 600; ++i) {
+        exact += double(g[i * 70 + j]);
+        magnitude += std::abs(double(g[i * 70 + j]));
+      }
+      CHECK(std::abs(double(got[j]) - exact) <= (600.0 / 256 + 256) * 0x1.0p-24 * magnitude);
+    }
+  }
+}
+
 TEST_CASE("the rounding scope is honoured by every rounding to f16", "[dtype]") {
   // 3e-6 is an f16 subnormal (below 2^-14 = 6.1e-5): nearest keeps it, flush-to-zero makes it +0.
   const Tensor x = Tensor::full({4}, 3e-6f);

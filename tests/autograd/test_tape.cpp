@@ -21,6 +21,27 @@ TEST_CASE("backward accumulates into .grad across calls and zero_grad drops it",
   CHECK_FALSE(x.grad().defined());
 }
 
+TEST_CASE("a kept gradient has storage of its own: not another leaf's, a view's or the seed's", "[tape]") {
+  // In-place writers (GradScaler::unscale, clip_grad_norm) must not reach two gradients at once.
+  Tensor a = Tensor::from_vector({1, 2}, {2}).set_requires_grad();
+  Tensor b = Tensor::from_vector({3, 4}, {2}).set_requires_grad();
+  backward(sum(add(a, b)));  // add() hands its one output gradient to both inputs
+  CHECK(a.grad().bytes() != b.grad().bytes());
+  CHECK(b.grad().to_vector() == std::vector<float>{1, 1});
+  // A retained view's gradient and its base's: reshape's backward passes a view of the former.
+  Tensor c = Tensor::from_vector({1, 2, 3, 4}, {4}).set_requires_grad();
+  Tensor view = c.reshape({2, 2});
+  view.retain_grad();
+  backward(sum(view));
+  CHECK(view.grad().bytes() != c.grad().bytes());
+  // A leaf loss keeps a copy of the caller's seed.
+  Tensor w = Tensor::from_vector({5}, {1}).set_requires_grad();
+  const Tensor seed = Tensor::from_vector({2}, {1});
+  backward(w, seed);
+  CHECK(w.grad().bytes() != seed.bytes());
+  CHECK(w.grad().item() == 2.0f);
+}
+
 TEST_CASE("a second backward over a freed graph is a clear error and retain_graph keeps it", "[tape]") {
   Tensor x = Tensor::from_vector({2}, {1}).set_requires_grad();
   Tensor y = sum(mul(x, x));

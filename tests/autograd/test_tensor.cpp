@@ -5,9 +5,11 @@
 #include <omp.h>
 
 #include <cstdint>
+#include <span>
 
 #include "autograd/error.h"
 #include "autograd/generator.h"
+#include "autograd/rounding_scope.h"
 #include "autograd/tensor.h"
 #include "precision/half.h"
 
@@ -48,6 +50,51 @@ TEST_CASE("element access checks shape and index", "[tensor]") {
   REQUIRE_THROWS_WITH(x.item(), Catch::Contains("6 elements"));
   REQUIRE_THROWS_WITH(Tensor::from_vector({1, 2}, {3}), Catch::Contains("2 values for shape (3,)"));
   REQUIRE_THROWS_WITH(Tensor::zeros({2}, DType::f16).f32(), Catch::Contains("f16"));
+}
+
+TEST_CASE("storage writes: assign_nearest ignores the rounding scope, ScopedRounder honours it", "[tensor]") {
+  // 3e-6 is an f16 subnormal: 3e-6 * 2^24 = 50.33 units of 2^-24, nearest 50 = 0x0032;
+  // flush-to-zero makes it +0.
+  const std::vector<float> tiny(4, 3e-6f);
+  auto scope = RoundingScope::flush_to_zero();
+  Tensor x = Tensor::zeros({4}, DType::f16).set_name("w");
+  x.assign_nearest(std::span(tiny).first(2), 1);  // elements [1, 3)
+  CHECK(std::vector<uint16_t>(x.u16().begin(), x.u16().end()) == std::vector<uint16_t>{0, 0x0032, 0x0032, 0});
+  const ScopedRounder rounder(Tensor::zeros({4}, DType::f16));
+  rounder.store(std::span(tiny).first(2), 1);
+  CHECK(rounder.out().u16()[1] == 0x0000);
+  std::vector<float> two(2);
+  x.read(two, 2);
+  CHECK(two == std::vector<float>{0x32p-24f, 0.0f});
+  REQUIRE_THROWS_WITH(x.read(two, 3), Catch::Contains("'w'") && Catch::Contains("[3, 5)"));
+  REQUIRE_THROWS_WITH(x.assign_nearest(tiny, 1), Catch::Contains("'w'") && Catch::Contains("[1, 5)"));
+}
+
+TEST_CASE("ScopedRounder: chunks stored in any split give the bits of one whole store", "[tensor]") {
+  // Stochastic rounding draws element i's random bits from (seed, first event + i): how an op's
+  // result is cut into chunks, and in which order they are stored, cannot change a bit.
+  std::vector<float> values(1000);
+  for (size_t i = 0; i < values.size(); ++i) values[i] = 1.0f + float(i) * 0x1.0p-17f;  // between f16 values
+  const auto rounded = [&](std::initializer_list<size_t> cuts) {
+    auto scope = RoundingScope::stochastic(7);
+    const ScopedRounder rounder(Tensor::empty({1000}, DType::f16));
+    size_t end = values.size();
+    for (size_t first : cuts) {  // from the last chunk to the first
+      rounder.store(std::span(values).subspan(first, end - first), int64_t(first));
+      end = first;
+    }
+    return std::vector<uint16_t>(rounder.out().u16().begin(), rounder.out().u16().end());
+  };
+  const std::vector<uint16_t> whole = rounded({0});
+  CHECK(rounded({999, 512, 3, 0}) == whole);
+  {
+    auto scope = RoundingScope::stochastic(7);
+    const Tensor t = round_scoped(values, {1000}, DType::f16);
+    CHECK(std::vector<uint16_t>(t.u16().begin(), t.u16().end()) == whole);
+  }
+  // Not vacuous: the scope's stochastic rounding was applied (nearest even differs).
+  const Tensor nearest = Tensor::from_vector(values, {1000}, DType::f16);
+  CHECK(std::vector<uint16_t>(nearest.u16().begin(), nearest.u16().end()) != whole);
 }
 
 TEST_CASE("Philox4x32-10 matches the Random123 known-answer vectors", "[tensor]") {

@@ -8,6 +8,7 @@
 
 #include "autograd/ops.h"
 #include "autograd/tape.h"
+#include "optim/clip_grad_norm.h"
 #include "optim/grad_scaler.h"
 #include "optim/sgd.h"
 
@@ -126,6 +127,29 @@ TEST_CASE("scale() multiplies the loss so backward seeds scaled gradients", "[sc
   Tensor w = Tensor::from_vector({3.0f}, {1}).set_requires_grad();
   backward(scaler.scale(sum(mul(w, w))));
   CHECK(w.grad().item() == 48.0f);  // 8 * 2w
+}
+
+TEST_CASE("unscale and clipping apply once to each of two parameters that received one shared gradient", "[scaler]") {
+  // add() hands its one output gradient to both inputs. If a.grad and b.grad were that one
+  // buffer, the in-place unscale would divide it twice (b.grad = 2^-10) and clipping would
+  // scale it twice. Expected values, derived:
+  //   backward of scale(sum(a + b)) with scale 2^10: every element of a.grad and b.grad is 2^10;
+  //   unscaled by 2^-10 (exact in f32): every element is 1;
+  //   global norm of four 1s: sqrt(4) = 2 (exact); clip to 1: each element times
+  //   max_norm / (norm + 1e-6), torch's clip_coef, rounded once in f32 (1 * coef is exact).
+  Tensor a = Tensor::from_vector({1.0f, 2.0f}, {2}).set_requires_grad().set_name("a");
+  Tensor b = Tensor::from_vector({3.0f, 4.0f}, {2}).set_requires_grad().set_name("b");
+  SGD opt{{{{a, b}, 0.0f, 0.0f}}};
+  GradScaler scaler({.init_scale = 1024.0f});
+  backward(scaler.scale(sum(add(a, b))));
+  CHECK(a.grad().bytes() != b.grad().bytes());
+  scaler.unscale(opt);
+  CHECK(a.grad().to_vector() == std::vector<float>{1.0f, 1.0f});
+  CHECK(b.grad().to_vector() == std::vector<float>{1.0f, 1.0f});
+  CHECK(clip_grad_norm({a, b}, 1.0f) == 2.0f);
+  const float coef = 1.0f / (2.0f + 1e-6f);
+  CHECK(a.grad().to_vector() == std::vector<float>{coef, coef});
+  CHECK(b.grad().to_vector() == std::vector<float>{coef, coef});
 }
 
 TEST_CASE("GradScaler: overflow after overflow stops the scale at min_scale, never 0", "[scaler]") {

@@ -42,7 +42,6 @@ TEST_CASE("pure fp16 loses updates below half an ulp while f32 masters accumulat
     bits.push_back(model.u16()[0]);
   }
   CHECK(bits == std::vector<uint16_t>{0x3C00, 0x3C00, 0x3BFF});  // 0x3BFF = 1 - 2^-11
-  CHECK(masters.model_elements_changed() == 1);
 }
 
 TEST_CASE("modes set the model dtype, the optimizer's tensors and the scaler", "[mixed]") {

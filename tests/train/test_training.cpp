@@ -11,7 +11,6 @@
 #include <regex>
 
 #include "autograd/error.h"
-#include "autograd/kernels/cast.h"
 #include "data/dataset.h"
 #include "nn/text_classifier.h"
 #include "optim/mixed_precision.h"
@@ -167,7 +166,7 @@ struct PoisonWeightAt : TrainerCallback {
       if (n != name) continue;
       std::vector<float> values = tensor.to_vector();
       values[0] = std::numeric_limits<float>::infinity();
-      kernels::store_rounded(tensor.bytes(), tensor.dtype(), 0, values.data(), tensor.numel(), {}, 0, 0);
+      tensor.assign_nearest(values);
     }
     if (optim::MasterWeights* masters = mp.masters()) masters->copy_masters_to_model();
   }
