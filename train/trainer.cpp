@@ -162,8 +162,9 @@ Trainer::Trainer(nn::TextClassifier& model, TrainingArguments args, const data::
                                                 : int64_t(std::ceil(args_.warmup_ratio * double(state_.max_steps)));
   parts_->scheduler = std::make_unique<optim::LrScheduler>(*parts_->optimizer, optim::parse_schedule(args_.lr_scheduler_type),
                                                            warmup, state_.max_steps);
-  accelerator_ = std::make_unique<Accelerator>(AcceleratorOptions{args_.mixed_precision(), args_.fp16_opt_level,
-                                                                  args_.loss_scale, args_.gradient_accumulation_steps});
+  accelerator_ = std::make_unique<Accelerator>(
+      AcceleratorOptions{.mixed_precision = args_.mixed_precision,
+                         .gradient_accumulation_steps = args_.gradient_accumulation_steps});
   accelerator_->prepare(model, *parts_->optimizer, parts_->scheduler.get());
 }
 
@@ -200,8 +201,8 @@ PredictionOutput Trainer::predict(const data::Dataset& dataset) {
   check(dataset.label_names.size() == train_dataset_.label_names.size(), dataset.source, ": ",
         dataset.label_names.size(), " classes, the model was trained on ", train_dataset_.label_names.size());
   PredictionOutput out;
-  out.prediction = run_evaluation(model_, dataset, args_.per_device_eval_batch_size,
-                                  accelerator_->mixed_precision().autocast_dtype(), args_.tokenizer);
+  out.prediction = run_evaluation(model_, dataset, args_.per_device_eval_batch_size, accelerator_->mixed_precision(),
+                                  args_.tokenizer);
   out.metrics["test_loss"] = out.prediction.loss;
   for (const auto& [key, value] : compute_metrics_(out.prediction)) out.metrics["test_" + key] = value;
   return out;
@@ -243,9 +244,12 @@ void Trainer::restore(const std::string& dir) try {
   optim::MixedPrecision& mp = accelerator_->mixed_precision();
   const TrainingArguments saved_args =
       TrainingArguments::from_json(c.trainer_state.at("training_args"), dir + "/trainer_state.json");
-  check(saved_args.fp16 == args_.fp16 && saved_args.bf16 == args_.bf16 &&
-            saved_args.fp16_opt_level == args_.fp16_opt_level,
-        dir, ": the checkpoint was saved with another precision (fp16/bf16/opt level)");
+  // The mode must match (the weights' dtypes, the forward's numerics); the loss scaling may change.
+  optim::MixedPrecisionOptions saved = saved_args.mixed_precision;
+  saved.loss_scaling = args_.mixed_precision.loss_scaling;
+  check(saved.resolved() == args_.mixed_precision.resolved(), dir, ": the checkpoint was saved with another precision (",
+        optim::mixed_precision_to_json(saved).dump(), "; this run: ",
+        optim::mixed_precision_to_json(args_.mixed_precision).dump(), ")");
   load_weights(mp, c.model, dir + "/model.safetensors");
   parts_->optimizer->load_state_dict(c.optimizer);
   parts_->scheduler->load_state_dict(c.scheduler);

@@ -1,6 +1,7 @@
 // Trainer: the Hugging Face Trainer API level, for TextClassifier on labelled text.
 //
-//   TrainingArguments args{.output_dir = "out", .num_train_epochs = 8, .fp16 = true};
+//   TrainingArguments args{.output_dir = "out", .num_train_epochs = 8,
+//                          .mixed_precision = {.precision = optim::Precision::kFp16}};   // O2
 //   Trainer trainer(model, args, train_set, &eval_set);
 //   trainer.train();                       // or train("out/checkpoint-500") to resume
 //   auto metrics = trainer.evaluate();     // {"eval_loss", "eval_accuracy", "eval_f1", ...}
