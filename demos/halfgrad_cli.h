@@ -137,8 +137,9 @@ inline void add_train_flags(CLI::App& app, TrainOptions& o) {
 }
 
 // Completes `o` after `cmd` (the train subcommand) parsed it, before any data is read: parses
-// --precision (or --fp16/--bf16), --opt-level and --loss-scale into args.mixed_precision, lets a flag that only works under one strategy select it (--save-steps selects
-// --save-strategy steps, --eval-steps --eval-strategy steps), and rejects a flag that would have
+// --precision (or --fp16/--bf16), --opt-level and --loss-scale into args.mixed_precision, lets a
+// flag that only works under one strategy select it (--save-steps selects --save-strategy steps,
+// --eval-steps --eval-strategy steps), and rejects a flag that would have
 // no effect (a conflicting explicit strategy, --eval-strategy without evaluation data, both
 // --epochs and --max-steps, ...) with an hg::Error naming the flag to change. Then validates
 // every value (TrainingArguments::validate, which the Trainer runs again).
