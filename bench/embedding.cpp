@@ -59,7 +59,7 @@ Batch random_batch(int64_t vocab, hg::Generator& gen) {
 double time_steps(int64_t vocab, int64_t dim, bool sparse, const std::string& precision, int steps, int warmup) {
   Bag model(vocab, dim, sparse);
   hg::optim::AdamW optimizer({{.params = model.parameters(), .lr = 1e-3f, .weight_decay = 0.01f}});
-  hg::train::Accelerator accelerator({.mixed_precision = precision});
+  hg::train::Accelerator accelerator({.mixed_precision = hg::optim::parse_mixed_precision(precision)});
   auto prepared = accelerator.prepare(model, optimizer);
   hg::Generator gen(1);
   std::vector<Batch> batches;

@@ -100,10 +100,8 @@ int main(int argc, char** argv) {
   hg::nn::TextClassifier model(model_config, 0);
   hg::optim::AdamW optimizer({{.params = model.parameters(), .lr = 1e-3f, .weight_decay = 0.01f}});
   const bool fp16 = precision.starts_with("fp16");
-  hg::train::Accelerator accelerator({.mixed_precision = fp16                  ? "fp16"
-                                                         : precision == "bf16" ? "bf16"
-                                                                               : "no",
-                                      .fp16_opt_level = precision == "fp16-O1" ? "O1" : "O2"});
+  hg::train::Accelerator accelerator({.mixed_precision = hg::optim::parse_mixed_precision(
+                                          fp16 ? "fp16" : precision, precision == "fp16-O1" ? "O1" : "O2")});
   auto prepared = accelerator.prepare(model, optimizer);
   model.train();
 

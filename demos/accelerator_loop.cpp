@@ -38,7 +38,9 @@ int main(int argc, char** argv) {
       .vocab = 256, .max_len = 16, .d_model = 32, .heads = 2, .d_ff = 64, .layers = 1, .classes = 4, .dropout = 0.0f};
   nn::TextClassifier model(config, seed);
   optim::AdamW optimizer(optim::decay_groups(model.named_parameters(), 3e-3f, 0.01f));
-  train::Accelerator accelerator({.mixed_precision = f32 ? "no" : "fp16", .fp16_opt_level = "O1"});
+  train::Accelerator accelerator(
+      {.mixed_precision = {.precision = f32 ? optim::Precision::kNo : optim::Precision::kFp16,
+                           .opt_level = optim::OptLevel::kO1}});
   auto prepared = accelerator.prepare(model, optimizer);
   data::DataLoader loader(train, data::Tokenizer(), {.batch_size = 32, .seed = seed, .max_len = 16});
 

@@ -76,9 +76,10 @@ int main(int argc, char** argv) {
               static_cast<long long>(flags.steps));
   const data::Split split = demos::language_id_split(flags);
   std::vector<demos::RunResult> runs;
-  for (const demos::RunSpec& spec : {demos::RunSpec{.label = "fp32", .precision = "no"},
-                                     demos::RunSpec{.label = "fp16 O2, dynamic scale", .precision = "fp16"},
-                                     demos::RunSpec{.label = "bf16 autocast", .precision = "bf16"}}) {
+  for (const demos::RunSpec& spec :
+       {demos::RunSpec{.label = "fp32"},
+        demos::RunSpec{.label = "fp16 O2, dynamic scale", .mixed_precision = {.precision = optim::Precision::kFp16}},
+        demos::RunSpec{.label = "bf16 autocast", .mixed_precision = {.precision = optim::Precision::kBf16}}}) {
     runs.push_back(demos::train_language_id(split, spec, {.steps = flags.steps, .seed = flags.seed, .model = flags.model}));
     std::printf("  trained %-24s %6.1f s\n", spec.label.c_str(), runs.back().seconds);
     std::fflush(stdout);

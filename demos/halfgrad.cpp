@@ -144,7 +144,8 @@ int run_train(const CLI::App& cmd, cli::TrainOptions& o) {
       static_cast<long long>(model.parameter_count()), static_cast<long long>(config.d_model),
       static_cast<long long>(config.heads), static_cast<long long>(config.layers), static_cast<long long>(config.d_ff),
       static_cast<long long>(config.max_len), o.tokenizer.c_str(), o.precision.c_str(),
-      a.fp16 ? (" " + a.fp16_opt_level + ", loss scale " + a.loss_scale).c_str() : "", omp_get_max_threads());
+      a.mixed_precision.precision == optim::Precision::kFp16 ? (" " + o.opt_level + ", loss scale " + o.loss_scale).c_str() : "",
+      omp_get_max_threads());
 
   std::vector<std::shared_ptr<train::TrainerCallback>> callbacks;
   callbacks.push_back(std::make_shared<ConsoleCallback>(has_eval && a.eval_strategy != "no"));
@@ -190,42 +191,10 @@ int run_train(const CLI::App& cmd, cli::TrainOptions& o) {
   return 0;
 }
 
-// A model rebuilt from a checkpoint directory, with the precision it was trained in.
-struct Loaded {
-  std::unique_ptr<nn::TextClassifier> model;
-  std::vector<std::string> labels;
-  std::optional<DType> autocast;
-  data::TokenizerConfig tokenizer;
-};
-
-Loaded load_model(const std::string& dir) {
-  const io::Checkpoint c = io::load_checkpoint(dir);
-  const io::ModelConfig config = io::model_config_from_json(c.config, dir + "/config.json");
-  Loaded l;
-  l.model = std::make_unique<nn::TextClassifier>(config.classifier, 0);
-  l.labels = config.labels;
-  l.tokenizer = config.tokenizer;
-  for (const auto& [name, tensor] : c.model) {  // else predictions would be silently NaN
-    const std::vector<float> values = tensor.to_vector();
-    const bool finite = std::all_of(values.begin(), values.end(), [](float v) { return std::isfinite(v); });
-    check(finite, dir, "/model.safetensors: tensor '", name, "' holds inf or NaN");
-  }
-  try {
-    l.model->load_state_dict(c.model);
-  } catch (const Error& e) {
-    fail(dir, "/model.safetensors: ", e.what());
-  }
-  const nlohmann::json args = c.trainer_state.value("training_args", nlohmann::json::object());
-  if (args.value("fp16", false)) l.autocast = DType::f16;
-  if (args.value("bf16", false)) l.autocast = DType::bf16;
-  if (args.value("fp16", false) && args.value("fp16_opt_level", std::string("O1")) == "O2") l.model->to(DType::f16);
-  return l;
-}
-
 int run_eval(const std::string& checkpoint, const std::string& data_file, int64_t batch_size) {
-  Loaded l = load_model(checkpoint);
+  const train::InferenceModel l = train::load_for_inference(checkpoint);
   const data::Dataset d = data::read_tsv(data_file, &l.labels);
-  const train::EvalPrediction p = train::run_evaluation(*l.model, d, batch_size, l.autocast, l.tokenizer);
+  const train::EvalPrediction p = train::run_evaluation(*l.model, d, batch_size, *l.mixed_precision, l.tokenizer);
   const train::ClassificationReport r =
       train::classification_report(p.predictions, p.label_ids, int64_t(l.labels.size()));
   std::printf("%s\n", d.summary().c_str());
@@ -239,7 +208,7 @@ int run_eval(const std::string& checkpoint, const std::string& data_file, int64_
 // One line per text: "text<TAB>label<TAB>label=probability...", or with `logits` a JSON object
 // {"text", "label", "logits"} whose logits (f32, %.9g) read back to the same floats.
 int run_predict(const std::string& checkpoint, std::vector<std::string> texts, bool logits) {
-  Loaded l = load_model(checkpoint);
+  const train::InferenceModel l = train::load_for_inference(checkpoint);
   if (texts.empty()) {
     std::string line;
     while (std::getline(std::cin, line)) {
@@ -254,7 +223,7 @@ int run_predict(const std::string& checkpoint, std::vector<std::string> texts, b
     check(data::valid_utf8(t), "predict: text '", t, "' is not valid UTF-8");
     d.examples.push_back({t, 0});
   }
-  const train::EvalPrediction p = train::run_evaluation(*l.model, d, 256, l.autocast, l.tokenizer);
+  const train::EvalPrediction p = train::run_evaluation(*l.model, d, 256, *l.mixed_precision, l.tokenizer);
   if (p.truncated > 0) {  // stderr: stdout stays the predictions alone
     std::fprintf(stderr, "%s", truncation_note(p.truncated, "input", l.model->config.max_len).c_str());
   }

@@ -12,12 +12,15 @@
 #include <vector>
 
 #include "autograd/error.h"
+#include "optim/mixed_precision.h"
 #include "train/training_arguments.h"
 
 namespace hg::cli {
 
 struct TrainOptions {
-  std::string train_file, eval_file, precision = "fp16", opt_level = "O2", resume, pooling = "mean";
+  std::string train_file, eval_file, resume, pooling = "mean";
+  // Parsed into args.mixed_precision once, by resolve_train_options.
+  std::string precision = "fp16", opt_level = "O2", loss_scale = "dynamic";
   bool fp16 = false, bf16 = false;
   int threads = 0;
   // The main job's recipe (docs/classifier.md, the sweep): a fastText-like bag of hashed char
@@ -58,7 +61,7 @@ inline void add_train_flags(CLI::App& app, TrainOptions& o) {
   app.add_option("--opt-level", o.opt_level, "fp16 master weights: O1 (f32 model) | O2 (f16 model, f32 masters)")
       ->capture_default_str()
       ->check(CLI::IsMember({"O1", "O2"}));
-  app.add_option("--loss-scale", a.loss_scale, "dynamic | none | a static scale")->capture_default_str();
+  app.add_option("--loss-scale", o.loss_scale, "dynamic | none | a static scale")->capture_default_str();
   app.add_option("--epochs", a.num_train_epochs, "training epochs")
       ->capture_default_str()
       ->check(CLI::Range(1e-3, 1e6));
@@ -133,9 +136,10 @@ inline void add_train_flags(CLI::App& app, TrainOptions& o) {
       ->check(CLI::Range(int64_t{1}, int64_t{100000}));
 }
 
-// Completes `o` after `cmd` (the train subcommand) parsed it, before any data is read: applies
-// --fp16/--bf16, lets a flag that only works under one strategy select it (--save-steps selects
-// --save-strategy steps, --eval-steps --eval-strategy steps), and rejects a flag that would have
+// Completes `o` after `cmd` (the train subcommand) parsed it, before any data is read: parses
+// --precision (or --fp16/--bf16), --opt-level and --loss-scale into args.mixed_precision, lets a
+// flag that only works under one strategy select it (--save-steps selects --save-strategy steps,
+// --eval-steps --eval-strategy steps), and rejects a flag that would have
 // no effect (a conflicting explicit strategy, --eval-strategy without evaluation data, both
 // --epochs and --max-steps, ...) with an hg::Error naming the flag to change. Then validates
 // every value (TrainingArguments::validate, which the Trainer runs again).
@@ -147,13 +151,11 @@ inline void resolve_train_options(const CLI::App& cmd, TrainOptions& o) {
   if (o.fp16) o.precision = "fp16";
   if (o.bf16) o.precision = "bf16";
   check(o.precision != "pure_fp16", "--precision pure_fp16 is for the master_weights demo, not for training runs");
-  a.fp16 = o.precision == "fp16";
-  a.bf16 = o.precision == "bf16";
-  a.fp16_opt_level = o.opt_level;
   for (const char* flag : {"--loss-scale", "--opt-level"}) {
-    check(a.fp16 || !given(flag), flag, " applies to --precision fp16 only (this run is ", o.precision,
+    check(o.precision == "fp16" || !given(flag), flag, " applies to --precision fp16 only (this run is ", o.precision,
           "): drop ", flag);
   }
+  a.mixed_precision = optim::parse_mixed_precision(o.precision, o.opt_level, o.loss_scale);
 
   // A step count selects its strategy; under another explicit strategy it would be ignored.
   for (const auto& [steps, strategy_flag, strategy] :

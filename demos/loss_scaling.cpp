@@ -14,9 +14,11 @@ using namespace hg;
 int main(int argc, char** argv) {
   CLI::App app{"loss_scaling: fp16 training with and without loss scaling, and without subnormals"};
   demos::DemoFlags flags{.steps = 300};
-  std::string static_scale = "1024";
+  float static_scale = 1024;
   demos::add_demo_flags(app, flags);
-  app.add_option("--static-scale", static_scale, "the static run's loss scale")->capture_default_str();
+  app.add_option("--static-scale", static_scale, "the static run's loss scale")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
   CLI11_PARSE(app, argc, argv);
   flags.apply();
 
@@ -30,12 +32,19 @@ int main(int argc, char** argv) {
       "f32 master weights) and compares.\n\n",
       static_cast<long long>(flags.steps));
   const data::Split split = demos::language_id_split(flags);
+  using optim::LossScaling;
+  const optim::Precision fp16 = optim::Precision::kFp16;  // O2
+  char static_label[64];
+  std::snprintf(static_label, sizeof static_label, "fp16, static %g", double(static_scale));
   const std::vector<demos::RunSpec> specs = {
-      {.label = "f32", .precision = "no"},
-      {.label = "fp16, no scaling", .precision = "fp16", .loss_scale = "none"},
-      {.label = "fp16, no scaling, FTZ", .precision = "fp16", .loss_scale = "none", .flush_to_zero = true},
-      {.label = "fp16, static " + static_scale, .precision = "fp16", .loss_scale = static_scale},
-      {.label = "fp16, dynamic", .precision = "fp16", .loss_scale = "dynamic"},
+      {.label = "f32"},
+      {.label = "fp16, no scaling", .mixed_precision = {.precision = fp16, .loss_scaling = {LossScaling::Kind::kNone}}},
+      {.label = "fp16, no scaling, FTZ",
+       .mixed_precision = {.precision = fp16, .loss_scaling = {LossScaling::Kind::kNone}},
+       .flush_to_zero = true},
+      {.label = static_label,
+       .mixed_precision = {.precision = fp16, .loss_scaling = {LossScaling::Kind::kStatic, static_scale}}},
+      {.label = "fp16, dynamic", .mixed_precision = {.precision = fp16}},
   };
   std::vector<demos::RunResult> runs;
   for (const demos::RunSpec& spec : specs) {

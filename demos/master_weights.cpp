@@ -59,8 +59,12 @@ int main(int argc, char** argv) {
   const demos::RunSettings settings{.steps = flags.steps, .seed = flags.seed, .lr = lr, .model = flags.model};
   std::vector<demos::RunResult> runs;
   for (const demos::RunSpec& spec :
-       {demos::RunSpec{.label = "pure fp16", .precision = "pure_fp16", .track_weight_changes = true},
-        demos::RunSpec{.label = "O2, f32 masters", .precision = "fp16", .track_weight_changes = true}}) {
+       {demos::RunSpec{.label = "pure fp16",
+                       .mixed_precision = {.precision = optim::Precision::kPureFp16},
+                       .track_weight_changes = true},
+        demos::RunSpec{.label = "O2, f32 masters",
+                       .mixed_precision = {.precision = optim::Precision::kFp16},
+                       .track_weight_changes = true}}) {
     runs.push_back(demos::train_language_id(split, spec, settings));
     std::printf("  trained %-18s %6.1f s\n", spec.label.c_str(), runs.back().seconds);
     std::fflush(stdout);

@@ -31,9 +31,7 @@ namespace hg::demos {
 
 struct RunSpec {
   std::string label;
-  std::string precision = "no";  // Accelerator's mixed_precision: "no" | "fp16" | "bf16" | "pure_fp16"
-  std::string opt_level = "O2";
-  std::string loss_scale = "dynamic";  // "dynamic" | "none" | a static scale
+  optim::MixedPrecisionOptions mixed_precision;  // the Accelerator's (f32 by default)
   bool flush_to_zero = false;          // RoundingScope::flush_to_zero() around the whole run
   bool track_weight_changes = false;   // share of model weight elements an optimizer step changed
 };
@@ -85,13 +83,12 @@ inline RunResult train_language_id(const data::Split& split, const RunSpec& spec
   optim::AdamW optimizer(optim::decay_groups(model.named_parameters(), settings.lr, 0.01f));
   optim::LrScheduler scheduler(optimizer, optim::Schedule::kCosine, std::min<int64_t>(100, settings.steps / 10),
                                settings.steps);
-  train::Accelerator accelerator(
-      {.mixed_precision = spec.precision, .fp16_opt_level = spec.opt_level, .loss_scale = spec.loss_scale});
+  train::Accelerator accelerator({.mixed_precision = spec.mixed_precision});
   const auto prepared = accelerator.prepare(model, optimizer, &scheduler);
   data::DataLoader loader(split.train, data::Tokenizer(),
                           {.batch_size = settings.batch, .seed = settings.seed, .max_len = model.config.max_len});
   report::NumericsInspector inspector(
-      {.every = settings.inspect_every, .activations = false, .name_anomalies = spec.loss_scale != "none"});
+      {.every = settings.inspect_every, .activations = false, .name_anomalies = spec.mixed_precision.loss_scaling.kind != optim::LossScaling::Kind::kNone});
 
   RunResult r{.label = spec.label};
   double window = 0;
@@ -145,7 +142,7 @@ inline RunResult train_language_id(const data::Split& split, const RunSpec& spec
   r.act_grad_zero = share(activations.input.zero, activations.total());
   r.act_grad_fp16_underflow = share(activations.underflow, activations.total());
   const train::EvalPrediction eval =
-      train::run_evaluation(model, split.test, 256, accelerator.mixed_precision().autocast_dtype());
+      train::run_evaluation(model, split.test, 256, accelerator.mixed_precision());
   int64_t correct = 0;
   for (size_t i = 0; i < eval.predictions.size(); ++i) correct += eval.predictions[i] == eval.label_ids[i] ? 1 : 0;
   r.test_accuracy = double(correct) / double(eval.predictions.size());

@@ -42,8 +42,8 @@ int main(int argc, char** argv) {
   args.weight_decay = 0.01f;
   args.lr_scheduler_type = "constant";
   args.save_strategy = "no";
-  args.fp16 = !f32;
-  args.fp16_opt_level = "O1";
+  args.mixed_precision = {.precision = f32 ? optim::Precision::kNo : optim::Precision::kFp16,
+                          .opt_level = optim::OptLevel::kO1};
   args.max_grad_norm = 1.0f;
   args.logging_steps = 50;
   args.seed = seed;

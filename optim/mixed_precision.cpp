@@ -1,6 +1,8 @@
-// The mode table of mixed_precision.h, and the step sequence of one mixed-precision update.
+// The mode table of mixed_precision.h, its parsing and JSON form, and the step sequence of one
+// mixed-precision update.
 #include "optim/mixed_precision.h"
 
+#include <charconv>
 #include <cmath>
 #include <cstdlib>
 
@@ -9,46 +11,39 @@
 
 namespace hg::optim {
 
-Precision parse_precision(const std::string& name) {
-  if (name == "no" || name == "fp32" || name == "f32") return Precision::kNo;
-  if (name == "fp16" || name == "f16") return Precision::kFp16;
-  if (name == "bf16") return Precision::kBf16;
-  if (name == "pure_fp16") return Precision::kPureFp16;
-  fail("unknown precision '", name, "' (expected no, fp32, fp16, bf16 or pure_fp16)");
+namespace {
+
+bool scales_loss(Precision p) { return p == Precision::kFp16 || p == Precision::kPureFp16; }
+
+// The shortest decimal that reads back as `value` ("1024", "0.5").
+std::string shortest(float value) {
+  char text[32];
+  return std::string(text, std::to_chars(text, text + sizeof text, value).ptr);
 }
 
-std::string precision_name(Precision p) {
-  switch (p) {
-    case Precision::kNo: return "fp32";
-    case Precision::kFp16: return "fp16";
-    case Precision::kBf16: return "bf16";
-    case Precision::kPureFp16: return "pure_fp16";
+std::string loss_scale_text(const LossScaling& s) {
+  switch (s.kind) {
+    case LossScaling::Kind::kDynamic: return "dynamic";
+    case LossScaling::Kind::kNone: return "none";
+    case LossScaling::Kind::kStatic: return shortest(s.scale);
   }
   return "?";
 }
 
-OptLevel parse_opt_level(const std::string& name) {
-  if (name == "O1") return OptLevel::kO1;
-  if (name == "O2") return OptLevel::kO2;
-  fail("unknown opt level '", name, "' (expected O1 or O2)");
-}
-
-LossScaling parse_loss_scale(const std::string& text) {
+// "dynamic" | "none" | a positive number (static scale); `field` names the value in errors.
+LossScaling parse_loss_scale(const std::string& text, const std::string& field) {
   if (text == "dynamic") return {LossScaling::Kind::kDynamic};
   if (text == "none") return {LossScaling::Kind::kNone};
   char* end = nullptr;
   const float value = std::strtof(text.c_str(), &end);
-  check(end != text.c_str() && *end == '\0' && std::isfinite(value) && value > 0, "invalid loss scale '", text,
-        "' (expected dynamic, none or a positive number)");
+  check(end != text.c_str() && *end == '\0' && std::isfinite(value) && value > 0, field, ": invalid loss scale '",
+        text, "' (expected dynamic, none or a positive number)");
   return {LossScaling::Kind::kStatic, value};
 }
 
-namespace {
-
+// `o` resolved: kNone for the modes that do not scale.
 GradScalerOptions scaler_options(const MixedPrecisionOptions& o) {
-  const bool fp16 = o.precision == Precision::kFp16 || o.precision == Precision::kPureFp16;
-  LossScaling::Kind kind = o.loss_scaling.kind;
-  if (kind == LossScaling::Kind::kDefault) kind = fp16 ? LossScaling::Kind::kDynamic : LossScaling::Kind::kNone;
+  const LossScaling::Kind kind = o.loss_scaling.kind;
   GradScalerOptions s;
   s.enabled = kind != LossScaling::Kind::kNone;
   s.dynamic = kind == LossScaling::Kind::kDynamic;
@@ -59,23 +54,139 @@ GradScalerOptions scaler_options(const MixedPrecisionOptions& o) {
 
 }  // namespace
 
-MixedPrecision::MixedPrecision(nn::Module& model, MixedPrecisionOptions options)
-    : model_(model), options_(options), scaler_(scaler_options(options)) {
-  switch (options.precision) {
+MixedPrecisionOptions MixedPrecisionOptions::resolved() const {
+  validate();
+  MixedPrecisionOptions r = *this;
+  const bool f16_model =
+      precision == Precision::kPureFp16 || (precision == Precision::kFp16 && opt_level == OptLevel::kO2);
+  // Fields a mode ignores take one value, so that equal numerics compare equal.
+  if (precision != Precision::kFp16) r.opt_level = OptLevel::kO2;
+  if (!scales_loss(precision)) r.loss_scaling = {LossScaling::Kind::kNone};
+  if (!r.normalization_outputs) {
+    r.normalization_outputs = f16_model ? NormalizationOutputs::kInputDtype : NormalizationOutputs::kFloat32;
+  }
+  return r;
+}
+
+void MixedPrecisionOptions::validate() const {
+  const LossScaling& s = loss_scaling;
+  check(s.kind != LossScaling::Kind::kStatic || scales_loss(precision), "loss_scale (--loss-scale): a static scale (",
+        s.scale, ") applies to fp16 and pure_fp16 only: the other modes do not scale the loss");
+  const GradScalerOptions limits;
+  check(s.kind == LossScaling::Kind::kNone || (std::isfinite(s.scale) && s.scale >= limits.min_scale &&
+                                               s.scale <= limits.max_scale),
+        "loss_scale (--loss-scale) ", s.scale, " is outside the scaler's range [", limits.min_scale, ", ",
+        limits.max_scale, "] (init_scale <= max_scale)");
+  check(s.kind != LossScaling::Kind::kDynamic || s.growth_interval >= 1,
+        "loss_scale: the dynamic scaler's growth_interval must be >= 1, got ", s.growth_interval);
+}
+
+MixedPrecisionOptions parse_mixed_precision(const std::string& precision, const std::string& opt_level,
+                                            const std::string& loss_scale) {
+  MixedPrecisionOptions o;
+  if (precision == "no" || precision == "fp32" || precision == "f32") o.precision = Precision::kNo;
+  else if (precision == "fp16" || precision == "f16") o.precision = Precision::kFp16;
+  else if (precision == "bf16") o.precision = Precision::kBf16;
+  else if (precision == "pure_fp16") o.precision = Precision::kPureFp16;
+  else fail("precision (--precision): unknown precision '", precision, "' (expected no, fp32, fp16, bf16 or pure_fp16)");
+  if (opt_level == "O1") o.opt_level = OptLevel::kO1;
+  else if (opt_level == "O2") o.opt_level = OptLevel::kO2;
+  else fail("fp16_opt_level (--opt-level): unknown opt level '", opt_level, "' (expected O1 or O2)");
+  o.loss_scaling = parse_loss_scale(loss_scale, "loss_scale (--loss-scale)");
+  o.validate();
+  return o;
+}
+
+nlohmann::json mixed_precision_to_json(const MixedPrecisionOptions& options) {
+  const MixedPrecisionOptions o = options.resolved();
+  const LossScaling& s = o.loss_scaling;
+  nlohmann::json j = {
+      {"fp16", o.precision == Precision::kFp16 || o.precision == Precision::kPureFp16},
+      {"bf16", o.precision == Precision::kBf16},
+      {"fp16_opt_level", o.opt_level == OptLevel::kO1 ? "O1" : "O2"},
+      {"pure_fp16", o.precision == Precision::kPureFp16},
+      {"loss_scale", loss_scale_text(s)},
+      {"normalization_outputs",
+       o.normalization_outputs == NormalizationOutputs::kInputDtype ? "input_dtype" : "float32"}};
+  const LossScaling defaults;
+  if (s.kind == LossScaling::Kind::kDynamic && s.scale != defaults.scale) j["loss_scale_init"] = s.scale;
+  if (s.kind == LossScaling::Kind::kDynamic && s.growth_interval != defaults.growth_interval) {
+    j["loss_scale_growth_interval"] = s.growth_interval;
+  }
+  return j;
+}
+
+bool is_mixed_precision_key(const std::string& key) {
+  for (const char* k : {"fp16", "bf16", "fp16_opt_level", "pure_fp16", "loss_scale", "loss_scale_init",
+                        "loss_scale_growth_interval", "normalization_outputs"}) {
+    if (key == k) return true;
+  }
+  return false;
+}
+
+MixedPrecisionOptions mixed_precision_from_json(const nlohmann::json& j, const std::string& source) {
+  check(j.is_object(), source, ": expected a JSON object");
+  auto get = [&](const char* key, nlohmann::json::value_t type, const char* expected) -> const nlohmann::json* {
+    const auto it = j.find(key);
+    if (it == j.end()) return nullptr;
+    const bool ok = it->type() == type || (type == nlohmann::json::value_t::number_float && it->is_number()) ||
+                    (type == nlohmann::json::value_t::number_integer && it->is_number_integer());
+    check(ok, source, ": key '", key, "' has the wrong type (", it->dump(), ", expected ", expected, ")");
+    return &*it;
+  };
+  using T = nlohmann::json::value_t;
+  auto flag = [&](const char* key) {
+    const nlohmann::json* v = get(key, T::boolean, "true or false");
+    return v != nullptr && v->get<bool>();
+  };
+  MixedPrecisionOptions o;
+  const bool fp16 = flag("fp16"), bf16 = flag("bf16"), pure = flag("pure_fp16");
+  check(!(fp16 && bf16), source, ": keys 'fp16' and 'bf16' are both true: give one");
+  check(!pure || fp16, source, ": key 'pure_fp16' is true but 'fp16' is not (pure fp16 is an fp16 mode)");
+  o.precision = pure ? Precision::kPureFp16 : fp16 ? Precision::kFp16 : bf16 ? Precision::kBf16 : Precision::kNo;
+  if (const nlohmann::json* v = get("fp16_opt_level", T::string, "\"O1\" or \"O2\"")) {
+    const std::string& level = v->get_ref<const std::string&>();
+    check(level == "O1" || level == "O2", source, ": key 'fp16_opt_level' is '", level, "' (expected O1 or O2)");
+    o.opt_level = level == "O1" ? OptLevel::kO1 : OptLevel::kO2;
+  }
+  if (const nlohmann::json* v = get("loss_scale", T::string, "\"dynamic\", \"none\" or a number as a string")) {
+    o.loss_scaling = parse_loss_scale(v->get<std::string>(), source + ": key 'loss_scale'");
+  }
+  if (const nlohmann::json* v = get("loss_scale_init", T::number_float, "a number")) {
+    o.loss_scaling.scale = v->get<float>();
+  }
+  if (const nlohmann::json* v = get("loss_scale_growth_interval", T::number_integer, "an integer")) {
+    o.loss_scaling.growth_interval = v->get<int64_t>();
+  }
+  if (const nlohmann::json* v = get("normalization_outputs", T::string, "\"float32\" or \"input_dtype\"")) {
+    const std::string& where = v->get_ref<const std::string&>();
+    check(where == "float32" || where == "input_dtype", source, ": key 'normalization_outputs' is '", where,
+          "' (expected float32 or input_dtype)");
+    o.normalization_outputs = where == "float32" ? NormalizationOutputs::kFloat32 : NormalizationOutputs::kInputDtype;
+  }
+  try {
+    o.validate();
+  } catch (const Error& e) {
+    fail(source, ": ", e.what());
+  }
+  return o;
+}
+
+MixedPrecision::MixedPrecision(nn::Module& model, const MixedPrecisionOptions& options)
+    : model_(model), options_(options.resolved()), scaler_(scaler_options(options_)) {
+  switch (options_.precision) {
     case Precision::kNo: break;
     case Precision::kBf16: autocast_ = DType::bf16; break;
     case Precision::kFp16:
       autocast_ = DType::f16;
-      if (options.opt_level == OptLevel::kO2) {
+      if (options_.opt_level == OptLevel::kO2) {
         model.to(DType::f16);
-        normalizations_ = NormalizationOutputs::kInputDtype;
         masters_ = std::make_unique<MasterWeights>(model.parameters());
       }
       break;
     case Precision::kPureFp16:
       autocast_ = DType::f16;
       model.to(DType::f16);
-      normalizations_ = NormalizationOutputs::kInputDtype;
       break;
   }
 }
@@ -89,9 +200,8 @@ nn::NamedTensors MixedPrecision::optimizer_parameters() const {
 }
 
 Autocast MixedPrecision::autocast() const {
-  return Autocast(autocast_.value_or(DType::f16), autocast_.has_value(), normalizations_);
+  return Autocast(autocast_.value_or(DType::f16), autocast_.has_value(), *options_.normalization_outputs);
 }
-
 void MixedPrecision::unscale_gradients(Optimizer& optimizer) {
   if (unscaled_) return;
   if (masters_) masters_->copy_grads_to_masters();

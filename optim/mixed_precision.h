@@ -11,12 +11,23 @@
 //   bf16       f32 model; autocast to bf16; no scaling (bf16 has f32's range)
 //   pure_fp16  f16 model and optimizer on the f16 weights, no masters: every update smaller
 //              than half an ulp of its weight is lost (what the master_weights demo shows)
-// Loss scaling can be overridden: dynamic (GradScaler defaults), none, or a static scale.
+// Loss scaling of the fp16 modes can be overridden: dynamic (GradScaler defaults), none, or a
+// static scale.
+//
+// MixedPrecisionOptions is the one value that says how a run computes: the `halfgrad train`
+// flags are parsed into it once (parse_mixed_precision), TrainingArguments hold it and write it
+// into every checkpoint (mixed_precision_to_json, under Hugging Face's keys), AcceleratorOptions
+// take it as is, and inference rebuilds the same MixedPrecision from the checkpoint, so training,
+// evaluation and prediction run the same numerics. A new precision option is a new field here,
+// with its JSON key and (if the command sets it) its flag in parse_mixed_precision.
 #pragma once
 
+#include <cstdint>
 #include <memory>
 #include <optional>
 #include <string>
+
+#include <nlohmann/json.hpp>
 
 #include "autograd/autocast.h"
 #include "nn/module.h"
@@ -29,24 +40,57 @@ namespace hg::optim {
 enum class Precision { kNo, kFp16, kBf16, kPureFp16 };
 enum class OptLevel { kO1, kO2 };
 
-// "no" (or "fp32") | "fp16" | "bf16" | "pure_fp16"; throws naming the value otherwise.
-Precision parse_precision(const std::string& name);
-std::string precision_name(Precision precision);
-OptLevel parse_opt_level(const std::string& name);  // "O1" | "O2"
-
+// The loss scaling of the fp16 modes (fp16, pure_fp16). The other modes never scale: f32 and
+// bf16 have f32's exponent range, so no gradient underflows that scaling would save.
 struct LossScaling {
-  enum class Kind { kDefault, kDynamic, kNone, kStatic } kind = Kind::kDefault;  // default: dynamic for fp16
+  enum class Kind { kDynamic, kNone, kStatic } kind = Kind::kDynamic;
   float scale = 65536.0f;  // static scale, or the dynamic initial scale
   int64_t growth_interval = 2000;
+  bool operator==(const LossScaling&) const = default;
 };
-// "dynamic" | "none" | a positive number (static scale); throws naming the value otherwise.
-LossScaling parse_loss_scale(const std::string& text);
 
 struct MixedPrecisionOptions {
   Precision precision = Precision::kNo;
-  OptLevel opt_level = OptLevel::kO2;
-  LossScaling loss_scaling;
+  OptLevel opt_level = OptLevel::kO2;  // fp16 only (Hugging Face's TrainingArguments default to O1)
+  LossScaling loss_scaling;            // fp16 and pure_fp16 only
+  // Where softmax and layer norm store their outputs under autocast (autograd/autocast.h). Unset:
+  // the mode's -- the input dtype for an f16 model (fp16 O2, pure_fp16), as apex's O2 runs them;
+  // f32 otherwise, as torch.autocast does.
+  std::optional<NormalizationOutputs> normalization_outputs;
+
+  // These options with every unset field replaced by the mode's value, and the fields the mode
+  // ignores at one value (opt level O2 unless fp16, loss scaling none unless fp16 or pure_fp16):
+  // the one place where a default that depends on the mode is decided. MixedPrecision runs the
+  // resolved options, and two options compute the same way exactly when their resolved forms are
+  // equal. Validates first.
+  MixedPrecisionOptions resolved() const;
+  // Throws hg::Error naming the field and the `halfgrad train` flag that sets it: a static loss
+  // scale outside GradScaler's range, or one given to a mode that does not scale.
+  void validate() const;
+  bool operator==(const MixedPrecisionOptions&) const = default;
 };
+
+// The options the `halfgrad train` flags select: --precision (no | fp32 | fp16 | bf16 |
+// pure_fp16), --opt-level (O1 | O2) and --loss-scale (dynamic | none | a positive number). Throws
+// hg::Error naming the field, the flag and the value (validate() included).
+MixedPrecisionOptions parse_mixed_precision(const std::string& precision, const std::string& opt_level = "O2",
+                                            const std::string& loss_scale = "dynamic");
+
+// The JSON form, as keys of a flat object (TrainingArguments' JSON holds them beside its own):
+// Hugging Face's "fp16", "bf16" (booleans) and "fp16_opt_level" ("O1" | "O2"), and halfgrad's
+// "pure_fp16" (true with "fp16": an f16 model without masters), "loss_scale" ("dynamic" | "none"
+// | the static scale, as --loss-scale takes it; "none" for f32 and bf16; "loss_scale_init" and
+// "loss_scale_growth_interval" only when a dynamic scaler's differ from GradScaler's defaults)
+// and "normalization_outputs" ("float32" | "input_dtype"). Written resolved, so a checkpoint
+// states what it ran.
+nlohmann::json mixed_precision_to_json(const MixedPrecisionOptions& options);
+// Whether `key` is one of the keys above.
+bool is_mixed_precision_key(const std::string& key);
+// Reads the keys above from the object `j`, ignoring any other key; a missing key keeps
+// MixedPrecisionOptions' default ("normalization_outputs": the mode's), so the training_args
+// of checkpoints written before pure_fp16 and normalization_outputs existed still load. A
+// mistyped or invalid value is an hg::Error naming `source` (the file and object) and the key.
+MixedPrecisionOptions mixed_precision_from_json(const nlohmann::json& j, const std::string& source);
 
 struct StepResult {
   bool stepped = false;  // false: inf/NaN gradients, the step was skipped
@@ -56,12 +100,14 @@ struct StepResult {
 
 class MixedPrecision {
  public:
-  // Converts the model's parameters for the mode (f16 for O2 and pure_fp16).
-  MixedPrecision(nn::Module& model, MixedPrecisionOptions options);
+  // Converts the model's parameters for the mode (f16 for O2 and pure_fp16). Throws hg::Error
+  // for invalid options (MixedPrecisionOptions::validate).
+  MixedPrecision(nn::Module& model, const MixedPrecisionOptions& options);
 
   // The tensors the optimizer must update, by name: f32 masters (O2) or the model's own.
   nn::NamedTensors optimizer_parameters() const;
-  // The autocast guard for forward passes (a disabled guard when the mode has none).
+  // The autocast guard for forward passes -- training's and evaluation's -- with the mode's dtype
+  // and normalization outputs (a disabled guard when the mode has none).
   Autocast autocast() const;
   Tensor scale(const Tensor& loss) const { return scaler_.scale(loss); }
   // After backward: (O2) copy grads to masters, unscale, clip if max_grad_norm > 0, step
@@ -78,6 +124,7 @@ class MixedPrecision {
   // scale. Returns whether the optimizer stepped.
   bool finish_step(Optimizer& optimizer);
 
+  // The options in force (resolved: every field set).
   const MixedPrecisionOptions& options() const { return options_; }
   GradScaler& scaler() { return scaler_; }
   const GradScaler& scaler() const { return scaler_; }
@@ -88,8 +135,6 @@ class MixedPrecision {
   nn::Module& model_;
   MixedPrecisionOptions options_;
   std::optional<DType> autocast_;
-  // kInputDtype for an f16 model (O2, pure fp16): its normalizations store f16, as apex's O2.
-  NormalizationOutputs normalizations_ = NormalizationOutputs::kFloat32;
   GradScaler scaler_;
   std::unique_ptr<MasterWeights> masters_;
   bool unscaled_ = false;  // within the current step

@@ -10,9 +10,7 @@ namespace hg::train {
 Accelerator::Accelerator(AcceleratorOptions options) : options_(std::move(options)) {
   check(options_.gradient_accumulation_steps >= 1, "Accelerator: gradient_accumulation_steps must be >= 1, got ",
         options_.gradient_accumulation_steps);
-  optim::parse_precision(options_.mixed_precision);  // validate early, with the message naming it
-  optim::parse_opt_level(options_.fp16_opt_level);
-  optim::parse_loss_scale(options_.loss_scale);
+  options_.mixed_precision.validate();  // early, not only at prepare()
 }
 
 void Accelerator::prepare_module(nn::Module& model, optim::Optimizer& optimizer, optim::LrScheduler* scheduler) {
@@ -20,11 +18,7 @@ void Accelerator::prepare_module(nn::Module& model, optim::Optimizer& optimizer,
   model_ = &model;
   optimizer_ = &optimizer;
   scheduler_ = scheduler;
-  optim::LossScaling scaling = optim::parse_loss_scale(options_.loss_scale);
-  if (scaling.kind == optim::LossScaling::Kind::kDynamic) scaling.kind = optim::LossScaling::Kind::kDefault;
-  mp_ = std::make_unique<optim::MixedPrecision>(
-      model, optim::MixedPrecisionOptions{optim::parse_precision(options_.mixed_precision),
-                                          optim::parse_opt_level(options_.fp16_opt_level), scaling});
+  mp_ = std::make_unique<optim::MixedPrecision>(model, options_.mixed_precision);
   if (optim::MasterWeights* masters = mp_->masters()) {
     // Re-point the optimizer from the (now f16) model parameters to their f32 masters.
     const std::vector<Tensor>& model_params = masters->model_params();

@@ -2,7 +2,7 @@
 // machinery (optim/mixed_precision.h) so a plain training loop gains autocast, loss scaling,
 // master weights and gradient accumulation with four calls:
 //
-//   Accelerator acc({.mixed_precision = "fp16"});
+//   Accelerator acc({.mixed_precision = {.precision = optim::Precision::kFp16}});   // O2
 //   auto model = acc.prepare(classifier, optimizer, &scheduler);   // O2: model -> f16, masters
 //   for (batch : loader) {
 //     acc.backward(cross_entropy(model.forward(batch.ids, batch.attention_mask), batch.labels));
@@ -16,7 +16,6 @@
 #include <cstdint>
 #include <memory>
 #include <optional>
-#include <string>
 
 #include "autograd/autocast.h"
 #include "nn/module.h"
@@ -27,9 +26,7 @@
 namespace hg::train {
 
 struct AcceleratorOptions {
-  std::string mixed_precision = "no";  // "no" | "fp16" | "bf16" | "pure_fp16"
-  std::string fp16_opt_level = "O2";   // "O1" | "O2"
-  std::string loss_scale = "dynamic";  // "dynamic" | "none" | a static scale (fp16 only)
+  optim::MixedPrecisionOptions mixed_precision;  // f32 by default
   int64_t gradient_accumulation_steps = 1;
 };
 

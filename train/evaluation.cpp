@@ -1,17 +1,22 @@
-// Batched no-grad inference.
+// Batched no-grad inference, and a checkpoint loaded for it.
 #include "train/evaluation.h"
 
+#include <algorithm>
 #include <cmath>
 
 #include "autograd/autocast.h"
+#include "autograd/error.h"
 #include "autograd/ops.h"
 #include "autograd/tape.h"
 #include "data/data_loader.h"
+#include "io/checkpoint.h"
+#include "io/model_config.h"
 
 namespace hg::train {
 
 EvalPrediction run_evaluation(nn::TextClassifier& model, const data::Dataset& dataset, int64_t batch_size,
-                              std::optional<DType> autocast, const data::TokenizerConfig& tokenizer_config) {
+                              const optim::MixedPrecision& mixed_precision,
+                              const data::TokenizerConfig& tokenizer_config) {
   const data::Tokenizer tokenizer(tokenizer_config, model.config.pooling == nn::Pooling::kCls);
   data::DataLoader loader(dataset, tokenizer, {batch_size, false, false, 0, model.config.max_len});
   EvalPrediction p;
@@ -25,7 +30,7 @@ EvalPrediction run_evaluation(nn::TextClassifier& model, const data::Dataset& da
     const data::Batch batch = loader.batch(b);
     Tensor logits;
     {
-      Autocast guard(autocast.value_or(DType::f16), autocast.has_value());
+      Autocast guard = mixed_precision.autocast();
       logits = model.forward(batch.ids, batch.attention_mask);
     }
     loss_sum += double(cross_entropy(logits, batch.labels).item()) * double(batch.size());
@@ -38,6 +43,31 @@ EvalPrediction run_evaluation(nn::TextClassifier& model, const data::Dataset& da
   model.train(was_training);
   p.loss = loss_sum / double(dataset.size());
   return p;
+}
+
+InferenceModel load_for_inference(const std::string& dir) {
+  const io::Checkpoint c = io::load_checkpoint(dir);
+  const io::ModelConfig config = io::model_config_from_json(c.config, dir + "/config.json");
+  // The training run's mode, from the same keys its TrainingArguments wrote (absent: f32).
+  const nlohmann::json args = c.trainer_state.value("training_args", nlohmann::json::object());
+  const optim::MixedPrecisionOptions options =
+      optim::mixed_precision_from_json(args, dir + "/trainer_state.json: training_args");
+  InferenceModel m;
+  m.model = std::make_unique<nn::TextClassifier>(config.classifier, 0);
+  m.labels = config.labels;
+  m.tokenizer = config.tokenizer;
+  for (const auto& [name, tensor] : c.model) {
+    const std::vector<float> values = tensor.to_vector();
+    const bool finite = std::all_of(values.begin(), values.end(), [](float v) { return std::isfinite(v); });
+    check(finite, dir, "/model.safetensors: tensor '", name, "' holds inf or NaN");
+  }
+  try {
+    m.model->load_state_dict(c.model);
+  } catch (const Error& e) {
+    fail(dir, "/model.safetensors: ", e.what());
+  }
+  m.mixed_precision = std::make_unique<optim::MixedPrecision>(*m.model, options);  // O2: the model -> f16
+  return m;
 }
 
 std::vector<double> probabilities(const std::vector<float>& logits, int64_t row, int64_t classes) {

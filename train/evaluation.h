@@ -1,16 +1,19 @@
 // Running a TextClassifier over a dataset without gradients: logits, predictions and the mean
-// loss, in the precision it was trained in (the autocast dtype, if any). Shared by
-// Trainer::evaluate/predict and the `halfgrad eval` / `predict` commands.
+// loss, with the numerics it was trained with -- the forward pass runs under the training
+// mode's autocast (optim::MixedPrecision::autocast), so under fp16 O2 softmax and layer norm
+// store their outputs in f16 as in training, and the logits equal the training forward's in eval
+// mode bit for bit. Shared by Trainer::evaluate/predict, the demos and the `halfgrad eval` /
+// `predict` commands, which rebuild model and mode from a checkpoint with load_for_inference.
 #pragma once
 
-#include <optional>
+#include <memory>
 #include <string>
 #include <vector>
 
-#include "autograd/dtype.h"
 #include "data/dataset.h"
 #include "data/tokenizer.h"
 #include "nn/text_classifier.h"
+#include "optim/mixed_precision.h"
 
 namespace hg::train {
 
@@ -23,9 +26,25 @@ struct EvalPrediction {
   int64_t truncated = 0;             // texts longer than max_len tokens, cut by the tokenizer
 };
 
+// `mixed_precision`: the mode `model` was prepared with (its autocast runs every forward).
 // `tokenizer`: what the model was trained with (config.json's; bytes by default).
 EvalPrediction run_evaluation(nn::TextClassifier& model, const data::Dataset& dataset, int64_t batch_size,
-                              std::optional<DType> autocast, const data::TokenizerConfig& tokenizer = {});
+                              const optim::MixedPrecision& mixed_precision, const data::TokenizerConfig& tokenizer = {});
+
+// A model rebuilt from a checkpoint directory for evaluation, in the mode it was trained in.
+struct InferenceModel {
+  std::unique_ptr<nn::TextClassifier> model;
+  std::vector<std::string> labels;  // class id -> name
+  data::TokenizerConfig tokenizer;
+  std::unique_ptr<optim::MixedPrecision> mixed_precision;  // refers to *model: declared after it
+};
+
+// Reads config.json (model, labels, tokenizer), model.safetensors (the weights: the f32 masters
+// of an O2 run) and the mixed-precision options of trainer_state.json's training_args, and
+// prepares the model as training did (fp16 O2: an f16 model). A checkpoint without
+// training_args runs in f32. Throws hg::Error naming the file at fault, and refuses inf or NaN
+// weights (else the predictions would be silently NaN).
+InferenceModel load_for_inference(const std::string& checkpoint_dir);
 
 // Softmax probabilities of each row of logits (K classes), in f64 for display.
 std::vector<double> probabilities(const std::vector<float>& logits, int64_t row, int64_t classes);

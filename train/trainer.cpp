@@ -127,11 +127,19 @@ void load_weights(optim::MixedPrecision& mp, const nn::StateDict& weights, const
 }  // namespace
 
 struct Trainer::Parts {
+  // The steps since the last log entry (the sum of their losses, their count, how many the
+  // scaler skipped) and whether the scaler's health warning was given: one train() call's.
+  struct Window {
+    double loss = 0;
+    int64_t steps = 0, skipped = 0;
+    bool warned = false;
+  };
   data::Tokenizer tokenizer;
   std::unique_ptr<data::DataLoader> loader;
   std::unique_ptr<optim::AdamW> optimizer;
   std::unique_ptr<optim::LrScheduler> scheduler;
   std::ofstream log_file;
+  Window window;
 };
 
 Trainer::Trainer(nn::TextClassifier& model, TrainingArguments args, const data::Dataset& train_dataset,
@@ -160,8 +168,9 @@ Trainer::Trainer(nn::TextClassifier& model, TrainingArguments args, const data::
                                                 : int64_t(std::ceil(args_.warmup_ratio * double(state_.max_steps)));
   parts_->scheduler = std::make_unique<optim::LrScheduler>(*parts_->optimizer, optim::parse_schedule(args_.lr_scheduler_type),
                                                            warmup, state_.max_steps);
-  accelerator_ = std::make_unique<Accelerator>(AcceleratorOptions{args_.mixed_precision(), args_.fp16_opt_level,
-                                                                  args_.loss_scale, args_.gradient_accumulation_steps});
+  accelerator_ = std::make_unique<Accelerator>(
+      AcceleratorOptions{.mixed_precision = args_.mixed_precision,
+                         .gradient_accumulation_steps = args_.gradient_accumulation_steps});
   accelerator_->prepare(model, *parts_->optimizer, parts_->scheduler.get());
 }
 
@@ -198,8 +207,8 @@ PredictionOutput Trainer::predict(const data::Dataset& dataset) {
   check(dataset.label_names.size() == train_dataset_.label_names.size(), dataset.source, ": ",
         dataset.label_names.size(), " classes, the model was trained on ", train_dataset_.label_names.size());
   PredictionOutput out;
-  out.prediction = run_evaluation(model_, dataset, args_.per_device_eval_batch_size,
-                                  accelerator_->mixed_precision().autocast_dtype(), args_.tokenizer);
+  out.prediction = run_evaluation(model_, dataset, args_.per_device_eval_batch_size, accelerator_->mixed_precision(),
+                                  args_.tokenizer);
   out.metrics["test_loss"] = out.prediction.loss;
   for (const auto& [key, value] : compute_metrics_(out.prediction)) out.metrics["test_" + key] = value;
   return out;
@@ -241,9 +250,12 @@ void Trainer::restore(const std::string& dir) try {
   optim::MixedPrecision& mp = accelerator_->mixed_precision();
   const TrainingArguments saved_args =
       TrainingArguments::from_json(c.trainer_state.at("training_args"), dir + "/trainer_state.json");
-  check(saved_args.fp16 == args_.fp16 && saved_args.bf16 == args_.bf16 &&
-            saved_args.fp16_opt_level == args_.fp16_opt_level,
-        dir, ": the checkpoint was saved with another precision (fp16/bf16/opt level)");
+  // The mode must match (the weights' dtypes, the forward's numerics); the loss scaling may change.
+  optim::MixedPrecisionOptions saved = saved_args.mixed_precision;
+  saved.loss_scaling = args_.mixed_precision.loss_scaling;
+  check(saved.resolved() == args_.mixed_precision.resolved(), dir, ": the checkpoint was saved with another precision (",
+        optim::mixed_precision_to_json(saved).dump(), "; this run: ",
+        optim::mixed_precision_to_json(args_.mixed_precision).dump(), ")");
   load_weights(mp, c.model, dir + "/model.safetensors");
   parts_->optimizer->load_state_dict(c.optimizer);
   parts_->scheduler->load_state_dict(c.scheduler);
@@ -283,113 +295,124 @@ void Trainer::maybe_evaluate_and_save(bool epoch_end) {
   }
 }
 
-TrainOutput Trainer::train(const std::string& resume_from_checkpoint) {
-  if (!resume_from_checkpoint.empty()) restore(resume_from_checkpoint);  // a bad one leaves output_dir untouched
+// Resumes from `checkpoint` if given (a bad one leaves output_dir untouched), opens the log.
+void Trainer::begin_training(const std::string& checkpoint) {
+  if (!checkpoint.empty()) restore(checkpoint);
   std::filesystem::create_directories(args_.output_dir);
   parts_->log_file.open(std::filesystem::path(args_.output_dir) / "log.jsonl", std::ios::app);
   check(parts_->log_file.good(), args_.output_dir, "/log.jsonl: cannot open for writing");
-  std::unique_ptr<DetectAnomaly> anomaly;
-  if (args_.detect_anomaly) anomaly = std::make_unique<DetectAnomaly>(/*throw_on_anomaly=*/!accelerator_->mixed_precision().scaler().is_enabled());
-  for (auto& c : callbacks_) c->on_train_begin(state_, args_);
+  parts_->window = {};
+}
 
-  const auto start = std::chrono::steady_clock::now();
-  const int64_t per_epoch = steps_per_epoch(), accumulation = args_.gradient_accumulation_steps;
+// At the start of `epoch`: returns its first batch, past the ones earlier steps consumed on resume.
+int64_t Trainer::begin_epoch(int64_t epoch) {
+  parts_->loader->set_epoch(epoch);
+  const int64_t first_batch = (state_.global_step - epoch * steps_per_epoch()) * args_.gradient_accumulation_steps;
+  if (first_batch == 0) {
+    state_.epoch_loss_sum = 0;
+    state_.epoch_loss_steps = 0;
+  }
+  return first_batch;
+}
+
+// One optimizer step over the micro-batches from `first_batch`: forward and backward of each,
+// clip, step; then the state's step, epoch and loss sums.
+Trainer::StepOutcome Trainer::training_step(int64_t epoch, int64_t first_batch) {
   data::DataLoader& loader = *parts_->loader;
   optim::MixedPrecision& mp = accelerator_->mixed_precision();
-  double window_loss = 0;  // sum of the step losses since the last log entry
-  int64_t window_steps = 0, window_skipped = 0;
-  const int64_t start_step = state_.global_step;
-  bool stop = false, warned = false, interrupted = false;
+  const int64_t end = std::min(loader.num_batches(), first_batch + args_.gradient_accumulation_steps);
+  StepOutcome step;  // step.loss: summed over this step's micro-batches, then their mean
+  for (int64_t micro = first_batch; micro < end; ++micro) {
+    const data::Batch batch = loader.batch(micro);
+    Tensor loss;
+    {
+      Autocast guard = accelerator_->autocast();
+      loss = cross_entropy(model_.forward(batch.ids, batch.attention_mask), batch.labels);
+    }
+    const float value = loss.item();
+    check(std::isfinite(value) || mp.scaler().is_enabled(), "training loss is ",
+          std::isnan(value) ? "NaN" : value > 0 ? "inf" : "-inf", " at step ",
+          state_.global_step + 1, " (no loss scaler to skip the step): stopping instead of training on garbage; "
+          "try a lower learning_rate, or --detect-anomaly to find the op");
+    accelerator_->backward(loss);
+    step.loss += value;
+  }
+  step.loss /= double(end - first_batch);
+  step.scale = mp.scaler().get_scale();
+  step.grad_norm = args_.max_grad_norm > 0 ? accelerator_->clip_grad_norm(args_.max_grad_norm) : 0.0f;
+  step.stepped = accelerator_->step();
+  ++state_.global_step;
+  state_.epoch = double(epoch) + double(end) / double(loader.num_batches());
+  if (!step.stepped) ++state_.skipped_steps;
+  if (std::isfinite(step.loss)) {  // an inf/NaN loss (a step the scaler skips) would poison the means
+    state_.loss_sum += step.loss;
+    ++state_.loss_steps;
+    state_.epoch_loss_sum += step.loss;
+    ++state_.epoch_loss_steps;
+  }
+  return step;
+}
+
+// After each optimizer step: callbacks, the log entry every logging_steps, the scaler's health
+// warning (once), evaluation and checkpoint, and SIGINT (save the step, stop). Returns whether
+// training stops after this step.
+bool Trainer::end_step(const StepOutcome& step, bool& interrupted) {
+  Parts::Window& window = parts_->window;
+  const optim::GradScaler& scaler = accelerator_->mixed_precision().scaler();
+  bool stop = false;
+  window.loss += step.loss;
+  ++window.steps;
+  if (!step.stepped) ++window.skipped;
+  const nlohmann::json step_info = {{"step", state_.global_step}, {"loss", step.loss},
+                                    {"scale", step.scale}, {"stepped", step.stepped}, {"grad_norm", step.grad_norm}};
+  for (auto& c : callbacks_) {
+    c->on_step_end(state_, step_info);
+    stop = stop || c->should_stop;
+  }
+  if (state_.global_step % args_.logging_steps == 0) {
+    log({{"loss", window.loss / double(window.steps)}, {"learning_rate", parts_->scheduler->last_lr()},
+         {"grad_norm", step.grad_norm}, {"loss_scale", scaler.get_scale()}, {"skipped_steps", window.skipped}});
+    window.loss = 0;
+    window.steps = 0;
+    window.skipped = 0;
+  }
   std::string warning;
-  const SigintGuard sigint;
-  model_.train();
-  for (int64_t epoch = state_.global_step / per_epoch; !stop && state_.global_step < state_.max_steps; ++epoch) {
-    loader.set_epoch(epoch);
-    // On resume, skip the batches of this epoch that earlier steps consumed.
-    const int64_t first_batch = (state_.global_step - epoch * per_epoch) * accumulation;
-    if (first_batch == 0) {
-      state_.epoch_loss_sum = 0;
-      state_.epoch_loss_steps = 0;
-    }
-    for (int64_t b = first_batch; b < loader.num_batches() && !stop; b += accumulation) {
-      const int64_t end = std::min(loader.num_batches(), b + accumulation);
-      double step_loss = 0;  // summed over this step's micro-batches, then their mean
-      for (int64_t micro = b; micro < end; ++micro) {
-        const data::Batch batch = loader.batch(micro);
-        Tensor loss;
-        {
-          Autocast guard = accelerator_->autocast();
-          loss = cross_entropy(model_.forward(batch.ids, batch.attention_mask), batch.labels);
-        }
-        const float value = loss.item();
-        check(std::isfinite(value) || mp.scaler().is_enabled(), "training loss is ",
-              std::isnan(value) ? "NaN" : value > 0 ? "inf" : "-inf", " at step ",
-              state_.global_step + 1, " (no loss scaler to skip the step): stopping instead of training on garbage; "
-              "try a lower learning_rate, or --detect-anomaly to find the op");
-        accelerator_->backward(loss);
-        step_loss += value;
-      }
-      step_loss /= double(end - b);
-      const float scale = mp.scaler().get_scale();
-      const float norm = args_.max_grad_norm > 0 ? accelerator_->clip_grad_norm(args_.max_grad_norm) : 0.0f;
-      const bool stepped = accelerator_->step();
-      ++state_.global_step;
-      state_.epoch = double(epoch) + double(std::min(end, loader.num_batches())) / double(loader.num_batches());
-      if (!stepped) {
-        ++state_.skipped_steps;
-        ++window_skipped;
-      }
-      if (std::isfinite(step_loss)) {  // an inf/NaN loss (a step the scaler skips) would poison the means
-        state_.loss_sum += step_loss;
-        ++state_.loss_steps;
-        state_.epoch_loss_sum += step_loss;
-        ++state_.epoch_loss_steps;
-      }
-      window_loss += step_loss;
-      ++window_steps;
-      const nlohmann::json step_info = {{"step", state_.global_step}, {"loss", step_loss},
-                                        {"scale", scale}, {"stepped", stepped}, {"grad_norm", norm}};
-      for (auto& c : callbacks_) {
-        c->on_step_end(state_, step_info);
-        stop = stop || c->should_stop;
-      }
-      if (state_.global_step % args_.logging_steps == 0) {
-        log({{"loss", window_loss / double(window_steps)}, {"learning_rate", parts_->scheduler->last_lr()},
-             {"grad_norm", norm}, {"loss_scale", mp.scaler().get_scale()}, {"skipped_steps", window_skipped}});
-        window_loss = 0;
-        window_steps = 0;
-        window_skipped = 0;
-      }
-      if (!warned && !(warning = mp.scaler().health_warning()).empty()) {
-        if (!last_anomaly().op.empty()) warning += "; anomaly mode: " + last_anomaly().message();
-        std::fprintf(stderr, "warning: %s\n", warning.c_str());
-        log({{"warning", warning}});
-        warned = true;
-      }
-      maybe_evaluate_and_save(false);
-      if (sigint_received) {
-        interrupted = stop = true;
-        if (!io::checkpoint_complete(std::filesystem::path(args_.output_dir) /
+  if (!window.warned && !(warning = scaler.health_warning()).empty()) {
+    if (!last_anomaly().op.empty()) warning += "; anomaly mode: " + last_anomaly().message();
+    std::fprintf(stderr, "warning: %s\n", warning.c_str());
+    log({{"warning", warning}});
+    window.warned = true;
+  }
+  maybe_evaluate_and_save(false);
+  if (sigint_received) {
+    interrupted = stop = true;
+    if (!io::checkpoint_complete(std::filesystem::path(args_.output_dir) /
                                  ("checkpoint-" + std::to_string(state_.global_step)))) {
-          save_checkpoint();
-        }
-      }
-      for (auto& c : callbacks_) stop = stop || c->should_stop;
-      if (state_.global_step >= state_.max_steps) stop = true;
-    }
-    if (!interrupted && (state_.global_step % per_epoch == 0 || state_.global_step >= state_.max_steps)) {
-      maybe_evaluate_and_save(true);
-      for (auto& c : callbacks_) {
-        c->on_epoch_end(state_);
-        stop = stop || c->should_stop;
-      }
+      save_checkpoint();
     }
   }
+  for (auto& c : callbacks_) stop = stop || c->should_stop;
+  return stop || state_.global_step >= state_.max_steps;
+}
+
+// At an epoch's end (or the run's last step): the epoch's evaluation and checkpoint and the
+// callbacks. Returns whether a callback stops training.
+bool Trainer::end_epoch() {
+  maybe_evaluate_and_save(true);
+  bool stop = false;
+  for (auto& c : callbacks_) {
+    c->on_epoch_end(state_);
+    stop = stop || c->should_stop;
+  }
+  return stop;
+}
+
+// The best checkpoint's weights back (load_best_model_at_end), the summary, its log entry.
+TrainOutput Trainer::end_training(double seconds, int64_t start_step, bool interrupted) {
   if (args_.load_best_model_at_end && !interrupted && !state_.best_model_checkpoint.empty()) {
     load_weights(accelerator_->mixed_precision(), io::load_checkpoint(state_.best_model_checkpoint).model,
                  state_.best_model_checkpoint + "/model.safetensors");
   }
-  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   TrainOutput out;
   out.global_step = state_.global_step;
   out.interrupted = interrupted;
@@ -405,6 +428,29 @@ TrainOutput Trainer::train(const std::string& resume_from_checkpoint) {
   for (auto& c : callbacks_) c->on_train_end(state_);
   parts_->log_file.close();
   return out;
+}
+
+TrainOutput Trainer::train(const std::string& resume_from_checkpoint) {
+  begin_training(resume_from_checkpoint);
+  std::unique_ptr<DetectAnomaly> anomaly;
+  if (args_.detect_anomaly) anomaly = std::make_unique<DetectAnomaly>(/*throw_on_anomaly=*/!accelerator_->mixed_precision().scaler().is_enabled());
+  for (auto& c : callbacks_) c->on_train_begin(state_, args_);
+  const auto start = std::chrono::steady_clock::now();
+  const int64_t start_step = state_.global_step, per_epoch = steps_per_epoch();
+  bool stop = false, interrupted = false;
+  const SigintGuard sigint;
+  model_.train();
+  for (int64_t epoch = state_.global_step / per_epoch; !stop && state_.global_step < state_.max_steps; ++epoch) {
+    for (int64_t b = begin_epoch(epoch); b < parts_->loader->num_batches() && !stop;
+         b += args_.gradient_accumulation_steps) {
+      stop = end_step(training_step(epoch, b), interrupted);
+    }
+    if (!interrupted && (state_.global_step % per_epoch == 0 || state_.global_step >= state_.max_steps)) {
+      stop = end_epoch() || stop;
+    }
+  }
+  return end_training(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(), start_step,
+                      interrupted);
 }
 
 }  // namespace hg::train

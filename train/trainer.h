@@ -1,6 +1,7 @@
 // Trainer: the Hugging Face Trainer API level, for TextClassifier on labelled text.
 //
-//   TrainingArguments args{.output_dir = "out", .num_train_epochs = 8, .fp16 = true};
+//   TrainingArguments args{.output_dir = "out", .num_train_epochs = 8,
+//                          .mixed_precision = {.precision = optim::Precision::kFp16}};   // O2
 //   Trainer trainer(model, args, train_set, &eval_set);
 //   trainer.train();                       // or train("out/checkpoint-500") to resume
 //   auto metrics = trainer.evaluate();     // {"eval_loss", "eval_accuracy", "eval_f1", ...}
@@ -134,6 +135,20 @@ class Trainer {
 
  private:
   struct Parts;
+  // What one optimizer step did, for the bookkeeping after it.
+  struct StepOutcome {
+    double loss = 0;  // the mean over its micro-batches
+    float scale = 1;  // the loss scale it used
+    float grad_norm = 0;
+    bool stepped = false;
+  };
+  // train()'s steps, in order.
+  void begin_training(const std::string& checkpoint);
+  int64_t begin_epoch(int64_t epoch);
+  StepOutcome training_step(int64_t epoch, int64_t first_batch);
+  bool end_step(const StepOutcome& step, bool& interrupted);
+  bool end_epoch();
+  TrainOutput end_training(double seconds, int64_t start_step, bool interrupted);
   void log(nlohmann::json entry);
   void maybe_evaluate_and_save(bool epoch_end);
   void restore(const std::string& checkpoint);

@@ -5,9 +5,7 @@
 #include <cmath>
 
 #include "autograd/error.h"
-#include "optim/grad_scaler.h"
 #include "optim/lr_scheduler.h"
-#include "optim/mixed_precision.h"
 #include "io/model_config.h"
 
 namespace hg::train {
@@ -48,28 +46,16 @@ void TrainingArguments::validate(const std::vector<std::string>& metric_names) c
         "to save none");
   check(std::isfinite(max_grad_norm) && max_grad_norm >= 0, at,
         "max_grad_norm (--max-grad-norm) must be finite and >= 0 (0 turns clipping off), got ", max_grad_norm);
-  check(!(fp16 && bf16), at, "fp16 and bf16 are exclusive");
   try {
     tokenizer.validate();
   } catch (const Error& e) {
     fail(at, "tokenizer (--tokenizer, --ngram-min, --ngram-max, --buckets): ", e.what());
   }
   try {
-    optim::parse_opt_level(fp16_opt_level);
+    mixed_precision.validate();
   } catch (const Error& e) {
-    fail(at, "fp16_opt_level (--opt-level): ", e.what());
+    fail(at, e.what());
   }
-  optim::LossScaling scaling;
-  try {
-    scaling = optim::parse_loss_scale(loss_scale);
-  } catch (const Error& e) {
-    fail(at, "loss_scale (--loss-scale): ", e.what());
-  }
-  const optim::GradScalerOptions limits;
-  check(scaling.kind != optim::LossScaling::Kind::kStatic ||
-            (scaling.scale >= limits.min_scale && scaling.scale <= limits.max_scale),
-        at, "loss_scale (--loss-scale) ", loss_scale, " is outside the scaler's range [", limits.min_scale, ", ",
-        limits.max_scale, "] (init_scale <= max_scale)");
   check(gradient_accumulation_steps >= 1, at, "gradient_accumulation_steps (--grad-accum) must be >= 1, got ",
         gradient_accumulation_steps);
   check(!load_best_model_at_end || (eval_strategy != "no" && save_strategy == eval_strategy), at,
@@ -90,8 +76,6 @@ void TrainingArguments::validate(const std::vector<std::string>& metric_names) c
           list, ")");
   }
 }
-
-std::string TrainingArguments::mixed_precision() const { return fp16 ? "fp16" : bf16 ? "bf16" : "no"; }
 
 std::string TrainingArguments::best_metric_key() const {
   return metric_for_best_model.rfind("eval_", 0) == 0 ? metric_for_best_model : "eval_" + metric_for_best_model;
@@ -121,16 +105,13 @@ nlohmann::json TrainingArguments::to_json() const {
                       {"save_total_limit", save_total_limit},
                       {"load_best_model_at_end", load_best_model_at_end},
                       {"metric_for_best_model", metric_for_best_model},
-                      {"fp16", fp16},
-                      {"bf16", bf16},
-                      {"fp16_opt_level", fp16_opt_level},
-                      {"loss_scale", loss_scale},
                       {"max_grad_norm", max_grad_norm},
                       {"gradient_accumulation_steps", gradient_accumulation_steps},
                       {"seed", seed},
                       {"detect_anomaly", detect_anomaly},
                       {"tokenizer", io::tokenizer_config_to_json(tokenizer)}};
   if (greater_is_better) j["greater_is_better"] = *greater_is_better;
+  j.update(optim::mixed_precision_to_json(mixed_precision));  // HF's flat layout: "fp16", "bf16", ...
   return j;
 }
 
@@ -158,10 +139,7 @@ TrainingArguments TrainingArguments::from_json(const nlohmann::json& j, const st
       else if (key == "load_best_model_at_end") a.load_best_model_at_end = value;
       else if (key == "metric_for_best_model") a.metric_for_best_model = value;
       else if (key == "greater_is_better") a.greater_is_better = value.get<bool>();
-      else if (key == "fp16") a.fp16 = value;
-      else if (key == "bf16") a.bf16 = value;
-      else if (key == "fp16_opt_level") a.fp16_opt_level = value;
-      else if (key == "loss_scale") a.loss_scale = value;
+      else if (optim::is_mixed_precision_key(key)) continue;  // read below
       else if (key == "max_grad_norm") a.max_grad_norm = value;
       else if (key == "gradient_accumulation_steps") a.gradient_accumulation_steps = value;
       else if (key == "seed") a.seed = value;
@@ -172,6 +150,7 @@ TrainingArguments TrainingArguments::from_json(const nlohmann::json& j, const st
       fail(source, ": training_args: key '", key, "' has the wrong type (", e.what(), ")");
     }
   }
+  a.mixed_precision = optim::mixed_precision_from_json(j, source + ": training_args");
   return a;
 }
 

@@ -1,8 +1,9 @@
 // TrainingArguments: the Hugging Face Trainer's settings, with its names and (where training
-// from scratch does not call for other values) its defaults. fp16/bf16 and fp16_opt_level choose
-// the mixed-precision mode; loss_scale, detect_anomaly and tokenizer (what the Trainer's
-// DataLoader tokenizes with; HF passes a tokenizer object to the Trainer instead) are halfgrad's
-// additions.
+// from scratch does not call for other values) its defaults. mixed_precision (HF's fp16, bf16
+// and fp16_opt_level, in its JSON under those keys, plus halfgrad's loss scaling and
+// normalization outputs: optim/mixed_precision.h), detect_anomaly and tokenizer (what the
+// Trainer's DataLoader tokenizes with; HF passes a tokenizer object to the Trainer instead) are
+// halfgrad's forms of them.
 #pragma once
 
 #include <cstdint>
@@ -13,6 +14,7 @@
 #include <nlohmann/json.hpp>
 
 #include "data/tokenizer.h"
+#include "optim/mixed_precision.h"
 
 namespace hg::train {
 
@@ -36,10 +38,8 @@ struct TrainingArguments {
   bool load_best_model_at_end = false;
   std::string metric_for_best_model = "loss";  // an evaluate() key, "eval_" prefix optional
   std::optional<bool> greater_is_better;       // default: false for "loss", true otherwise
-  bool fp16 = false;
-  bool bf16 = false;
-  std::string fp16_opt_level = "O1";     // "O1" | "O2" (HF's default is O1)
-  std::string loss_scale = "dynamic";    // fp16: "dynamic" | "none" | a static scale
+  // f32 by default; its opt level, when fp16 is chosen, defaults to O2 (HF's fp16_opt_level: O1).
+  optim::MixedPrecisionOptions mixed_precision;
   float max_grad_norm = 1.0f;            // 0: no clipping
   int64_t gradient_accumulation_steps = 1;
   uint64_t seed = 42;
@@ -52,8 +52,6 @@ struct TrainingArguments {
   // metric_for_best_model must be one of `metric_names` ("eval_" prefix optional); an empty
   // list skips that check (custom compute_metrics, whose keys are known only after evaluating).
   void validate(const std::vector<std::string>& metric_names = standard_metrics()) const;
-  // The mixed-precision mode these flags select: "no", "fp16" or "bf16".
-  std::string mixed_precision() const;
   // The metric key in evaluate()'s result ("eval_loss" for "loss").
   std::string best_metric_key() const;
   bool best_metric_greater_is_better() const;
@@ -61,6 +59,8 @@ struct TrainingArguments {
   nlohmann::json to_json() const;
   // Accepts every field of to_json(); "evaluation_strategy" is read as eval_strategy. An
   // unknown or mistyped key is an error naming `source` (the file it came from) and the key.
+  // The training_args of checkpoints written before mixed_precision existed (keys fp16, bf16,
+  // fp16_opt_level, loss_scale) still load.
   static TrainingArguments from_json(const nlohmann::json& j, const std::string& source);
 };
 

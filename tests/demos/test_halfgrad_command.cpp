@@ -142,7 +142,8 @@ TEST_CASE("halfgrad predict --logits prints the library's f32 logits as JSON lin
   data::Dataset d;
   d.label_names = config.labels;
   for (const std::string& t : texts) d.examples.push_back({t, 0});
-  const train::EvalPrediction expected = train::run_evaluation(model, d, 256, std::nullopt);
+  const optim::MixedPrecision f32(model, {});  // the run's --precision fp32
+  const train::EvalPrediction expected = train::run_evaluation(model, d, 256, f32);
   CHECK(expected.truncated == 1);
 
   std::vector<nlohmann::json> lines;

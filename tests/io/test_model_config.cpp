@@ -131,6 +131,33 @@ TEST_CASE("config.json from before tokenizers reads as bytes with learned positi
   CHECK(train::TrainingArguments::from_json(args, "trainer_state.json").tokenizer.kind == data::TokenizerKind::kBytes);
 }
 
+TEST_CASE("training_args hold the mixed-precision mode under Hugging Face's keys, and old ones still load",
+          "[train][config]") {
+  train::TrainingArguments a;
+  a.mixed_precision = {.precision = optim::Precision::kFp16, .opt_level = optim::OptLevel::kO2};
+  const nlohmann::json j = a.to_json();
+  CHECK(j.at("fp16") == true);  // flat, as HF's TrainingArguments.to_dict()
+  CHECK(j.at("bf16") == false);
+  CHECK(j.at("fp16_opt_level") == "O2");
+  CHECK(j.at("normalization_outputs") == "input_dtype");
+  CHECK(train::TrainingArguments::from_json(j, "trainer_state.json").mixed_precision == a.mixed_precision.resolved());
+
+  // The keys the code before MixedPrecisionOptions wrote (an fp16 O1 run with a static scale).
+  nlohmann::json old = train::TrainingArguments().to_json();
+  for (const char* key : {"pure_fp16", "normalization_outputs"}) old.erase(key);
+  old["fp16"] = true;
+  old["fp16_opt_level"] = "O1";
+  old["loss_scale"] = "1024";
+  const optim::MixedPrecisionOptions back = train::TrainingArguments::from_json(old, "trainer_state.json").mixed_precision;
+  CHECK(back.precision == optim::Precision::kFp16);
+  CHECK(back.opt_level == optim::OptLevel::kO1);
+  CHECK(back.loss_scaling == optim::LossScaling{optim::LossScaling::Kind::kStatic, 1024.0f});
+  CHECK(back.resolved().normalization_outputs == NormalizationOutputs::kFloat32);  // O1's, as before
+  old["bf16"] = true;
+  CHECK_THROWS_WITH(train::TrainingArguments::from_json(old, "trainer_state.json"),
+                    Catch::Contains("trainer_state.json: training_args: keys 'fp16' and 'bf16' are both true"));
+}
+
 TEST_CASE("a bad tokenizer in config.json names the file and the field", "[train][config]") {
   auto with = [](nlohmann::json tokenizer) {
     nlohmann::json j = model_config_to_json(bag_config());

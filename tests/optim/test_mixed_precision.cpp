@@ -77,9 +77,79 @@ TEST_CASE("modes set the model dtype, the optimizer's tensors and the scaler", "
     CHECK_FALSE(mp.scaler().is_enabled());
     CHECK(mp.autocast_dtype() == DType::bf16);
   }
-  CHECK(parse_loss_scale("1024").kind == LossScaling::Kind::kStatic);
-  REQUIRE_THROWS_WITH(parse_loss_scale("-3"), Catch::Contains("'-3'"));
-  REQUIRE_THROWS_WITH(parse_precision("fp8"), Catch::Contains("'fp8'"));
+}
+
+TEST_CASE("parse_mixed_precision reads the train flags and names the flag and value at fault", "[mixed]") {
+  const MixedPrecisionOptions o = parse_mixed_precision("fp16", "O1", "1024");
+  CHECK(o.precision == Precision::kFp16);
+  CHECK(o.opt_level == OptLevel::kO1);
+  CHECK(o.loss_scaling == LossScaling{LossScaling::Kind::kStatic, 1024.0f});
+  CHECK(parse_mixed_precision("fp32").precision == Precision::kNo);
+  CHECK(parse_mixed_precision("fp16", "O2", "none").loss_scaling.kind == LossScaling::Kind::kNone);
+  REQUIRE_THROWS_WITH(parse_mixed_precision("fp16", "O2", "-3"),
+                      Catch::Contains("loss_scale (--loss-scale): invalid loss scale '-3'"));
+  REQUIRE_THROWS_WITH(parse_mixed_precision("fp8"), Catch::Contains("precision (--precision): unknown precision 'fp8'"));
+  REQUIRE_THROWS_WITH(parse_mixed_precision("fp16", "O3"), Catch::Contains("(--opt-level): unknown opt level 'O3'"));
+  // GradScalerOptions' max_scale is 2^24.
+  REQUIRE_THROWS_WITH(parse_mixed_precision("fp16", "O2", "1e30"), Catch::Contains("outside the scaler's range"));
+  REQUIRE_THROWS_WITH(parse_mixed_precision("bf16", "O2", "1024"), Catch::Contains("applies to fp16 and pure_fp16 only"));
+}
+
+TEST_CASE("mixed precision options: normalization outputs default to the mode's and can be set", "[mixed]") {
+  using NO = NormalizationOutputs;
+  CHECK(MixedPrecisionOptions{.precision = Precision::kFp16, .opt_level = OptLevel::kO2}.resolved().normalization_outputs ==
+        NO::kInputDtype);
+  CHECK(MixedPrecisionOptions{.precision = Precision::kPureFp16}.resolved().normalization_outputs == NO::kInputDtype);
+  CHECK(MixedPrecisionOptions{.precision = Precision::kFp16, .opt_level = OptLevel::kO1}.resolved().normalization_outputs ==
+        NO::kFloat32);
+  CHECK(MixedPrecisionOptions{.precision = Precision::kBf16}.resolved().normalization_outputs == NO::kFloat32);
+  // Set explicitly, the autocast of an O1 run stores softmax outputs in their input's f16.
+  Generator gen(1);
+  nn::Linear layer(2, 2, {nn::Init::Scheme::kNormal, 0.5f, &gen});
+  const MixedPrecision mp(layer, {.precision = Precision::kFp16, .opt_level = OptLevel::kO1,
+                                  .normalization_outputs = NO::kInputDtype});
+  CHECK(mp.options().normalization_outputs == NO::kInputDtype);
+  Autocast ac = mp.autocast();
+  CHECK(softmax(Tensor::zeros({2, 3}, DType::f16)).dtype() == DType::f16);
+}
+
+TEST_CASE("mixed precision options: JSON under Hugging Face's keys, and old training_args still load", "[mixed]") {
+  const std::vector<MixedPrecisionOptions> cases = {
+      {},
+      {.precision = Precision::kFp16, .opt_level = OptLevel::kO1},
+      {.precision = Precision::kFp16, .opt_level = OptLevel::kO2, .loss_scaling = {LossScaling::Kind::kStatic, 512.0f}},
+      {.precision = Precision::kFp16, .loss_scaling = {LossScaling::Kind::kDynamic, 1024.0f, 50}},
+      {.precision = Precision::kFp16, .loss_scaling = {LossScaling::Kind::kNone}},
+      {.precision = Precision::kBf16, .normalization_outputs = NormalizationOutputs::kInputDtype},
+      {.precision = Precision::kPureFp16}};
+  for (const MixedPrecisionOptions& o : cases) {
+    const nlohmann::json j = mixed_precision_to_json(o);
+    INFO(j.dump());
+    CHECK(mixed_precision_from_json(j, "test") == o.resolved());
+  }
+  const nlohmann::json o2 = mixed_precision_to_json({.precision = Precision::kFp16, .opt_level = OptLevel::kO2});
+  CHECK(o2 == nlohmann::json{{"fp16", true}, {"bf16", false}, {"fp16_opt_level", "O2"}, {"pure_fp16", false},
+                             {"loss_scale", "dynamic"}, {"normalization_outputs", "input_dtype"}});
+  // The training_args the code before MixedPrecisionOptions wrote: the same mode, resolved.
+  const nlohmann::json old = {{"fp16", true}, {"bf16", false}, {"fp16_opt_level", "O2"}, {"loss_scale", "dynamic"},
+                              {"output_dir", "ignored: not a mixed-precision key"}};
+  CHECK(mixed_precision_from_json(old, "old").resolved() ==
+        MixedPrecisionOptions{.precision = Precision::kFp16, .opt_level = OptLevel::kO2}.resolved());
+  CHECK(mixed_precision_from_json(nlohmann::json::object(), "empty") == MixedPrecisionOptions{});
+  // An f32 run's opt level and loss scale are ignored: an old library default (O1, dynamic) is the
+  // same mode as today's (O2, none), so a resume is not refused for them.
+  CHECK(mixed_precision_from_json({{"fp16", false}, {"fp16_opt_level", "O1"}, {"loss_scale", "dynamic"}}, "old f32")
+            .resolved() == MixedPrecisionOptions{}.resolved());
+  REQUIRE_THROWS_WITH(mixed_precision_from_json({{"fp16", "yes"}}, "f.json: training_args"),
+                      Catch::Contains("f.json: training_args: key 'fp16' has the wrong type"));
+  REQUIRE_THROWS_WITH(mixed_precision_from_json({{"fp16", true}, {"bf16", true}}, "f.json"),
+                      Catch::Contains("f.json: keys 'fp16' and 'bf16' are both true"));
+  REQUIRE_THROWS_WITH(mixed_precision_from_json({{"fp16_opt_level", "O3"}}, "f.json"),
+                      Catch::Contains("f.json: key 'fp16_opt_level' is 'O3'"));
+  REQUIRE_THROWS_WITH(mixed_precision_from_json({{"normalization_outputs", "f8"}}, "f.json"),
+                      Catch::Contains("f.json: key 'normalization_outputs' is 'f8'"));
+  REQUIRE_THROWS_WITH(mixed_precision_from_json({{"fp16", true}, {"loss_scale", "lots"}}, "f.json"),
+                      Catch::Contains("f.json: key 'loss_scale': invalid loss scale 'lots'"));
 }
 
 TEST_CASE("without a scaler, a step whose gradient norm is inf/NaN is skipped, on every path", "[mixed]") {

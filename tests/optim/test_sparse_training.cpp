@@ -116,7 +116,7 @@ TEST_CASE("sparse AdamW training matches the dense run bit for bit on rows touch
   constexpr float kMaxNorm = 0.05f;
   for (const Precision precision : {Precision::kNo, Precision::kFp16}) {
     for (const int micro : {1, 2}) {
-      INFO(precision_name(precision) << ", " << micro << " micro-batch(es) per step");
+      INFO(mixed_precision_to_json({.precision = precision}).dump() << ", " << micro << " micro-batch(es) per step");
       Generator gen(5);
       std::vector<std::vector<MicroBatch>> plan(6);
       for (auto& step : plan) {

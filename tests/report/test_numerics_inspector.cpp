@@ -178,7 +178,7 @@ TEST_CASE("InspectorCallback writes a JSONL line per inspected step and the hist
   args.max_steps = 3;  // steps 1-3; step 2 is inspected, and step 4 is opened but never runs
   args.per_device_train_batch_size = 16;
   args.save_strategy = "no";
-  args.fp16 = true;
+  args.mixed_precision = {.precision = optim::Precision::kFp16, .opt_level = optim::OptLevel::kO1};
   train::Trainer trainer(model, args, train_set, nullptr, {}, {std::make_shared<InspectorCallback>(2, args.output_dir)});
   trainer.train();
   std::istringstream lines(testing::read_bytes(dir.path / "numerics.jsonl"));

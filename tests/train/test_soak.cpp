@@ -48,7 +48,9 @@ TEST_CASE("soak: 300 steps of the main job's model keep resident memory flat", "
                            0);
   TrainingArguments args{.output_dir = dir.path.string(), .max_steps = 300, .learning_rate = 1e-3f,
                          .warmup_steps = 100, .lr_scheduler_type = "cosine", .save_strategy = "steps",
-                         .save_steps = 50, .save_total_limit = 2, .fp16 = true, .fp16_opt_level = "O2", .seed = 0};
+                         .save_steps = 50, .save_total_limit = 2,
+                         .mixed_precision = {.precision = optim::Precision::kFp16, .opt_level = optim::OptLevel::kO2},
+                         .seed = 0};
   auto sampler = std::make_shared<MemorySampler>();
   Trainer trainer(model, args, split.train, nullptr, {}, {sampler});
   trainer.train();

@@ -79,8 +79,8 @@ TEST_CASE("resuming from a checkpoint continues bit for bit (f32 and fp16 O2, wi
     INFO("fp16 " << fp16);
     const fs::path full_dir = fresh_dir("resume_full"), part_dir = fresh_dir("resume_part");
     TrainingArguments full_args = tiny_args(full_dir, 30);
-    full_args.fp16 = fp16;
-    full_args.fp16_opt_level = "O2";
+    full_args.mixed_precision = {.precision = fp16 ? optim::Precision::kFp16 : optim::Precision::kNo,
+                                 .opt_level = optim::OptLevel::kO2};
     nn::TextClassifier uninterrupted(tiny_config(0.1f), 5);
     Trainer(uninterrupted, full_args, train_set).train();
 
@@ -109,7 +109,7 @@ TEST_CASE("a short fp16 run learns the synthetic task", "[train]") {
   const data::Dataset train_set = data::synthetic_dataset(2000, 4, 7), eval_set = data::synthetic_dataset(400, 4, 8);
   const fs::path dir = fresh_dir("learn");
   TrainingArguments args = tiny_args(dir, 150);
-  args.fp16 = true;
+  args.mixed_precision = {.precision = optim::Precision::kFp16, .opt_level = optim::OptLevel::kO1};
   args.save_strategy = "no";
   nn::TextClassifier model(tiny_config(0.0f), 1);
   Trainer trainer(model, args, train_set, &eval_set);
@@ -126,8 +126,7 @@ TEST_CASE("load_best_model_at_end puts the best checkpoint's weights back (fp16 
   const data::Dataset train_set = data::synthetic_dataset(500, 4, 1), eval_set = data::synthetic_dataset(200, 4, 2);
   const fs::path dir = fresh_dir("load_best");
   TrainingArguments args = tiny_args(dir, 30);
-  args.fp16 = true;
-  args.fp16_opt_level = "O2";
+  args.mixed_precision = {.precision = optim::Precision::kFp16, .opt_level = optim::OptLevel::kO2};
   args.eval_strategy = "steps";
   args.eval_steps = 10;
   args.load_best_model_at_end = true;
@@ -200,8 +199,7 @@ TEST_CASE("a weight gone inf: f32 training stops with a message, fp16 skips, cou
                                            Catch::Contains("stopping instead of training on garbage"));
   }
   SECTION("fp16 O2 with the scaler: every later step is skipped and counted, and the warning names the op") {
-    args.fp16 = true;
-    args.fp16_opt_level = "O2";
+    args.mixed_precision = {.precision = optim::Precision::kFp16, .opt_level = optim::OptLevel::kO2};
     nn::TextClassifier model(tiny_config(0.0f), 5);
     Trainer trainer(model, args, train_set, nullptr, {}, {poison});
     poison->trainer = &trainer;
