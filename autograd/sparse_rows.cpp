@@ -5,9 +5,9 @@
 #include <cstring>
 #include <iterator>
 
-#include "autograd/error.h"
 #include "autograd/kernels/cast.h"
 #include "autograd/ops/elementwise.h"
+#include "base/error.h"
 
 namespace hg {
 namespace {

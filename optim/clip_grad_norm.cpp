@@ -4,7 +4,7 @@
 #include <cmath>
 
 #include "autograd/kernels/cast.h"
-#include "autograd/error.h"
+#include "base/error.h"
 
 namespace hg::optim {
 

@@ -6,10 +6,10 @@
 #include <cstring>
 
 #include "autograd/allocator.h"
-#include "autograd/error.h"
 #include "autograd/kernels/cast.h"
 #include "autograd/sparse_rows.h"
 #include "autograd/tape.h"
+#include "base/error.h"
 
 namespace hg::optim {
 

@@ -11,10 +11,10 @@
 #include <filesystem>
 #include <fstream>
 
-#include "autograd/error.h"
 #include "autograd/kernels/cast.h"
 #include "autograd/ops.h"
 #include "autograd/tape.h"
+#include "base/error.h"
 #include "optim/adam.h"
 #include "optim/param_groups.h"
 #include "io/checkpoint.h"

@@ -4,7 +4,7 @@
 #include <algorithm>
 #include <cmath>
 
-#include "autograd/error.h"
+#include "base/error.h"
 #include "optim/grad_scaler.h"
 #include "optim/lr_scheduler.h"
 #include "optim/mixed_precision.h"

@@ -6,9 +6,9 @@
 
 #include <cstdint>
 
-#include "autograd/error.h"
 #include "autograd/generator.h"
 #include "autograd/tensor.h"
+#include "base/error.h"
 #include "precision/half.h"
 
 namespace hg {

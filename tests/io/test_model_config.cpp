@@ -5,7 +5,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "autograd/error.h"
+#include "base/error.h"
 #include "tests/temp_dir.h"
 #include "io/model_config.h"
 #include "train/training_arguments.h"

@@ -10,8 +10,8 @@
 #include <limits>
 #include <regex>
 
-#include "autograd/error.h"
 #include "autograd/kernels/cast.h"
+#include "base/error.h"
 #include "data/dataset.h"
 #include "nn/text_classifier.h"
 #include "optim/mixed_precision.h"

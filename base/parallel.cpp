@@ -1,5 +1,5 @@
 // The OpenMP wait-policy default and its report (see parallel.h).
-#include "autograd/parallel.h"
+#include "base/parallel.h"
 
 #include <omp.h>
 #include <unistd.h>

@@ -10,7 +10,7 @@
 #include <cstdlib>
 #include <string>
 
-#include "autograd/parallel.h"
+#include "base/parallel.h"
 
 namespace hg {
 
