@@ -3,8 +3,6 @@
 // sizes, split long spans into fixed chunks for OpenMP and merge per-chunk NumericsStats in chunk
 // order. Default options without stats take the shortcuts of DemoteF32To: F16C for f16 on
 // AVX2/AVX3, a 10-operation sequence for bf16.
-#include <omp.h>
-
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
@@ -13,6 +11,7 @@
 #include <type_traits>
 #include <vector>
 
+#include "base/parallel.h"
 #include "precision/convert.h"
 #include "precision/numerics_stats.h"
 
@@ -174,7 +173,7 @@ namespace {
 // chunking depends on n alone, never on the thread count, so per-chunk stats merge identically.
 constexpr size_t kMinChunk = size_t{1} << 14;
 constexpr size_t kMaxChunks = 256;
-constexpr size_t kParallelMin = size_t{1} << 16;  // shorter spans stay on the calling thread
+static_assert(size_t(kParallelConvertElements) >= 4 * kMinChunk, "a span that opens a team has four chunks or more");
 
 // Runs kernel(begin, end, stats) over [0, n) chunk by chunk, in parallel for long spans; with
 // `stats`, each chunk fills its own partial, merged in chunk order afterwards.
@@ -187,13 +186,12 @@ void for_chunks(size_t n, NumericsStats* stats, const Kernel& kernel) {
     const size_t begin = size_t(c) * chunk;
     kernel(begin, std::min(n, begin + chunk), stats != nullptr ? &partial[size_t(c)] : nullptr);
   };
-  // No OpenMP region at all for short spans, one thread or a call from inside a region: even a
-  // region that stays on one thread sets up a team and makes a futex system call (the autograd
-  // ops narrow every 2048-element chunk through here).
-  if (n < kParallelMin || count == 1 || omp_get_max_threads() == 1 || omp_in_parallel()) {
+  // No OpenMP region at all on the calling thread's path: the autograd ops narrow every
+  // 2048-element chunk through here (see base/parallel.h for the cost of a region).
+  if (use_team(n, kParallelConvertElements)) {
+#pragma omp parallel for schedule(static)
     for (ptrdiff_t c = 0; c < count; ++c) run(c);
   } else {
-#pragma omp parallel for schedule(static)
     for (ptrdiff_t c = 0; c < count; ++c) run(c);
   }
   if (stats != nullptr) {

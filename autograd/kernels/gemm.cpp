@@ -5,8 +5,6 @@
 // (that would make results depend on the thread count).
 #include "autograd/kernels/gemm.h"
 
-#include <omp.h>
-
 #include <algorithm>
 #include <array>
 #include <cstddef>
@@ -15,6 +13,8 @@
 #include <stdexcept>
 #include <string>
 #include <utility>
+
+#include "base/parallel.h"
 
 // Packing buffers live outside the per-target code (this file is compiled once per target).
 #ifndef HG_KERNELS_GEMM_BUFFERS_
@@ -422,10 +422,6 @@ HWY_EXPORT(GemmPartImpl);
 
 namespace {
 
-// Below this many flops (~50 us on one Zen3 core) a product runs on the calling thread: waking
-// the team costs a few microseconds, and far more when a worker has to wait for a busy core.
-constexpr double kParallelFlops = 1 << 22;
-
 void check(bool ok, const char* what, int64_t value) {
   if (!ok) throw std::invalid_argument(std::string("gemm: ") + what + " = " + std::to_string(value));
 }
@@ -459,8 +455,7 @@ void gemm_batched(float* c, int64_t ldc, int64_t c_batch_stride, const GemmOpera
   // Tasks: (matrix, part) pairs. Whole matrices per thread when they divide evenly or are many
   // (attention's B*H products); otherwise every matrix is also cut into `threads` parts.
   const double flops = 2.0 * double(m) * double(n) * double(k) * double(batch);
-  const int64_t team =
-      flops < kParallelFlops || omp_in_parallel() ? 1 : int64_t{omp_get_max_threads()};
+  const int64_t team = team_size(flops, kParallelFlops);
   const int64_t parts = (batch % team == 0 || batch >= 4 * team) ? 1 : team;
   const int64_t tasks = batch * parts;
   const auto run = [&](int64_t t) {

@@ -1,4 +1,6 @@
-// The default OpenMP wait policy reaches libgomp: a child process started without a policy
+// The threading policy of base/parallel.h: where use_team opens a team (each threshold, thread
+// count, nesting), that maybe_parallel's loops cover their range inside a caller's team, and that
+// the default OpenMP wait policy reaches libgomp: a child process started without a policy
 // re-executes itself through use_default_wait_policy, and what omp_display_env prints there
 // (libgomp's own view of its settings) holds the default spin count.
 #include <omp.h>
@@ -9,6 +11,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <string>
+#include <vector>
 
 #include "base/parallel.h"
 
@@ -56,6 +59,63 @@ std::string child_output(const std::string& set) {
 }
 
 }  // namespace
+
+TEST_CASE("use_team opens a team from each threshold up, with more than one thread, outside any region", "[parallel]") {
+  const int saved = omp_get_max_threads();
+  for (const int64_t threshold : {kParallelElements, kParallelConvertElements, kParallelRandomElements, kParallelFlops}) {
+    INFO("threshold " << threshold);
+    omp_set_num_threads(2);
+    CHECK_FALSE(use_team(threshold - 1, threshold));
+    CHECK(use_team(threshold, threshold));
+    CHECK(team_size(threshold - 1, threshold) == 1);
+    CHECK(team_size(threshold, threshold) == 2);
+    CHECK(team_size(1e30, threshold) == 2);  // a GEMM's flop count beyond int64 still counts as large
+    // Inside a caller's team a nested region would get one thread: no team.
+    std::vector<int> inside(2, -1);
+#pragma omp parallel num_threads(2)
+    inside[size_t(omp_get_thread_num())] = team_size(threshold, threshold);
+    CHECK(inside == std::vector<int>{1, 1});
+    omp_set_num_threads(1);
+    CHECK_FALSE(use_team(threshold, threshold));
+    CHECK(team_size(threshold, threshold) == 1);
+  }
+  omp_set_num_threads(saved);
+}
+
+// A `#pragma omp for` inside a caller's team binds to that team: without maybe_parallel's team of
+// one, each calling thread would fill only its share of its own range.
+TEST_CASE("maybe_parallel runs the whole loop for each caller inside a team and splits it outside", "[parallel]") {
+  const int saved = omp_get_max_threads();
+  omp_set_num_threads(2);
+  const int64_t n = kParallelElements;
+  const auto fill = [n](std::vector<int>& hits, std::vector<int>& by_thread) {
+    maybe_parallel(use_team(n, kParallelElements), [&] {
+#pragma omp for schedule(static)
+      for (int64_t i = 0; i < n; ++i) {
+        hits[size_t(i)] += 1;
+        by_thread[size_t(i)] = omp_get_thread_num();
+      }
+    });
+  };
+  std::vector<int> hits(size_t(n), 0), by_thread(size_t(n), -1);
+  fill(hits, by_thread);
+  CHECK(hits == std::vector<int>(size_t(n), 1));
+  CHECK(by_thread.front() == 0);
+  CHECK(by_thread.back() == 1);  // the team of 2 split the range (static: the second half on thread 1)
+
+  std::vector<std::vector<int>> own_hits(2, std::vector<int>(size_t(n), 0)), own_by_thread(2, by_thread);
+#pragma omp parallel num_threads(2)
+  {
+    const size_t t = size_t(omp_get_thread_num());
+    fill(own_hits[t], own_by_thread[t]);
+  }
+  for (size_t t = 0; t < 2; ++t) {
+    INFO("caller thread " << t);
+    CHECK(own_hits[t] == std::vector<int>(size_t(n), 1));
+    CHECK(own_by_thread[t] == std::vector<int>(size_t(n), 0));  // thread 0 of its own team of one
+  }
+  omp_set_num_threads(saved);
+}
 
 TEST_CASE("without a user policy libgomp runs with GOMP_SPINCOUNT=1000 and a user's policy is kept", "[parallel]") {
   const std::string defaulted = child_output("");
