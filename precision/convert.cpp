@@ -6,11 +6,11 @@
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
-#include <stdexcept>
 #include <string>
 #include <type_traits>
 #include <vector>
 
+#include "base/error.h"
 #include "base/parallel.h"
 #include "precision/convert.h"
 #include "precision/numerics_stats.h"
@@ -200,10 +200,7 @@ void for_chunks(size_t n, NumericsStats* stats, const Kernel& kernel) {
 }
 
 void check_sizes(const char* op, size_t src, size_t dst) {
-  if (src != dst) {
-    throw std::invalid_argument(std::string("hg::precision::") + op + ": src has " +
-                                std::to_string(src) + " elements but dst has " + std::to_string(dst));
-  }
+  check(src == dst, "hg::precision::", op, ": src has ", src, " elements but dst has ", dst);
 }
 
 // uint16_t holds f16/bf16 bits, uint8_t holds e4m3/e5m2 bits; round_to takes all four.
@@ -211,24 +208,17 @@ void check_format(const char* op, FloatFormat f, int storage_bits) {
   const bool ok = storage_bits == 16   ? f == kBinary16 || f == kBFloat16
                   : storage_bits == 8  ? f == kE4M3 || f == kE5M2
                                        : f == kBinary16 || f == kBFloat16 || f == kE4M3 || f == kE5M2;
-  if (!ok) {
-    throw std::invalid_argument(std::string("hg::precision::") + op + ": format " + format_name(f) +
-                                " (" + std::to_string(f.exponent_bits) + " exponent, " +
-                                std::to_string(f.mantissa_bits) + " mantissa bits) is not supported" +
-                                (storage_bits != 0 ? " with uint" + std::to_string(storage_bits) +
-                                                         "_t storage"
-                                                   : std::string()));
-  }
+  check(ok, "hg::precision::", op, ": format ", format_name(f), " (", f.exponent_bits, " exponent, ",
+        f.mantissa_bits, " mantissa bits) is not supported",
+        storage_bits != 0 ? " with uint" + std::to_string(storage_bits) + "_t storage" : std::string());
 }
 
 template <class Fn>
 void encode_chunks(const char* op, std::span<const float> src, const ConvertOptions& options,
                    const Fn& fn) {
-  if (options.rounding.random_bits != 0) {
-    throw std::invalid_argument(std::string("hg::precision::") + op +
-                                ": rounding.random_bits is for one value; a span draws "
-                                "stochastic_bits(seed, offset + i), set ConvertOptions::seed");
-  }
+  check(options.rounding.random_bits == 0, "hg::precision::", op,
+        ": rounding.random_bits is for one value; a span draws stochastic_bits(seed, offset + i), set "
+        "ConvertOptions::seed");
   const StochasticKey key = stochastic_key(options.seed);
   for_chunks(src.size(), options.stats, [&](size_t begin, size_t end, NumericsStats* stats) {
     if (stats != nullptr) stats->input.add(src.subspan(begin, end - begin));  // before round_to overwrites it

@@ -10,10 +10,9 @@
 #include <cstddef>
 #include <cstdlib>
 #include <new>
-#include <stdexcept>
-#include <string>
 #include <utility>
 
+#include "base/error.h"
 #include "base/parallel.h"
 
 // Packing buffers live outside the per-target code (this file is compiled once per target).
@@ -422,19 +421,11 @@ HWY_EXPORT(GemmPartImpl);
 
 namespace {
 
-void check(bool ok, const char* what, int64_t value) {
-  if (!ok) throw std::invalid_argument(std::string("gemm: ") + what + " = " + std::to_string(value));
-}
-
 void check_operand(const GemmOperand& x, const char* name, int64_t rows, int64_t cols) {
   const int64_t width = x.transposed ? rows : cols;  // of the stored matrix
-  if (x.data == nullptr && rows * cols != 0) {
-    throw std::invalid_argument(std::string("gemm: ") + name + ".data is null");
-  }
-  if (x.ld < width || (x.ld < 1 && rows * cols != 0)) {  // an empty operand is never read
-    throw std::invalid_argument(std::string("gemm: ") + name + ".ld = " + std::to_string(x.ld) +
-                                " is less than the stored width " + std::to_string(width));
-  }
+  // An empty operand is never read: its data may be null.
+  check(x.data != nullptr || rows * cols == 0, "gemm: ", name, ".data is null");
+  check(x.ld >= width, "gemm: ", name, ".ld = ", x.ld, " is less than the stored width ", width);
 }
 
 }  // namespace
@@ -443,12 +434,12 @@ void check_operand(const GemmOperand& x, const char* name, int64_t rows, int64_t
 void gemm_batched(float* c, int64_t ldc, int64_t c_batch_stride, const GemmOperand& a,
                   const GemmOperand& b, int64_t batch, int64_t m, int64_t n, int64_t k,
                   GemmOptions options) {
-  check(m >= 0, "m", m);
-  check(n >= 0, "n", n);
-  check(k >= 0, "k", k);
-  check(batch >= 0, "batch", batch);
+  check(m >= 0, "gemm: m = ", m, " is negative");
+  check(n >= 0, "gemm: n = ", n, " is negative");
+  check(k >= 0, "gemm: k = ", k, " is negative");
+  check(batch >= 0, "gemm: batch = ", batch, " is negative");
   if (m == 0 || n == 0 || batch == 0) return;
-  check(ldc >= n, "ldc (< n)", ldc);
+  check(ldc >= n, "gemm: ldc = ", ldc, " is less than n = ", n);
   check_operand(a, "a", m, k);
   check_operand(b, "b", k, n);
 
