@@ -34,8 +34,9 @@ inline constexpr int64_t kParallelElements = int64_t{1} << 15;
 // Format conversions (precision/convert.h), in elements: a span is cut into chunks of at least
 // 2^14 elements (precision/convert.cpp), and a team should get four chunks or more.
 inline constexpr int64_t kParallelConvertElements = int64_t{1} << 16;
-// Random fills (Generator::uniform and normal), in elements: the conversions' threshold, as first
-// set; not measured since.
+// Random fills (Generator::uniform and normal), in elements: the conversions' threshold, which it
+// was given when the generator was written; not measured for fills, which cost more an element
+// (a Philox block per four uniform or one normal value), so likely on the high side.
 inline constexpr int64_t kParallelRandomElements = int64_t{1} << 16;
 // Matrix products (autograd/kernels/gemm.h), in flops (2 m n k per product): ~50 us on one Zen3
 // core, above which a product is worth splitting.
