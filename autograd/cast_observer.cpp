@@ -4,7 +4,7 @@
 #include <atomic>
 #include <utility>
 
-#include "autograd/error.h"
+#include "base/error.h"
 
 namespace hg {
 namespace {

@@ -6,6 +6,8 @@
 #include <cmath>
 #include <numbers>
 
+#include "base/parallel.h"
+
 namespace hg {
 
 std::array<uint32_t, 4> philox4x32(std::array<uint32_t, 4> c, uint64_t key) {
@@ -40,30 +42,34 @@ void Generator::uniform(std::span<float> out, float low, float high) {
   const uint64_t base = offset_;
   const float width = high - low;
   const int64_t n = int64_t(out.size());
-#pragma omp parallel for schedule(static) if (n > 65536)
-  for (int64_t i = 0; i < n; i += 4) {
-    const uint64_t first = base + uint64_t(i);
-    std::array<uint32_t, 4> words = block(seed_, first / 4);
-    for (int64_t j = i; j < std::min(n, i + 4); ++j) {
-      const uint64_t c = base + uint64_t(j);
-      if (c / 4 != first / 4) words = block(seed_, c / 4);  // an unaligned start crosses a block
-      out[size_t(j)] = low + width * unit_float(words[c % 4]);
+  maybe_parallel(use_team(n, kParallelRandomElements), [&] {
+#pragma omp for schedule(static)
+    for (int64_t i = 0; i < n; i += 4) {
+      const uint64_t first = base + uint64_t(i);
+      std::array<uint32_t, 4> words = block(seed_, first / 4);
+      for (int64_t j = i; j < std::min(n, i + 4); ++j) {
+        const uint64_t c = base + uint64_t(j);
+        if (c / 4 != first / 4) words = block(seed_, c / 4);  // an unaligned start crosses a block
+        out[size_t(j)] = low + width * unit_float(words[c % 4]);
+      }
     }
-  }
+  });
   offset_ += out.size();
 }
 
 void Generator::normal(std::span<float> out, float mean, float stddev) {
   const uint64_t base = offset_;
-#pragma omp parallel for schedule(static) if (out.size() > 65536)
-  for (size_t i = 0; i < out.size(); ++i) {
-    // Box-Muller on two words of the element's own block; u1 in (0, 1] keeps log finite.
-    const auto words = block(seed_, base + i);
-    const double u1 = (double(words[0] >> 8) + 1.0) * 0x1.0p-24;
-    const double u2 = double(words[1] >> 8) * 0x1.0p-24;
-    const double z = std::sqrt(-2.0 * std::log(u1)) * std::cos(2.0 * std::numbers::pi * u2);
-    out[i] = float(mean + stddev * z);
-  }
+  maybe_parallel(use_team(out.size(), kParallelRandomElements), [&] {
+#pragma omp for schedule(static)
+    for (size_t i = 0; i < out.size(); ++i) {
+      // Box-Muller on two words of the element's own block; u1 in (0, 1] keeps log finite.
+      const auto words = block(seed_, base + i);
+      const double u1 = (double(words[0] >> 8) + 1.0) * 0x1.0p-24;
+      const double u2 = double(words[1] >> 8) * 0x1.0p-24;
+      const double z = std::sqrt(-2.0 * std::log(u1)) * std::cos(2.0 * std::numbers::pi * u2);
+      out[i] = float(mean + stddev * z);
+    }
+  });
   offset_ += out.size();
 }
 

@@ -1,7 +1,7 @@
 // Indices construction: the value count must match the shape.
 #include "autograd/indices.h"
 
-#include "autograd/error.h"
+#include "base/error.h"
 
 namespace hg {
 

@@ -1,8 +1,8 @@
 // Thread-local rounding state behind RoundingScope, and the rounding of op results under it.
 #include "autograd/rounding_scope.h"
 
-#include "autograd/error.h"
 #include "autograd/kernels/cast.h"
+#include "base/error.h"
 
 namespace hg {
 namespace {

@@ -1,7 +1,7 @@
 // Shape bookkeeping; every size is validated here once so ops can trust it.
 #include "autograd/shape.h"
 
-#include "autograd/error.h"
+#include "base/error.h"
 
 namespace hg {
 

@@ -5,8 +5,8 @@
 #include <cstring>
 #include <iterator>
 
-#include "autograd/error.h"
 #include "autograd/ops/elementwise.h"
+#include "base/error.h"
 
 namespace hg {
 namespace {

@@ -6,12 +6,12 @@
 #include <algorithm>
 #include <map>
 
-#include "autograd/error.h"
 #include "autograd/kernels/cast.h"
 #include "autograd/ops/elementwise.h"
 #include "autograd/ops/reduce.h"
 #include "autograd/ops/shape_ops.h"
 #include "autograd/sparse_rows.h"
+#include "base/error.h"
 
 namespace hg {
 namespace {

@@ -6,10 +6,10 @@
 #include <cstring>
 
 #include "autograd/allocator.h"
-#include "autograd/error.h"
 #include "autograd/kernels/cast.h"
 #include "autograd/ops/shape_ops.h"
 #include "autograd/sparse_rows.h"
+#include "base/error.h"
 
 namespace hg {
 

@@ -3,8 +3,8 @@
 // and a DRAM-sized f32 buffer, with 1 and 2 OpenMP threads. One JSON object per line:
 //   {"bench":"convert","op":"f32_to_f16","size":"L2","threads":1,"gbps":...,...}
 // gbps counts bytes read plus bytes written per second (f32_to_f16: 4 + 2 bytes an element), the
-// median over timed batches; gbps_best is the fastest batch. Spans shorter than convert.cpp's
-// parallel threshold (64 Ki elements) run on one thread whatever --threads says.
+// median over timed batches; gbps_best is the fastest batch. Spans shorter than
+// kParallelConvertElements (base/parallel.h, 64 Ki elements) run on one thread whatever --threads says.
 #include <omp.h>
 
 #include <CLI/CLI.hpp>

@@ -22,7 +22,7 @@
 #include <vector>
 
 #include "autograd/ops.h"
-#include "autograd/parallel.h"
+#include "base/parallel.h"
 #include "nn/linear.h"
 #include "optim/adam.h"
 #include "train/accelerator.h"

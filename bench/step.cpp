@@ -23,7 +23,7 @@
 
 #include "autograd/allocator.h"
 #include "autograd/ops.h"
-#include "autograd/parallel.h"
+#include "base/parallel.h"
 #include "nn/text_classifier.h"
 #include "optim/adam.h"
 #include "train/accelerator.h"

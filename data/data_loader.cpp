@@ -4,8 +4,8 @@
 #include <algorithm>
 #include <numeric>
 
-#include "autograd/error.h"
 #include "autograd/generator.h"
+#include "base/error.h"
 
 namespace hg::data {
 

@@ -7,8 +7,8 @@
 #include <string_view>
 #include <sstream>
 
-#include "autograd/error.h"
 #include "autograd/generator.h"
+#include "base/error.h"
 #include "data/tokenizer.h"
 
 namespace hg::data {

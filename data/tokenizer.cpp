@@ -2,7 +2,7 @@
 // Unicode standard).
 #include "data/tokenizer.h"
 
-#include "autograd/error.h"
+#include "base/error.h"
 #include "data/text.h"
 
 namespace hg::data {

@@ -13,7 +13,7 @@
 #include <cstdio>
 
 #include "autograd/ops.h"
-#include "autograd/parallel.h"
+#include "base/parallel.h"
 #include "data/data_loader.h"
 #include "nn/text_classifier.h"
 #include "optim/adam.h"
@@ -23,7 +23,7 @@
 using namespace hg;
 
 int main(int argc, char** argv) {
-  hg::use_default_wait_policy(argv);  // before libgomp's threads exist: see autograd/parallel.h
+  hg::use_default_wait_policy(argv);  // before libgomp's threads exist: see base/parallel.h
   CLI::App app{"accelerator_loop: the same training through an Accelerator (HF Accelerate style)"};
   int64_t steps = 200;
   uint64_t seed = 0;

@@ -18,16 +18,16 @@
 #include <fstream>
 #include <iostream>
 
-#include "autograd/error.h"
-#include "autograd/parallel.h"
-#include "demos/halfgrad_cli.h"
+#include "base/error.h"
+#include "base/parallel.h"
 #include "data/dataset.h"
-#include "nn/text_classifier.h"
+#include "demos/halfgrad_cli.h"
 #include "io/checkpoint.h"
+#include "io/model_config.h"
+#include "nn/text_classifier.h"
+#include "report/numerics_inspector.h"
 #include "train/evaluation.h"
 #include "train/metrics.h"
-#include "io/model_config.h"
-#include "report/numerics_inspector.h"
 #include "train/trainer.h"
 
 namespace {
@@ -251,7 +251,7 @@ int run_predict(const std::string& checkpoint, std::vector<std::string> texts, b
 }  // namespace
 
 int main(int argc, char** argv) {
-  hg::use_default_wait_policy(argv);  // before libgomp's threads exist: see autograd/parallel.h
+  hg::use_default_wait_policy(argv);  // before libgomp's threads exist: see base/parallel.h
   CLI::App app{"halfgrad: train a transformer text classifier with emulated mixed precision"};
   cli::CommandLine cl;
   cli::setup_command_line(app, cl);

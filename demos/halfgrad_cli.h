@@ -11,7 +11,7 @@
 #include <tuple>
 #include <vector>
 
-#include "autograd/error.h"
+#include "base/error.h"
 #include "optim/mixed_precision.h"
 #include "train/training_arguments.h"
 

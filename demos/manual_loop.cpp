@@ -15,8 +15,8 @@
 
 #include "autograd/autocast.h"
 #include "autograd/ops.h"
-#include "autograd/parallel.h"
 #include "autograd/tape.h"
+#include "base/parallel.h"
 #include "data/data_loader.h"
 #include "nn/text_classifier.h"
 #include "optim/adam.h"
@@ -27,7 +27,7 @@
 using namespace hg;
 
 int main(int argc, char** argv) {
-  hg::use_default_wait_policy(argv);  // before libgomp's threads exist: see autograd/parallel.h
+  hg::use_default_wait_policy(argv);  // before libgomp's threads exist: see base/parallel.h
   CLI::App app{"manual_loop: autocast + GradScaler by hand (PyTorch AMP style)"};
   int64_t steps = 200;
   uint64_t seed = 0;

@@ -11,14 +11,14 @@
 #include <CLI/CLI.hpp>
 #include <cstdio>
 
-#include "autograd/parallel.h"
+#include "base/parallel.h"
 #include "data/dataset.h"
 #include "nn/text_classifier.h"
 
 using namespace hg;
 
 int main(int argc, char** argv) {
-  hg::use_default_wait_policy(argv);  // before libgomp's threads exist: see autograd/parallel.h
+  hg::use_default_wait_policy(argv);  // before libgomp's threads exist: see base/parallel.h
   CLI::App app{"trainer: the same training through a Trainer (HF Trainer style)"};
   int64_t steps = 200;
   uint64_t seed = 0;

@@ -9,7 +9,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "autograd/error.h"
+#include "base/error.h"
 #include "io/model_config.h"
 #include "train/trainer.h"
 

@@ -4,7 +4,7 @@
 #include <cstdint>
 #include <cstdlib>
 
-#include "autograd/error.h"
+#include "base/error.h"
 #include "fuzz/fuzz_input.h"
 #include "io/safetensors.h"
 

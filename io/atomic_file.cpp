@@ -11,7 +11,7 @@
 #include <cerrno>
 #include <cstring>
 
-#include "autograd/error.h"
+#include "base/error.h"
 
 namespace hg::io {
 namespace {

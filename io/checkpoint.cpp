@@ -11,7 +11,7 @@
 #include <fstream>
 #include <sstream>
 
-#include "autograd/error.h"
+#include "base/error.h"
 #include "io/atomic_file.h"
 #include "io/safetensors.h"
 

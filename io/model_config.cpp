@@ -4,7 +4,7 @@
 #include <charconv>
 #include <cstdlib>
 
-#include "autograd/error.h"
+#include "base/error.h"
 #include "data/tokenizer.h"
 #include "nn/layer_norm.h"
 

@@ -18,7 +18,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "autograd/error.h"
+#include "base/error.h"
 #include "io/atomic_file.h"
 
 namespace hg::io {

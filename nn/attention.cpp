@@ -1,8 +1,8 @@
 // MultiHeadAttention: project, split heads, attend, merge heads, project.
 #include "nn/attention.h"
 
-#include "autograd/error.h"
 #include "autograd/ops.h"
+#include "base/error.h"
 
 namespace hg::nn {
 

@@ -1,8 +1,8 @@
 // Dropout: active only in train mode.
 #include "nn/dropout.h"
 
-#include "autograd/error.h"
 #include "autograd/ops/nn.h"
+#include "base/error.h"
 
 namespace hg::nn {
 

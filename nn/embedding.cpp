@@ -3,8 +3,8 @@
 
 #include <cstring>
 
-#include "autograd/error.h"
 #include "autograd/ops/nn.h"
+#include "base/error.h"
 #include "nn/init_detail.h"
 
 namespace hg::nn {

@@ -3,7 +3,7 @@
 
 #include <cmath>
 
-#include "autograd/error.h"
+#include "base/error.h"
 
 namespace hg::nn::detail {
 

@@ -3,9 +3,9 @@
 
 #include <set>
 
-#include "autograd/error.h"
 #include "autograd/ops/shape_ops.h"
 #include "autograd/tape.h"
+#include "base/error.h"
 
 namespace hg::nn {
 

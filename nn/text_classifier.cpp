@@ -1,8 +1,8 @@
 // TextClassifier construction (in a fixed order, so a seed fixes every weight) and forward.
 #include "nn/text_classifier.h"
 
-#include "autograd/error.h"
 #include "autograd/ops.h"
+#include "base/error.h"
 
 namespace hg::nn {
 

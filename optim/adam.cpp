@@ -4,8 +4,8 @@
 
 #include <cmath>
 
-#include "autograd/error.h"
-#include "autograd/parallel.h"
+#include "base/error.h"
+#include "base/parallel.h"
 
 namespace hg::optim {
 

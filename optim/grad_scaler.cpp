@@ -5,9 +5,9 @@
 #include <cmath>
 #include <sstream>
 
-#include "autograd/error.h"
 #include "autograd/ops/elementwise.h"
 #include "autograd/ops/shape_ops.h"
+#include "base/error.h"
 
 namespace hg::optim {
 

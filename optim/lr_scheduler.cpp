@@ -5,7 +5,7 @@
 #include <cmath>
 #include <numbers>
 
-#include "autograd/error.h"
+#include "base/error.h"
 
 namespace hg::optim {
 

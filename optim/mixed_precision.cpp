@@ -6,7 +6,7 @@
 #include <cmath>
 #include <cstdlib>
 
-#include "autograd/error.h"
+#include "base/error.h"
 #include "optim/clip_grad_norm.h"
 
 namespace hg::optim {

@@ -6,9 +6,9 @@
 #include <cstring>
 
 #include "autograd/allocator.h"
-#include "autograd/error.h"
 #include "autograd/sparse_rows.h"
 #include "autograd/tape.h"
+#include "base/error.h"
 
 namespace hg::optim {
 

@@ -1,7 +1,7 @@
 // torch.optim.SGD's update, per element in f32.
 #include "optim/sgd.h"
 
-#include "autograd/error.h"
+#include "base/error.h"
 
 namespace hg::optim {
 

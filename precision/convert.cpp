@@ -3,16 +3,15 @@
 // sizes, split long spans into fixed chunks for OpenMP and merge per-chunk NumericsStats in chunk
 // order. Default options without stats take the shortcuts of DemoteF32To: F16C for f16 on
 // AVX2/AVX3, a 10-operation sequence for bf16.
-#include <omp.h>
-
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
-#include <stdexcept>
 #include <string>
 #include <type_traits>
 #include <vector>
 
+#include "base/error.h"
+#include "base/parallel.h"
 #include "precision/convert.h"
 #include "precision/numerics_stats.h"
 
@@ -174,7 +173,7 @@ namespace {
 // chunking depends on n alone, never on the thread count, so per-chunk stats merge identically.
 constexpr size_t kMinChunk = size_t{1} << 14;
 constexpr size_t kMaxChunks = 256;
-constexpr size_t kParallelMin = size_t{1} << 16;  // shorter spans stay on the calling thread
+static_assert(size_t(kParallelConvertElements) >= 4 * kMinChunk, "a span that opens a team has four chunks or more");
 
 // Runs kernel(begin, end, stats) over [0, n) chunk by chunk, in parallel for long spans; with
 // `stats`, each chunk fills its own partial, merged in chunk order afterwards.
@@ -187,13 +186,12 @@ void for_chunks(size_t n, NumericsStats* stats, const Kernel& kernel) {
     const size_t begin = size_t(c) * chunk;
     kernel(begin, std::min(n, begin + chunk), stats != nullptr ? &partial[size_t(c)] : nullptr);
   };
-  // No OpenMP region at all for short spans, one thread or a call from inside a region: even a
-  // region that stays on one thread sets up a team and makes a futex system call (the autograd
-  // ops narrow every 2048-element chunk through here).
-  if (n < kParallelMin || count == 1 || omp_get_max_threads() == 1 || omp_in_parallel()) {
+  // No OpenMP region at all on the calling thread's path: the autograd ops narrow every
+  // 2048-element chunk through here (see base/parallel.h for the cost of a region).
+  if (use_team(n, kParallelConvertElements)) {
+#pragma omp parallel for schedule(static)
     for (ptrdiff_t c = 0; c < count; ++c) run(c);
   } else {
-#pragma omp parallel for schedule(static)
     for (ptrdiff_t c = 0; c < count; ++c) run(c);
   }
   if (stats != nullptr) {
@@ -202,10 +200,7 @@ void for_chunks(size_t n, NumericsStats* stats, const Kernel& kernel) {
 }
 
 void check_sizes(const char* op, size_t src, size_t dst) {
-  if (src != dst) {
-    throw std::invalid_argument(std::string("hg::precision::") + op + ": src has " +
-                                std::to_string(src) + " elements but dst has " + std::to_string(dst));
-  }
+  check(src == dst, "hg::precision::", op, ": src has ", src, " elements but dst has ", dst);
 }
 
 // uint16_t holds f16/bf16 bits, uint8_t holds e4m3/e5m2 bits; round_to takes all four.
@@ -213,24 +208,17 @@ void check_format(const char* op, FloatFormat f, int storage_bits) {
   const bool ok = storage_bits == 16   ? f == kBinary16 || f == kBFloat16
                   : storage_bits == 8  ? f == kE4M3 || f == kE5M2
                                        : f == kBinary16 || f == kBFloat16 || f == kE4M3 || f == kE5M2;
-  if (!ok) {
-    throw std::invalid_argument(std::string("hg::precision::") + op + ": format " + format_name(f) +
-                                " (" + std::to_string(f.exponent_bits) + " exponent, " +
-                                std::to_string(f.mantissa_bits) + " mantissa bits) is not supported" +
-                                (storage_bits != 0 ? " with uint" + std::to_string(storage_bits) +
-                                                         "_t storage"
-                                                   : std::string()));
-  }
+  check(ok, "hg::precision::", op, ": format ", format_name(f), " (", f.exponent_bits, " exponent, ",
+        f.mantissa_bits, " mantissa bits) is not supported",
+        storage_bits != 0 ? " with uint" + std::to_string(storage_bits) + "_t storage" : std::string());
 }
 
 template <class Fn>
 void encode_chunks(const char* op, std::span<const float> src, const ConvertOptions& options,
                    const Fn& fn) {
-  if (options.rounding.random_bits != 0) {
-    throw std::invalid_argument(std::string("hg::precision::") + op +
-                                ": rounding.random_bits is for one value; a span draws "
-                                "stochastic_bits(seed, offset + i), set ConvertOptions::seed");
-  }
+  check(options.rounding.random_bits == 0, "hg::precision::", op,
+        ": rounding.random_bits is for one value; a span draws stochastic_bits(seed, offset + i), set "
+        "ConvertOptions::seed");
   const StochasticKey key = stochastic_key(options.seed);
   for_chunks(src.size(), options.stats, [&](size_t begin, size_t end, NumericsStats* stats) {
     if (stats != nullptr) stats->input.add(src.subspan(begin, end - begin));  // before round_to overwrites it

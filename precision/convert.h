@@ -18,7 +18,7 @@ struct ConvertOptions {
   // With Rounding::kStochastic, element i of the span draws stochastic_bits(seed, offset + i)
   // (stochastic.h), so a cast is reproducible whatever the thread count, and a long tensor cast
   // in pieces gets the same bits with matching offsets. rounding.random_bits (one value's bits)
-  // has no meaning here: a nonzero value throws std::invalid_argument rather than being ignored.
+  // has no meaning here: a nonzero value throws hg::Error rather than being ignored.
   RoundingOptions rounding{};
   uint64_t seed = 0;
   uint64_t offset = 0;
@@ -29,7 +29,7 @@ struct ConvertOptions {
 };
 
 // f32 -> bit patterns of `format`: kBinary16 and kBFloat16 into uint16_t, kE4M3 and kE5M2 into
-// uint8_t. Throws std::invalid_argument if the spans' sizes differ (naming both), the format
+// uint8_t. Throws hg::Error if the spans' sizes differ (naming both), the format
 // does not fit the storage type, or options.rounding.random_bits is set.
 void encode(FloatFormat format, std::span<const float> src, std::span<uint16_t> dst,
             const ConvertOptions& options = {});

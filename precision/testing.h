@@ -11,9 +11,9 @@
 #include <concepts>
 #include <cstdint>
 #include <ranges>
-#include <stdexcept>
 #include <string>
 
+#include "base/error.h"
 #include "precision/small_float.h"
 
 namespace hg::precision {
@@ -21,12 +21,12 @@ namespace hg::precision {
 // The number of representable steps from a to b (>= 0, symmetric): the bit patterns mapped to
 // a linear order (sign-magnitude: -max ... -0 = +0 ... +max, then +inf where F has inf), so
 // -0 and +0 are 0 apart, +-smallest subnormal 2 apart and half max to inf 1 apart. A NaN has
-// no place in that order: a NaN operand throws std::domain_error (a test comparing a NaN
+// no place in that order: a NaN operand throws hg::Error (a test comparing a NaN
 // should fail loudly, not pass with a sentinel distance).
 template <FloatFormat F>
 constexpr int64_t ulp_distance(SmallFloat<F> a, SmallFloat<F> b) {
   const auto ordinal = [](SmallFloat<F> x) {
-    if (x.is_nan()) throw std::domain_error("ulp_distance of a NaN: " + describe(x));
+    if (x.is_nan()) fail("ulp_distance of a NaN: ", describe(x));
     const auto magnitude = int64_t(x.bits() & ~F.sign_mask());
     return x.sign_bit() ? -magnitude : magnitude;
   };

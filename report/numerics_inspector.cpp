@@ -7,7 +7,7 @@
 #include <fstream>
 #include <span>
 
-#include "autograd/error.h"
+#include "base/error.h"
 #include "precision/convert.h"
 #include "precision/finfo.h"
 #include "precision/half.h"

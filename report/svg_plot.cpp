@@ -8,7 +8,7 @@
 #include <fstream>
 #include <limits>
 
-#include "autograd/error.h"
+#include "base/error.h"
 
 namespace hg::report {
 namespace {

@@ -10,7 +10,7 @@
 #include <sstream>
 #include <string>
 
-#include "autograd/error.h"
+#include "base/error.h"
 
 namespace hg::testing {
 

@@ -1,9 +1,9 @@
 // Accelerator: prepare() and the step cycle with gradient accumulation.
 #include "train/accelerator.h"
 
-#include "autograd/error.h"
 #include "autograd/ops/elementwise.h"
 #include "autograd/tape.h"
+#include "base/error.h"
 
 namespace hg::train {
 

@@ -5,9 +5,9 @@
 #include <cmath>
 
 #include "autograd/autocast.h"
-#include "autograd/error.h"
 #include "autograd/ops.h"
 #include "autograd/tape.h"
+#include "base/error.h"
 #include "data/data_loader.h"
 #include "io/checkpoint.h"
 #include "io/model_config.h"

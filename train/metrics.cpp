@@ -4,7 +4,7 @@
 #include <algorithm>
 #include <cstdio>
 
-#include "autograd/error.h"
+#include "base/error.h"
 
 namespace hg::train {
 

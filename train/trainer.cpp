@@ -11,13 +11,13 @@
 #include <filesystem>
 #include <fstream>
 
-#include "autograd/error.h"
 #include "autograd/ops.h"
 #include "autograd/tape.h"
-#include "optim/adam.h"
-#include "optim/param_groups.h"
+#include "base/error.h"
 #include "io/checkpoint.h"
 #include "io/model_config.h"
+#include "optim/adam.h"
+#include "optim/param_groups.h"
 
 namespace hg::train {
 

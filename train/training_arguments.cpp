@@ -4,9 +4,9 @@
 #include <algorithm>
 #include <cmath>
 
-#include "autograd/error.h"
-#include "optim/lr_scheduler.h"
+#include "base/error.h"
 #include "io/model_config.h"
+#include "optim/lr_scheduler.h"
 
 namespace hg::train {
 

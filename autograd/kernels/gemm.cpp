@@ -5,16 +5,15 @@
 // (that would make results depend on the thread count).
 #include "autograd/kernels/gemm.h"
 
-#include <omp.h>
-
 #include <algorithm>
 #include <array>
 #include <cstddef>
 #include <cstdlib>
 #include <new>
-#include <stdexcept>
-#include <string>
 #include <utility>
+
+#include "base/error.h"
+#include "base/parallel.h"
 
 // Packing buffers live outside the per-target code (this file is compiled once per target).
 #ifndef HG_KERNELS_GEMM_BUFFERS_
@@ -61,8 +60,8 @@ inline PackBuffers& thread_pack_buffers() {
 
 #undef HWY_TARGET_INCLUDE
 #define HWY_TARGET_INCLUDE "autograd/kernels/gemm.cpp"
-#include "hwy/foreach_target.h"  // IWYU pragma: keep
 #include "hwy/cache_control.h"
+#include "hwy/foreach_target.h"  // IWYU pragma: keep
 #include "hwy/highway.h"
 #include "precision/convert-inl.h"
 
@@ -422,23 +421,11 @@ HWY_EXPORT(GemmPartImpl);
 
 namespace {
 
-// Below this many flops (~50 us on one Zen3 core) a product runs on the calling thread: waking
-// the team costs a few microseconds, and far more when a worker has to wait for a busy core.
-constexpr double kParallelFlops = 1 << 22;
-
-void check(bool ok, const char* what, int64_t value) {
-  if (!ok) throw std::invalid_argument(std::string("gemm: ") + what + " = " + std::to_string(value));
-}
-
 void check_operand(const GemmOperand& x, const char* name, int64_t rows, int64_t cols) {
   const int64_t width = x.transposed ? rows : cols;  // of the stored matrix
-  if (x.data == nullptr && rows * cols != 0) {
-    throw std::invalid_argument(std::string("gemm: ") + name + ".data is null");
-  }
-  if (x.ld < width || (x.ld < 1 && rows * cols != 0)) {  // an empty operand is never read
-    throw std::invalid_argument(std::string("gemm: ") + name + ".ld = " + std::to_string(x.ld) +
-                                " is less than the stored width " + std::to_string(width));
-  }
+  // An empty operand is never read: its data may be null.
+  check(x.data != nullptr || rows * cols == 0, "gemm: ", name, ".data is null");
+  check(x.ld >= width, "gemm: ", name, ".ld = ", x.ld, " is less than the stored width ", width);
 }
 
 }  // namespace
@@ -447,20 +434,19 @@ void check_operand(const GemmOperand& x, const char* name, int64_t rows, int64_t
 void gemm_batched(float* c, int64_t ldc, int64_t c_batch_stride, const GemmOperand& a,
                   const GemmOperand& b, int64_t batch, int64_t m, int64_t n, int64_t k,
                   GemmOptions options) {
-  check(m >= 0, "m", m);
-  check(n >= 0, "n", n);
-  check(k >= 0, "k", k);
-  check(batch >= 0, "batch", batch);
+  check(m >= 0, "gemm: m = ", m, " is negative");
+  check(n >= 0, "gemm: n = ", n, " is negative");
+  check(k >= 0, "gemm: k = ", k, " is negative");
+  check(batch >= 0, "gemm: batch = ", batch, " is negative");
   if (m == 0 || n == 0 || batch == 0) return;
-  check(ldc >= n, "ldc (< n)", ldc);
+  check(ldc >= n, "gemm: ldc = ", ldc, " is less than n = ", n);
   check_operand(a, "a", m, k);
   check_operand(b, "b", k, n);
 
   // Tasks: (matrix, part) pairs. Whole matrices per thread when they divide evenly or are many
   // (attention's B*H products); otherwise every matrix is also cut into `threads` parts.
   const double flops = 2.0 * double(m) * double(n) * double(k) * double(batch);
-  const int64_t team =
-      flops < kParallelFlops || omp_in_parallel() ? 1 : int64_t{omp_get_max_threads()};
+  const int64_t team = team_size(flops, kParallelFlops);
   const int64_t parts = (batch % team == 0 || batch >= 4 * team) ? 1 : team;
   const int64_t tasks = batch * parts;
   const auto run = [&](int64_t t) {

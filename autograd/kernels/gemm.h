@@ -42,8 +42,8 @@ struct GemmOptions {
 // fused (one rounding) on targets with FMA (AVX2, AVX-512) and rounded twice on SSE4 and scalar.
 // So on a given target the bits do not depend on the thread count, the blocking, sub-matrix views
 // or batching. K = 0 gives C = 0 (or C unchanged).
-// NaN and inf propagate as IEEE arithmetic says. C must not overlap A or B. Throws
-// std::invalid_argument for negative sizes or a leading dimension below the stored width.
+// NaN and inf propagate as IEEE arithmetic says. C must not overlap A or B. Throws hg::Error for
+// negative sizes, a null operand or a leading dimension below the stored width.
 // Reference: BLAS sgemm with alpha = 1, beta = 0 (or 1 when accumulating).
 void gemm(float* c, int64_t ldc, const GemmOperand& a, const GemmOperand& b, int64_t m,
           int64_t n, int64_t k, GemmOptions options = {});

@@ -6,10 +6,10 @@
 #include <vector>
 
 #include "autograd/autocast.h"
-#include "autograd/error.h"
 #include "autograd/kernels/elementwise.h"
 #include "autograd/ops/map.h"
 #include "autograd/tape.h"
+#include "base/error.h"
 
 namespace hg {
 

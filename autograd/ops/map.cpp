@@ -4,7 +4,7 @@
 
 #include <algorithm>
 
-#include "autograd/error.h"
+#include "base/error.h"
 
 namespace hg::detail {
 

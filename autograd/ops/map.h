@@ -13,9 +13,9 @@
 #include <vector>
 
 #include "autograd/kernels/cast.h"
-#include "autograd/parallel.h"
 #include "autograd/rounding_scope.h"
 #include "autograd/tensor.h"
+#include "base/parallel.h"
 
 namespace hg::detail {
 

@@ -7,11 +7,11 @@
 #include <vector>
 
 #include "autograd/autocast.h"
-#include "autograd/error.h"
 #include "autograd/kernels/gemm.h"
-#include "autograd/parallel.h"
 #include "autograd/rounding_scope.h"
 #include "autograd/tape.h"
+#include "base/error.h"
+#include "base/parallel.h"
 
 namespace hg {
 namespace {

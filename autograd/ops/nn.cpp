@@ -10,7 +10,6 @@
 #include <limits>
 
 #include "autograd/autocast.h"
-#include "autograd/error.h"
 #include "autograd/kernels/elementwise.h"
 #include "autograd/kernels/rows.h"
 #include "autograd/ops/elementwise.h"
@@ -19,6 +18,7 @@
 #include "autograd/ops/reduce.h"
 #include "autograd/ops/shape_ops.h"
 #include "autograd/tape.h"
+#include "base/error.h"
 
 namespace hg {
 

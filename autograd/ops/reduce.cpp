@@ -10,13 +10,13 @@
 #include <limits>
 
 #include "autograd/autocast.h"
-#include "autograd/error.h"
 #include "autograd/kernels/elementwise.h"
 #include "autograd/kernels/rows.h"
 #include "autograd/ops/map.h"
-#include "autograd/parallel.h"
 #include "autograd/rounding_scope.h"
 #include "autograd/tape.h"
+#include "base/error.h"
+#include "base/parallel.h"
 
 namespace hg {
 namespace {

@@ -7,9 +7,9 @@
 #include <numeric>
 
 #include "autograd/autocast.h"
-#include "autograd/error.h"
 #include "autograd/ops/map.h"
 #include "autograd/tape.h"
+#include "base/error.h"
 
 namespace hg {
 

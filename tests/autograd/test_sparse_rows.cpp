@@ -9,10 +9,10 @@
 #include <limits>
 #include <set>
 
-#include "autograd/error.h"
 #include "autograd/ops.h"
 #include "autograd/sparse_rows.h"
 #include "autograd/tape.h"
+#include "base/error.h"
 #include "gradcheck.h"
 
 namespace hg {

@@ -6,9 +6,9 @@
 #include <limits>
 #include <string>
 
-#include "autograd/error.h"
 #include "autograd/ops.h"
 #include "autograd/tape.h"
+#include "base/error.h"
 
 namespace hg {
 

@@ -7,10 +7,10 @@
 #include <cstdint>
 #include <span>
 
-#include "autograd/error.h"
 #include "autograd/generator.h"
 #include "autograd/rounding_scope.h"
 #include "autograd/tensor.h"
+#include "base/error.h"
 #include "precision/half.h"
 
 namespace hg {

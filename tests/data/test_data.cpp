@@ -7,7 +7,7 @@
 #include <fstream>
 #include <set>
 
-#include "autograd/error.h"
+#include "base/error.h"
 #include "data/data_loader.h"
 #include "data/dataset.h"
 #include "data/tokenizer.h"

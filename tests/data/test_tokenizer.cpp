@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "autograd/error.h"
+#include "base/error.h"
 #include "data/text.h"
 #include "data/tokenizer.h"
 

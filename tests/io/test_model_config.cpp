@@ -5,9 +5,9 @@
 
 #include <nlohmann/json.hpp>
 
-#include "autograd/error.h"
-#include "tests/temp_dir.h"
+#include "base/error.h"
 #include "io/model_config.h"
+#include "tests/temp_dir.h"
 #include "train/training_arguments.h"
 
 namespace hg::io {

@@ -10,9 +10,9 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 
-#include "autograd/error.h"
 #include "autograd/ops.h"
 #include "autograd/tape.h"
+#include "base/error.h"
 #include "nn/text_classifier.h"
 #include "precision/half.h"
 

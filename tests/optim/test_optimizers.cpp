@@ -10,7 +10,7 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 
-#include "autograd/error.h"
+#include "base/error.h"
 #include "optim/adam.h"
 #include "optim/clip_grad_norm.h"
 #include "optim/lr_scheduler.h"

@@ -10,13 +10,13 @@
 #include <limits>
 #include <regex>
 
-#include "autograd/error.h"
+#include "base/error.h"
 #include "data/dataset.h"
+#include "io/checkpoint.h"
+#include "io/model_config.h"
 #include "nn/text_classifier.h"
 #include "optim/mixed_precision.h"
 #include "tests/demos/run_program.h"
-#include "io/checkpoint.h"
-#include "io/model_config.h"
 #include "train/trainer.h"
 
 namespace hg::train {

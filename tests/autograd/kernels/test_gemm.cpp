@@ -16,6 +16,7 @@
 
 #include "autograd/kernels/gemm.h"
 #include "autograd/kernels/reference_gemm.h"
+#include "base/error.h"
 #include "hwy/targets.h"
 #include "precision/bfloat16.h"
 #include "precision/float_format.h"
@@ -226,12 +227,18 @@ TEST_CASE("gemm with k = 0 writes zeros or leaves C as it was when accumulating"
   CHECK(c == output(3, 5, 2, 0.0f));
 }
 
-TEST_CASE("gemm rejects negative sizes and short leading dimensions", "[gemm]") {
+// hg::Error, like the rest of halfgrad, naming the argument at fault and its value.
+TEST_CASE("gemm rejects negative sizes, null operands and short leading dimensions", "[gemm]") {
+  using Catch::Matchers::Message;
   std::vector<float> x(64, 1.0f), c(64);
   const GemmOperand a{x.data(), DType::f32, 4}, b{x.data(), DType::f32, 4};
-  CHECK_THROWS_AS(gemm(c.data(), 4, a, b, -1, 4, 4), std::invalid_argument);
-  CHECK_THROWS_AS(gemm(c.data(), 4, a, b, 4, 4, 5), std::invalid_argument);  // A: ld 4 < k 5
-  CHECK_THROWS_AS(gemm(c.data(), 3, a, b, 4, 4, 4), std::invalid_argument);  // ldc 3 < n 4
+  CHECK_THROWS_MATCHES(gemm(c.data(), 4, a, b, -1, 4, 4), Error, Message("gemm: m = -1 is negative"));
+  CHECK_THROWS_MATCHES(gemm(c.data(), 4, a, b, 4, 4, 5), Error,
+                       Message("gemm: a.ld = 4 is less than the stored width 5"));
+  CHECK_THROWS_MATCHES(gemm(c.data(), 3, a, b, 4, 4, 4), Error, Message("gemm: ldc = 3 is less than n = 4"));
+  const GemmOperand null_b{nullptr, DType::f32, 4};
+  CHECK_THROWS_MATCHES(gemm(c.data(), 4, a, null_b, 4, 4, 4), Error, Message("gemm: b.data is null"));
+  CHECK_NOTHROW(gemm(c.data(), 4, a, null_b, 4, 4, 0));  // K = 0: B is empty, never read
 }
 
 TEST_CASE("gemm_batched matches one reference product per matrix", "[gemm][simd]") {

@@ -1,5 +1,5 @@
-// The OpenMP wait-policy default and its report (see parallel.h).
-#include "autograd/parallel.h"
+// The team decision and the OpenMP wait-policy default with its report (see parallel.h).
+#include "base/parallel.h"
 
 #include <omp.h>
 #include <unistd.h>
@@ -24,8 +24,10 @@ std::string thread_wait_policy() {
   return out.empty() ? "libgomp default (spins ~300000 iterations)" : out;
 }
 
-bool use_team(int64_t work, int64_t threshold) {
-  return work >= threshold && omp_get_max_threads() > 1 && !omp_in_parallel();
+bool use_team(double work, int64_t threshold) {
+  return work >= double(threshold) && omp_get_max_threads() > 1 && !omp_in_parallel();
 }
+
+int team_size(double work, int64_t threshold) { return use_team(work, threshold) ? omp_get_max_threads() : 1; }
 
 }  // namespace hg

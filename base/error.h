@@ -1,6 +1,7 @@
 // hg::Error: the one exception type halfgrad throws for misuse (shape, dtype, state) and bad
-// input. Its message names the op or file at fault and the values involved; user-facing
-// programs catch it, print the message on one line and exit non-zero.
+// input, in every layer from precision/ up (running out of memory stays std::bad_alloc). Its
+// message names the op or file at fault and the values involved; user-facing programs catch it,
+// print the message on one line and exit non-zero.
 #pragma once
 
 #include <sstream>
