@@ -77,6 +77,23 @@ TEST_CASE("fidelity: on a gradient-like sample MX keeps what plain fp8 flushes, 
   CHECK(e4m3.clamped_fraction == 0);  // nothing in the sample exceeds 448
 }
 
+TEST_CASE("fidelity: merging two parts' numbers gives the whole vector's", "[precision][fidelity]") {
+  // Each number is a mean over the finite nonzero inputs, so a count-weighted merge of two parts
+  // is the measurement of their concatenation (up to the rounding of the means).
+  const std::vector<float> all = log_normal_sample(11);
+  const std::vector<float> head(all.begin(), all.begin() + 1000), tail(all.begin() + 1000, all.end());
+  const hg::Fidelity whole = hg::fidelity(hg::formats::e4m3, all);
+  hg::Fidelity merged = hg::fidelity(hg::formats::e4m3, head);
+  merged.merge(hg::fidelity(hg::formats::e4m3, tail));
+  CHECK(merged.count == whole.count);
+  CHECK(merged.rms_relative_error == Approx(whole.rms_relative_error).epsilon(1e-12));
+  CHECK(merged.flushed_fraction == Approx(whole.flushed_fraction).epsilon(1e-12));
+  CHECK(merged.clamped_fraction == Approx(whole.clamped_fraction).margin(1e-15));
+  hg::Fidelity empty;
+  empty.merge(hg::Fidelity{});
+  CHECK(empty.count == 0);
+}
+
 TEST_CASE("docs/formats.md examples", "[precision][fidelity][docs]") {
   // The page's snippets as written there, with their stated results asserted.
   uint32_t b = hg::encode(hg::formats::e2m1, 2.7);           // 0x5: 3.0, the nearest value
