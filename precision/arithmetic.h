@@ -192,29 +192,30 @@ constexpr uint32_t fma_bits(FloatFormat f, uint32_t a, uint32_t b, uint32_t c, c
                               z.negative, z.significand, z.exponent, options);
 }
 
-// The same operations for a format known at compile time (SmallFloat<F>'s operators).
+// The same operations for a format known at compile time (SmallFloat<F>'s operators), each
+// flattened so that F folds (see encode<F> in float_format.h).
 template <FloatFormat F>
-constexpr uint32_t add_bits(uint32_t a, uint32_t b, const RoundingOptions& options = {}) {
+[[gnu::flatten]] constexpr uint32_t add_bits(uint32_t a, uint32_t b, const RoundingOptions& options = {}) {
   return add_bits(F, a, b, options);
 }
 template <FloatFormat F>
-constexpr uint32_t sub_bits(uint32_t a, uint32_t b, const RoundingOptions& options = {}) {
+[[gnu::flatten]] constexpr uint32_t sub_bits(uint32_t a, uint32_t b, const RoundingOptions& options = {}) {
   return sub_bits(F, a, b, options);
 }
 template <FloatFormat F>
-constexpr uint32_t mul_bits(uint32_t a, uint32_t b, const RoundingOptions& options = {}) {
+[[gnu::flatten]] constexpr uint32_t mul_bits(uint32_t a, uint32_t b, const RoundingOptions& options = {}) {
   return mul_bits(F, a, b, options);
 }
 template <FloatFormat F>
-constexpr uint32_t div_bits(uint32_t a, uint32_t b, const RoundingOptions& options = {}) {
+[[gnu::flatten]] constexpr uint32_t div_bits(uint32_t a, uint32_t b, const RoundingOptions& options = {}) {
   return div_bits(F, a, b, options);
 }
 template <FloatFormat F>
-uint32_t sqrt_bits(uint32_t a, const RoundingOptions& options = {}) {
+[[gnu::flatten]] uint32_t sqrt_bits(uint32_t a, const RoundingOptions& options = {}) {
   return sqrt_bits(F, a, options);
 }
 template <FloatFormat F>
-constexpr uint32_t fma_bits(uint32_t a, uint32_t b, uint32_t c, const RoundingOptions& options = {}) {
+[[gnu::flatten]] constexpr uint32_t fma_bits(uint32_t a, uint32_t b, uint32_t c, const RoundingOptions& options = {}) {
   return fma_bits(F, a, b, c, options);
 }
 

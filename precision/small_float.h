@@ -39,6 +39,10 @@ concept Arithmetic = std::is_arithmetic_v<T>;
 
 template <FloatFormat F>
 class SmallFloat {
+  // A built-in-like type needs NaN (0/0, numeric_limits::quiet_NaN); the finite-only MX element
+  // formats (e2m1, ...) are used through encode/decode and the *_bits functions instead.
+  static_assert(F.valid() && F.has_nan(), "SmallFloat<F> needs a valid() format with NaN");
+
  public:
   static constexpr FloatFormat kFormat = F;
   using storage_type = std::conditional_t<F.storage_bits() <= 8, uint8_t, uint16_t>;
