@@ -1,15 +1,24 @@
 // formats: fp32, fp16, bf16 and the two OCP fp8 formats side by side -- range, precision and
-// what a few concrete values become in each -- then the same classifier trained briefly under
-// every autocast dtype halfgrad supports (none = f32, fp16 O2 with dynamic loss scaling, bf16).
+// what a few concrete values become in each, and what each format (also the MX fp6/fp4 elements
+// and the OCP MX block formats) keeps of a gradient-like vector -- then the same classifier
+// trained briefly under every autocast dtype halfgrad supports (none = f32, fp16 O2 with dynamic
+// loss scaling, bf16).
 // fp8 is a storage and conversion format here: there is no fp8 autocast, so it is not trained.
 #include <CLI/CLI.hpp>
+#include <algorithm>
+#include <cmath>
 #include <cstdio>
+#include <random>
+#include <string>
+#include <vector>
 
 #include "demos/teaching_run.h"
 #include "precision/bfloat16.h"
+#include "precision/fidelity.h"
 #include "precision/finfo.h"
 #include "precision/float8.h"
 #include "precision/half.h"
+#include "precision/mx.h"
 #include "report/svg_plot.h"
 
 using namespace hg;
@@ -62,6 +71,44 @@ void print_formats() {
       "precision up to 448, e5m2 has fp16's range with 3 bits.\n\n");
 }
 
+// A gradient-like vector: random signs, log-normal magnitudes around 1e-3 spanning ~7 decades
+// (sigma = 2.5 in ln), fixed seed so the table is reproducible.
+std::vector<float> gradient_like_sample() {
+  std::mt19937 rng(2026);
+  std::lognormal_distribution<float> magnitude(std::log(1e-3f), 2.5f);
+  std::vector<float> values(4096);
+  for (float& v : values) v = (rng() & 1) != 0 ? -magnitude(rng) : magnitude(rng);
+  return values;
+}
+
+// What each format keeps of that vector (precision/fidelity.h): plain formats round each value
+// alone (saturating); the MX formats share one power-of-two scale per block of 32.
+void print_what_formats_keep() {
+  const std::vector<float> values = gradient_like_sample();
+  float smallest = INFINITY, largest = 0;
+  for (const float v : values) smallest = std::min(smallest, std::fabs(v)), largest = std::max(largest, std::fabs(v));
+  std::printf("== What each format keeps of a gradient-like vector (%zu values, log-normal |x| in [%.2g, %.2g]) ==\n",
+              values.size(), double(smallest), double(largest));
+  std::printf("%-24s %14s %10s %10s\n", "format", "rms rel err", "flushed", "clamped");
+  auto row = [](const std::string& name, const Fidelity& f) {
+    std::printf("%-24s %14.3g %9.2f%% %9.2f%%\n", name.c_str(), f.rms_relative_error, 100 * f.flushed_fraction,
+                100 * f.clamped_fraction);
+  };
+  for (const FloatFormat format : {formats::f16, formats::bf16, formats::e4m3, formats::e5m2, formats::e3m2,
+                                   formats::e2m3, formats::e2m1}) {
+    row(format_name(format), fidelity(format, values));
+  }
+  for (const MxFormat& format : {mx::mxfp8_e4m3, mx::mxfp8_e5m2, mx::mxfp6_e3m2, mx::mxfp6_e2m3, mx::mxfp4, mx::mxint8}) {
+    row(format.name, fidelity(format, values));
+  }
+  row("mxfp8_e4m3 round-up", fidelity(mx::mxfp8_e4m3, values, {.scale_rule = MxScaleRule::kRoundUp}));
+  std::printf(
+      "A plain fp8/fp6/fp4 format flushes what lies below its range; an MX format moves its range to\n"
+      "each block of 32, so only values far below their block's largest are lost. The OCP scale rule\n"
+      "clamps a block's largest values when their significand exceeds the element max's; the\n"
+      "round-up rule (Transformer Engine) never clamps but rounds small values on a coarser grid.\n\n");
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -72,6 +119,7 @@ int main(int argc, char** argv) {
   flags.apply();
 
   print_formats();
+  print_what_formats_keep();
   std::printf("== The classifier trained %lld steps under each autocast dtype ==\n",
               static_cast<long long>(flags.steps));
   const data::Split split = demos::language_id_split(flags);

@@ -1,9 +1,11 @@
-// Correctly rounded arithmetic on bit patterns of a format F: +, -, *, /, sqrt and fma under
-// every RoundingOptions, each computed exactly (or as an exact truncation plus a sticky bit) in
-// integers and rounded once by round_exact (float_format.h). SmallFloat's operators and
-// hg::add/sub/mul/div/sqrt/fma (small_float.h) are thin wrappers; this header has no value type.
+// Correctly rounded arithmetic on bit patterns of any format f (float_format.h, a run-time value:
+// add_bits(hg::formats::e2m1, a, b); or a template argument: add_bits<F>(a, b)): +, -, *, /, sqrt
+// and fma under every RoundingOptions, each computed exactly (or as an exact truncation plus a
+// sticky bit) in integers and rounded once by round_exact (float_format.h). SmallFloat's operators
+// and hg::add/sub/mul/div/sqrt/fma (small_float.h) are thin wrappers; this header has no value type.
 //
-// Why each result is exact before its one rounding (p = F's significand bits, <= 16 here):
+// Why each result is exact before its one rounding (p = f's significand bits, <= 16: valid()
+// allows at most 15 mantissa bits):
 // - a * b: the product of two significands (< 2^2p) at the sum of the exponents: exact.
 // - a + b, fma's a * b + c: both terms normalised to 62-bit significands; the smaller one is
 //   shifted right by the exponent distance d. Bits shifted out make a sticky bit, and for a
@@ -19,8 +21,9 @@
 // Special values follow IEEE 754: NaN operands give the first NaN operand, quieted (sign and
 // payload kept, as x86 SSE does); invalid operations (inf - inf, 0 * inf, 0/0, inf/inf,
 // sqrt(x < 0)) give the negative default NaN (x86's "QNaN indefinite"); an infinite result is
-// encode<F>(+-inf, options) (inf, or for e4m3 NaN / max with saturate); an exact zero sum is +0,
-// -0 if both terms are -0, and in kDown -0 unless both are +0 (6.3).
+// encode(f, +-inf, options) (inf, or for e4m3 NaN / max with saturate, for the finite-only MX
+// formats max); an exact zero sum is +0, -0 if both terms are -0, and in kDown -0 unless both are
+// +0 (6.3). A finite-only format has no NaN for 0/0 and sqrt(x < 0): std::domain_error.
 #pragma once
 
 #include <bit>
@@ -35,55 +38,54 @@
 namespace hg::precision {
 namespace detail {
 
-// A value of F taken apart: |x| = significand * 2^exponent exactly when finite.
+// A value of f taken apart: |x| = significand * 2^exponent exactly when finite.
 struct Unpacked {
   bool negative = false, nan = false, inf = false;
   uint64_t significand = 0;
   int exponent = 0;
 };
 
-template <FloatFormat F>
-constexpr Unpacked unpack(uint32_t bits) {
-  constexpr int M = F.mantissa_bits;
+constexpr Unpacked unpack(FloatFormat f, uint32_t bits) {
+  require_valid(f);
+  const int M = f.mantissa_bits;
   Unpacked u;
-  u.negative = (bits & F.sign_mask()) != 0;
-  const uint32_t field = (bits >> M) & F.exponent_field_max();
-  const uint32_t mantissa = bits & F.mantissa_mask();
-  if (field == F.exponent_field_max() && (F.has_inf() || mantissa == F.mantissa_mask())) {
-    u.nan = mantissa != 0 || !F.has_inf();
+  u.negative = (bits & f.sign_mask()) != 0;
+  const uint32_t field = (bits >> M) & f.exponent_field_max();
+  const uint32_t mantissa = bits & f.mantissa_mask();
+  if (f.has_nan() && field == f.exponent_field_max() && (f.has_inf() || mantissa == f.mantissa_mask())) {
+    u.nan = mantissa != 0 || !f.has_inf();
     u.inf = !u.nan;
     return u;
   }
-  u.significand = field == 0 ? mantissa : mantissa | (uint64_t{1} << M);
-  u.exponent = (field == 0 ? F.min_exponent() : int(field) - F.bias()) - M;
+  // Without subnormals the field-0 encodings are zeros (float_format.h).
+  u.significand = field != 0 ? mantissa | (uint64_t{1} << M) : f.subnormals ? mantissa : 0;
+  u.exponent = (field == 0 ? f.min_exponent() : int(field) - f.exponent_bias) - M;
   return u;
 }
 
-template <FloatFormat F>
-constexpr uint32_t quiet_nan(uint32_t bits) {
-  if constexpr (F.has_inf()) return bits | (1u << (F.mantissa_bits - 1));
-  return (bits & F.sign_mask()) | F.nan_bits();  // e4m3 has one NaN per sign
+constexpr uint32_t quiet_nan(FloatFormat f, uint32_t bits) {
+  if (f.has_inf()) return bits | (1u << (f.mantissa_bits - 1));
+  return (bits & f.sign_mask()) | f.nan_bits();  // e4m3 has one NaN per sign
 }
 
-template <FloatFormat F>
-constexpr uint32_t invalid_nan() {
-  return F.sign_mask() | F.nan_bits();
+// The result of an invalid operation `what`; a format without NaN has none: std::domain_error.
+constexpr uint32_t invalid_nan(FloatFormat f, const char* what) {
+  if (!f.has_nan()) throw_no_nan(f, what);
+  return f.sign_mask() | f.nan_bits();
 }
 
-template <FloatFormat F>
-constexpr uint32_t infinite(bool negative, const RoundingOptions& options) {
+constexpr uint32_t infinite(FloatFormat f, bool negative, const RoundingOptions& options) {
   constexpr double kInf = std::numeric_limits<double>::infinity();
-  return encode<F>(negative ? -kInf : kInf, options);
+  return encode(f, negative ? -kInf : kInf, options);
 }
 
 // (-1)^na sa 2^ea + (-1)^nb sb 2^eb rounded once; sa, sb < 2^32 (see the header comment).
-template <FloatFormat F>
-constexpr uint32_t round_sum(bool na, uint64_t sa, int ea, bool nb, uint64_t sb, int eb,
+constexpr uint32_t round_sum(FloatFormat f, bool na, uint64_t sa, int ea, bool nb, uint64_t sb, int eb,
                              const RoundingOptions& options) {
   const bool down = options.mode == Rounding::kDown;
-  if (sa == 0 && sb == 0) return (down ? na || nb : na && nb) ? F.sign_mask() : 0;
-  if (sb == 0) return round_exact<F>(na, sa, ea, false, options);
-  if (sa == 0) return round_exact<F>(nb, sb, eb, false, options);
+  if (sa == 0 && sb == 0) return (down ? na || nb : na && nb) ? f.sign_mask() : 0;
+  if (sb == 0) return round_exact(f, na, sa, ea, false, options);
+  if (sa == 0) return round_exact(f, nb, sb, eb, false, options);
   const int ka = 62 - int(std::bit_width(sa)), kb = 62 - int(std::bit_width(sb));
   sa <<= ka, ea -= ka, sb <<= kb, eb -= kb;  // both in [2^61, 2^62)
   if (ea < eb || (ea == eb && sa < sb)) {    // a: the larger magnitude
@@ -92,10 +94,10 @@ constexpr uint32_t round_sum(bool na, uint64_t sa, int ea, bool nb, uint64_t sb,
   const int d = ea - eb;
   const uint64_t aligned = d < 64 ? sb >> d : 0;
   const bool sticky = d >= 64 || (d > 0 && (sb & ((uint64_t{1} << d) - 1)) != 0);
-  if (na == nb) return round_exact<F>(na, sa + aligned, ea, sticky, options);
+  if (na == nb) return round_exact(f, na, sa + aligned, ea, sticky, options);
   const uint64_t difference = sa - aligned - (sticky ? 1 : 0);
-  if (difference == 0 && !sticky) return down ? F.sign_mask() : 0;  // exact cancellation
-  return round_exact<F>(na, difference, ea, sticky, options);
+  if (difference == 0 && !sticky) return down ? f.sign_mask() : 0;  // exact cancellation
+  return round_exact(f, na, difference, ea, sticky, options);
 }
 
 // floor(sqrt(n)) for 2^124 <= n < 2^126: a double estimate (relative error ~2^-52) and one
@@ -110,49 +112,45 @@ inline uint64_t isqrt(unsigned __int128 n) {
 
 }  // namespace detail
 
-template <FloatFormat F>
-constexpr uint32_t add_bits(uint32_t a, uint32_t b, const RoundingOptions& options = {}) {
-  const detail::Unpacked x = detail::unpack<F>(a), y = detail::unpack<F>(b);
-  if (x.nan) return detail::quiet_nan<F>(a);
-  if (y.nan) return detail::quiet_nan<F>(b);
+constexpr uint32_t add_bits(FloatFormat f, uint32_t a, uint32_t b, const RoundingOptions& options = {}) {
+  const detail::Unpacked x = detail::unpack(f, a), y = detail::unpack(f, b);
+  if (x.nan) return detail::quiet_nan(f, a);
+  if (y.nan) return detail::quiet_nan(f, b);
   if (x.inf || y.inf) {
-    if (x.inf && y.inf && x.negative != y.negative) return detail::invalid_nan<F>();
-    return detail::infinite<F>(x.inf ? x.negative : y.negative, options);
+    if (x.inf && y.inf && x.negative != y.negative) return detail::invalid_nan(f, "inf - inf");
+    return detail::infinite(f, x.inf ? x.negative : y.negative, options);
   }
-  return detail::round_sum<F>(x.negative, x.significand, x.exponent, y.negative, y.significand,
+  return detail::round_sum(f, x.negative, x.significand, x.exponent, y.negative, y.significand,
                               y.exponent, options);
 }
 
-template <FloatFormat F>
-constexpr uint32_t sub_bits(uint32_t a, uint32_t b, const RoundingOptions& options = {}) {
-  if (detail::unpack<F>(b).nan && !detail::unpack<F>(a).nan) return detail::quiet_nan<F>(b);
-  return add_bits<F>(a, b ^ F.sign_mask(), options);
+constexpr uint32_t sub_bits(FloatFormat f, uint32_t a, uint32_t b, const RoundingOptions& options = {}) {
+  if (detail::unpack(f, b).nan && !detail::unpack(f, a).nan) return detail::quiet_nan(f, b);
+  return add_bits(f, a, b ^ f.sign_mask(), options);
 }
 
-template <FloatFormat F>
-constexpr uint32_t mul_bits(uint32_t a, uint32_t b, const RoundingOptions& options = {}) {
-  const detail::Unpacked x = detail::unpack<F>(a), y = detail::unpack<F>(b);
-  if (x.nan) return detail::quiet_nan<F>(a);
-  if (y.nan) return detail::quiet_nan<F>(b);
+constexpr uint32_t mul_bits(FloatFormat f, uint32_t a, uint32_t b, const RoundingOptions& options = {}) {
+  const detail::Unpacked x = detail::unpack(f, a), y = detail::unpack(f, b);
+  if (x.nan) return detail::quiet_nan(f, a);
+  if (y.nan) return detail::quiet_nan(f, b);
   const bool negative = x.negative != y.negative;
   if (x.inf || y.inf) {
-    if ((!x.inf && x.significand == 0) || (!y.inf && y.significand == 0)) return detail::invalid_nan<F>();
-    return detail::infinite<F>(negative, options);
+    if ((!x.inf && x.significand == 0) || (!y.inf && y.significand == 0)) return detail::invalid_nan(f, "0 * inf");
+    return detail::infinite(f, negative, options);
   }
-  return round_exact<F>(negative, x.significand * y.significand, x.exponent + y.exponent, false, options);
+  return round_exact(f, negative, x.significand * y.significand, x.exponent + y.exponent, false, options);
 }
 
-template <FloatFormat F>
-constexpr uint32_t div_bits(uint32_t a, uint32_t b, const RoundingOptions& options = {}) {
-  const detail::Unpacked x = detail::unpack<F>(a), y = detail::unpack<F>(b);
-  if (x.nan) return detail::quiet_nan<F>(a);
-  if (y.nan) return detail::quiet_nan<F>(b);
+constexpr uint32_t div_bits(FloatFormat f, uint32_t a, uint32_t b, const RoundingOptions& options = {}) {
+  const detail::Unpacked x = detail::unpack(f, a), y = detail::unpack(f, b);
+  if (x.nan) return detail::quiet_nan(f, a);
+  if (y.nan) return detail::quiet_nan(f, b);
   const bool negative = x.negative != y.negative;
-  const uint32_t zero = negative ? F.sign_mask() : 0;
-  if (x.inf) return y.inf ? detail::invalid_nan<F>() : detail::infinite<F>(negative, options);
+  const uint32_t zero = negative ? f.sign_mask() : 0;
+  if (x.inf) return y.inf ? detail::invalid_nan(f, "inf / inf") : detail::infinite(f, negative, options);
   if (y.inf) return zero;
   if (y.significand == 0) {
-    return x.significand == 0 ? detail::invalid_nan<F>() : detail::infinite<F>(negative, options);
+    return x.significand == 0 ? detail::invalid_nan(f, "0 / 0") : detail::infinite(f, negative, options);
   }
   if (x.significand == 0) return zero;
   const int ka = 63 - int(std::bit_width(x.significand)), kb = 63 - int(std::bit_width(y.significand));
@@ -160,41 +158,65 @@ constexpr uint32_t div_bits(uint32_t a, uint32_t b, const RoundingOptions& optio
   const unsigned __int128 n = (unsigned __int128)sa << 63;
   const uint64_t q = uint64_t(n / sb);  // sa / sb in (1/2, 2): q in (2^62, 2^64)
   const bool sticky = (unsigned __int128)q * sb != n;
-  return round_exact<F>(negative, q, (x.exponent - ka) - (y.exponent - kb) - 63, sticky, options);
+  return round_exact(f, negative, q, (x.exponent - ka) - (y.exponent - kb) - 63, sticky, options);
 }
 
-template <FloatFormat F>
-uint32_t sqrt_bits(uint32_t a, const RoundingOptions& options = {}) {
-  const detail::Unpacked x = detail::unpack<F>(a);
-  if (x.nan) return detail::quiet_nan<F>(a);
+inline uint32_t sqrt_bits(FloatFormat f, uint32_t a, const RoundingOptions& options = {}) {
+  const detail::Unpacked x = detail::unpack(f, a);
+  if (x.nan) return detail::quiet_nan(f, a);
   if (!x.inf && x.significand == 0) return a;  // sqrt(+-0) = +-0
-  if (x.negative) return detail::invalid_nan<F>();
-  if (x.inf) return detail::infinite<F>(false, options);
+  if (x.negative) return detail::invalid_nan(f, "sqrt of a negative number");
+  if (x.inf) return detail::infinite(f, false, options);
   int t = 125 - int(std::bit_width(x.significand));  // radicand in [2^124, 2^126) ...
   if (((x.exponent - t) & 1) != 0) ++t;               // ... times an even power of two
   const unsigned __int128 n = (unsigned __int128)x.significand << t;
   const uint64_t r = detail::isqrt(n);
-  return round_exact<F>(false, r, (x.exponent - t) / 2, (unsigned __int128)r * r != n, options);
+  return round_exact(f, false, r, (x.exponent - t) / 2, (unsigned __int128)r * r != n, options);
 }
 
 // a * b + c with one rounding (IEEE 754 fusedMultiplyAdd).
-template <FloatFormat F>
-constexpr uint32_t fma_bits(uint32_t a, uint32_t b, uint32_t c, const RoundingOptions& options = {}) {
-  static_assert(F.mantissa_bits <= 15, "round_sum needs products of at most 32 bits");
-  const detail::Unpacked x = detail::unpack<F>(a), y = detail::unpack<F>(b), z = detail::unpack<F>(c);
-  if (x.nan) return detail::quiet_nan<F>(a);
-  if (y.nan) return detail::quiet_nan<F>(b);
+constexpr uint32_t fma_bits(FloatFormat f, uint32_t a, uint32_t b, uint32_t c, const RoundingOptions& options = {}) {
+  const detail::Unpacked x = detail::unpack(f, a), y = detail::unpack(f, b), z = detail::unpack(f, c);
+  if (x.nan) return detail::quiet_nan(f, a);
+  if (y.nan) return detail::quiet_nan(f, b);
   const bool product_negative = x.negative != y.negative;
   if (x.inf || y.inf) {
-    if ((!x.inf && x.significand == 0) || (!y.inf && y.significand == 0)) return detail::invalid_nan<F>();
-    if (z.nan) return detail::quiet_nan<F>(c);
-    if (z.inf && z.negative != product_negative) return detail::invalid_nan<F>();
-    return detail::infinite<F>(product_negative, options);
+    if ((!x.inf && x.significand == 0) || (!y.inf && y.significand == 0)) return detail::invalid_nan(f, "0 * inf");
+    if (z.nan) return detail::quiet_nan(f, c);
+    if (z.inf && z.negative != product_negative) return detail::invalid_nan(f, "inf - inf");
+    return detail::infinite(f, product_negative, options);
   }
-  if (z.nan) return detail::quiet_nan<F>(c);
-  if (z.inf) return detail::infinite<F>(z.negative, options);
-  return detail::round_sum<F>(product_negative, x.significand * y.significand, x.exponent + y.exponent,
+  if (z.nan) return detail::quiet_nan(f, c);
+  if (z.inf) return detail::infinite(f, z.negative, options);
+  return detail::round_sum(f, product_negative, x.significand * y.significand, x.exponent + y.exponent,
                               z.negative, z.significand, z.exponent, options);
+}
+
+// The same operations for a format known at compile time (SmallFloat<F>'s operators), each
+// flattened so that F folds (see encode<F> in float_format.h).
+template <FloatFormat F>
+[[gnu::flatten]] constexpr uint32_t add_bits(uint32_t a, uint32_t b, const RoundingOptions& options = {}) {
+  return add_bits(F, a, b, options);
+}
+template <FloatFormat F>
+[[gnu::flatten]] constexpr uint32_t sub_bits(uint32_t a, uint32_t b, const RoundingOptions& options = {}) {
+  return sub_bits(F, a, b, options);
+}
+template <FloatFormat F>
+[[gnu::flatten]] constexpr uint32_t mul_bits(uint32_t a, uint32_t b, const RoundingOptions& options = {}) {
+  return mul_bits(F, a, b, options);
+}
+template <FloatFormat F>
+[[gnu::flatten]] constexpr uint32_t div_bits(uint32_t a, uint32_t b, const RoundingOptions& options = {}) {
+  return div_bits(F, a, b, options);
+}
+template <FloatFormat F>
+[[gnu::flatten]] uint32_t sqrt_bits(uint32_t a, const RoundingOptions& options = {}) {
+  return sqrt_bits(F, a, options);
+}
+template <FloatFormat F>
+[[gnu::flatten]] constexpr uint32_t fma_bits(uint32_t a, uint32_t b, uint32_t c, const RoundingOptions& options = {}) {
+  return fma_bits(F, a, b, c, options);
 }
 
 }  // namespace hg::precision

@@ -149,7 +149,7 @@ HWY_INLINE Encoded<DU> EncodeCore(DU du, hn::VFromD<DU> bits, hn::VFromD<DU> ran
         hn::Or(hn::And(abs, hn::Set(du, 0x7FFFFFu)), hn::ShiftLeft<23>(hn::Min(field, one)));
     // How far below F's smallest normal the value lies: extra shift that makes F's subnormals.
     const VU below = hn::BitCast(
-        du, hn::Max(hn::Sub(hn::Set(di, 128 - F.bias()), hn::BitCast(di, field_scale)),
+        du, hn::Max(hn::Sub(hn::Set(di, 128 - F.exponent_bias), hn::BitCast(di, field_scale)),
                     hn::Zero(di)));
     const VU shift = hn::Add(below, hn::Set(du, kShift));
     VU q;
@@ -171,7 +171,7 @@ HWY_INLINE Encoded<DU> EncodeCore(DU du, hn::VFromD<DU> bits, hn::VFromD<DU> ran
     // (exponent field - 1) << M + q: a carry out of the mantissa bumps the exponent, and a
     // subnormal q of 2^M becomes the smallest normal by itself (as in encode<F>).
     const VU field_minus_one =
-        hn::Add(hn::Add(field_scale, below), hn::Set(du, uint32_t(F.bias() - 128)));
+        hn::Add(hn::Add(field_scale, below), hn::Set(du, uint32_t(F.exponent_bias - 128)));
     truncated = hn::Add(hn::ShiftLeft<M>(field_minus_one), q);
   }
 
@@ -229,7 +229,7 @@ HWY_INLINE hn::VFromD<hn::RebindToFloat<DU>> DecodeCore(DU du, hn::VFromD<DU> bi
     // F's fields placed under f32's read as 2^(bias - 127) times the value, so one exact multiply
     // rescales normals and subnormals alike (an F subnormal is an f32 subnormal here).
     const auto scaled = hn::Mul(hn::BitCast(df, hn::ShiftLeft<kShift>(magnitude)),
-                                hn::Set(df, exp2_float(127 - F.bias())));
+                                hn::Set(df, exp2_float(127 - F.exponent_bias)));
     VU special;  // the f32 bits of inf/NaN lanes
     MaskOf<DU> is_special;
     if constexpr (F.has_inf()) {

@@ -91,7 +91,7 @@ namespace {
 
 // What an overflowing finite value becomes.
 const char* overflow_target(FloatFormat target, const RoundingOptions& rounding) {
-  if (rounding.saturate) return "max";
+  if (rounding.saturate || !target.has_nan()) return "max";  // finite-only formats clamp
   return target.has_inf() ? "inf" : "NaN";
 }
 
@@ -99,7 +99,7 @@ const char* overflow_target(FloatFormat target, const RoundingOptions& rounding)
 
 std::string region_label(FloatFormat target, int e, const RoundingOptions& rounding) {
   // Exponents of the largest finite value, the smallest normal and the smallest subnormal.
-  const int e_max = int(target.max_finite_bits() >> target.mantissa_bits) - target.bias();
+  const int e_max = target.max_exponent();
   const int e_min = target.min_exponent();
   const int e_sub = e_min - target.mantissa_bits;
   const std::string overflow = std::string("overflow -> ") + overflow_target(target, rounding);

@@ -39,6 +39,10 @@ concept Arithmetic = std::is_arithmetic_v<T>;
 
 template <FloatFormat F>
 class SmallFloat {
+  // A built-in-like type needs NaN (0/0, numeric_limits::quiet_NaN); the finite-only MX element
+  // formats (e2m1, ...) are used through encode/decode and the *_bits functions instead.
+  static_assert(F.valid() && F.has_nan(), "SmallFloat<F> needs a valid() format with NaN");
+
  public:
   static constexpr FloatFormat kFormat = F;
   using storage_type = std::conditional_t<F.storage_bits() <= 8, uint8_t, uint16_t>;
@@ -309,7 +313,7 @@ class std::numeric_limits<hg::precision::SmallFloat<F>> {
   static constexpr int radix = 2;
   static constexpr int min_exponent = F.min_exponent() + 1;  // C's convention: 0.5 <= m < 1
   static constexpr int min_exponent10 = int(F.min_exponent() * 0.30102999566398120);
-  static constexpr int max_exponent = int(F.exponent_field_max()) - F.bias() + (F.has_inf() ? 0 : 1);
+  static constexpr int max_exponent = int(F.exponent_field_max()) - F.exponent_bias + (F.has_inf() ? 0 : 1);
   static constexpr int max_exponent10 = int((max_exponent - 1) * 0.30102999566398120);
   static constexpr bool traps = false;
   static constexpr bool tinyness_before = false;
@@ -318,7 +322,7 @@ class std::numeric_limits<hg::precision::SmallFloat<F>> {
   static constexpr T lowest() noexcept { return -max(); }
   static constexpr T max() noexcept { return T::from_bits(typename T::storage_type(F.max_finite_bits())); }
   static constexpr T epsilon() noexcept {
-    return T::from_bits(typename T::storage_type(uint32_t(F.bias() - F.mantissa_bits) << F.mantissa_bits));
+    return T::from_bits(typename T::storage_type(uint32_t(F.exponent_bias - F.mantissa_bits) << F.mantissa_bits));
   }
   static constexpr T round_error() noexcept { return T(0.5f); }
   static constexpr T infinity() noexcept {

@@ -1,11 +1,13 @@
 // The inspector's observers, its per-step records and their renderings (table, JSON, figure).
 #include "report/numerics_inspector.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <span>
+#include <utility>
 
 #include "base/error.h"
 #include "precision/convert.h"
@@ -129,6 +131,17 @@ void NumericsInspector::observe(TensorNumerics& entry, const Tensor& values) {
     std::vector<uint16_t> bits(v.size());
     precision::encode(precision::kBinary16, v, bits, {.stats = &entry.stats});
   }
+  if (options_.mx) {
+    const precision::Fidelity mxfp8 = precision::fidelity(precision::kMxfp8E4M3, v);
+    const precision::Fidelity mxfp4 = precision::fidelity(precision::kMxfp4E2M1, v);
+    if (entry.mxfp8) {
+      entry.mxfp8->merge(mxfp8);
+      entry.mxfp4->merge(mxfp4);
+    } else {
+      entry.mxfp8 = mxfp8;
+      entry.mxfp4 = mxfp4;
+    }
+  }
   for (float x : v) {
     const double a = std::abs(double(x));
     if (!std::isfinite(a)) continue;
@@ -140,16 +153,25 @@ void NumericsInspector::observe(TensorNumerics& entry, const Tensor& values) {
 std::string numerics_table(const StepNumerics& step) {
   std::string out = "numerics at step " + std::to_string(step.step) + (step.skipped ? " (skipped)" : "") + "\n";
   if (!step.anomaly.empty()) out += "  first inf/NaN: " + step.anomaly + "\n";
-  char line[256];
-  std::snprintf(line, sizeof line, "  %-40s %-8s %-5s %9s %9s %6s %6s %6s %7s %8s\n", "tensor", "kind", "dtype", "absmax",
+  const bool mx = std::any_of(step.tensors.begin(), step.tensors.end(),
+                              [](const TensorNumerics& t) { return t.mxfp8.has_value(); });
+  char line[320];
+  std::snprintf(line, sizeof line, "  %-40s %-8s %-5s %9s %9s %6s %6s %6s %7s %8s", "tensor", "kind", "dtype", "absmax",
                 "min|x|>0", "zero%", "->0%", "subn%", "nan/inf", "headroom");
   out += line;
+  out += mx ? "  mx8 err mx8->0%  mx4 err mx4->0%\n" : "\n";
   for (const TensorNumerics& t : step.tensors) {
-    std::snprintf(line, sizeof line, "  %-40.40s %-8s %-5s %9.2e %9.2e %6.2f %6.2f %6.2f %7.2f %8.1f\n", t.name.c_str(),
+    std::snprintf(line, sizeof line, "  %-40.40s %-8s %-5s %9.2e %9.2e %6.2f %6.2f %6.2f %7.2f %8.1f", t.name.c_str(),
                   kind_name(t.kind), std::string(dtype_name(t.dtype)).c_str(), t.abs_max, t.abs_min_nonzero,
                   100 * t.zero_share(), 100 * t.underflow_share(), 100 * t.subnormal_share(), 100 * t.nonfinite_share(),
                   t.headroom_log2());
     out += line;
+    if (mx && t.mxfp8) {
+      std::snprintf(line, sizeof line, "  %7.1e %7.2f  %7.1e %7.2f", t.mxfp8->rms_relative_error,
+                    100 * t.mxfp8->flushed_fraction, t.mxfp4->rms_relative_error, 100 * t.mxfp4->flushed_fraction);
+      out += line;
+    }
+    out += "\n";
   }
   return out;
 }
@@ -176,6 +198,13 @@ nlohmann::json numerics_json(const StepNumerics& step) {
                        {"nonfinite", t.nonfinite_share()},
                        {"headroom_log2", std::isfinite(headroom) ? nlohmann::json(headroom) : nlohmann::json(nullptr)},
                        {"histogram", histogram}});
+    if (t.mxfp8) {
+      for (const auto& [key, f] : {std::pair{"mxfp8", *t.mxfp8}, std::pair{"mxfp4", *t.mxfp4}}) {
+        tensors.back()[key] = {{"rms_relative_error", f.rms_relative_error},
+                               {"flushed", f.flushed_fraction},
+                               {"clamped", f.clamped_fraction}};
+      }
+    }
   }
   return {{"step", step.step}, {"skipped", step.skipped}, {"anomaly", step.anomaly}, {"tensors", tensors}};
 }

@@ -21,6 +21,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -30,6 +31,7 @@
 #include "autograd/cast_observer.h"
 #include "autograd/tape.h"
 #include "autograd/tensor.h"
+#include "precision/fidelity.h"
 #include "precision/numerics_stats.h"
 #include "report/svg_plot.h"
 #include "train/trainer.h"
@@ -48,6 +50,9 @@ struct TensorNumerics {
   DType dtype = DType::f32;
   precision::NumericsStats stats;  // of the cast that stored an f16/bf16 tensor, else of a cast to fp16
   double abs_max = 0, abs_min_nonzero = 0;
+  // With InspectorOptions::mx: what storing the values in MXFP8 (e4m3, OCP scale rule) and in
+  // MXFP4 blocks of 32 would keep (precision/fidelity.h), as a what-if next to the fp16 numbers.
+  std::optional<precision::Fidelity> mxfp8, mxfp4;
 
   uint64_t count() const { return stats.total(); }
   double zero_share() const;
@@ -70,6 +75,9 @@ struct InspectorOptions {
   int64_t every = 1;  // inspect steps 0, every, 2 * every, ...
   bool activations = true;
   bool name_anomalies = true;  // anomaly mode for the life of the inspector (costs a scan per op)
+  // Also measure each tensor under MX block quantization (TensorNumerics::mxfp8/mxfp4): opt-in,
+  // it quantizes every observed tensor twice.
+  bool mx = false;
 };
 
 class NumericsInspector {
@@ -116,9 +124,12 @@ class NumericsInspector {
 // shares (%) exactly zero before the cast, flushed to zero by it, subnormal after it, inf/NaN,
 // and the headroom to fp16's max in doublings, e.g.
 //   encoder.layers.0.attn.k_proj.bias  grad  f32  5.61e-04  7.15e-06  0.00  0.00  31.25  0.00  26.8
+// When the step has MX figures (InspectorOptions::mx), four more columns: the RMS relative error
+// and the share flushed to zero (%) under MXFP8 and under MXFP4.
 std::string numerics_table(const StepNumerics& step);
 // One JSON object: step, skipped, anomaly, and per tensor every number of the table plus the
-// non-empty histogram bins {"log2 bin": count}.
+// non-empty histogram bins {"log2 bin": count}; with MX figures also "mxfp8" and "mxfp4", each
+// {"rms_relative_error", "flushed", "clamped"}.
 nlohmann::json numerics_json(const StepNumerics& step);
 
 // Micikevicius et al. 2018, Figure 3: share of values per log2|x| bin, fp16's underflow,

@@ -319,4 +319,62 @@ SweepResult sweep_all_floats(Check&& check) {
   return {mismatches, first_bits};
 }
 
+// ---- rounding onto a value set, for any small format --------------------------------------
+// A format given only by the list of its finite values (from the test's own reading of the
+// fields): rounding picks between the two neighbours of the exact value by comparisons alone,
+// with no field arithmetic, so it checks round_exact's shifts, subnormal and no-subnormal
+// quanta, biases and overflow from the outside.
+
+struct ValueSet {
+  std::vector<double> values;  // the non-negative finite values, increasing, 0 first
+  std::vector<uint32_t> codes;  // their encodings (positive sign)
+  uint32_t sign_mask = 0;
+  double min_normal = 0;         // smallest normal value: below it, flush applies
+  // What lies beyond the largest value: "overflow" is a virtual next value one top ulp above max
+  // (IEEE 754 7.4's unbounded-exponent rounding); it becomes inf or NaN (overflow_code), or max
+  // with saturate or in a format without either (finite_only).
+  bool finite_only = false;
+  uint32_t overflow_code = 0;
+};
+
+// The bits of num / den (den > 0, the sign is num's; every product value * den and (lo + hi) / 2 * den exact in
+// double, as for the small formats' values and their sums, products and quotients) rounded onto
+// `set`. Ties: the neighbour whose encoding has an even last bit; if both do (0 and the smallest
+// normal of a format without subnormals), the smaller magnitude.
+inline uint32_t value_set_round(const ValueSet& set, double num, double den, ExactMode mode,
+                                bool saturate = false, bool flush = false) {
+  const bool negative = std::signbit(num);  // den > 0
+  const uint32_t sign = negative ? set.sign_mask : 0;
+  const double a = std::fabs(num), d = std::fabs(den);
+  const size_t n = set.values.size();
+  const double top_ulp = set.values[n - 1] - set.values[n - 2];
+  // Index of the largest value <= a/d (n - 1 when above max), and whether it is exact.
+  const auto above = std::partition_point(set.values.begin(), set.values.end(),
+                                          [&](double v) { return v * d <= a; });
+  const size_t lo = size_t(above - set.values.begin()) - 1;  // values[0] = 0 is always <= a
+  if (set.values[lo] * d == a) {
+    const uint32_t code = set.codes[lo];
+    return (flush && lo > 0 && set.values[lo] < set.min_normal) ? sign : sign | code;
+  }
+  const double lo_value = set.values[lo];
+  const bool hi_virtual = lo + 1 == n;  // above max: the next value is the overflow
+  const double hi_value = hi_virtual ? lo_value + top_ulp : set.values[lo + 1];
+  const uint32_t lo_code = set.codes[lo];
+  const uint32_t hi_code = hi_virtual ? lo_code + 1 : set.codes[lo + 1];
+  bool up = false;
+  const double mid = (lo_value + hi_value) / 2 * d;
+  switch (mode) {
+    case ExactMode::kTowardZero: break;
+    case ExactMode::kUp: up = !negative; break;
+    case ExactMode::kDown: up = negative; break;
+    case ExactMode::kNearestAway: up = a >= mid; break;
+    case ExactMode::kNearestEven:
+      up = a > mid || (a == mid && (lo_code & 1) != 0 && (hi_code & 1) == 0);
+      break;
+  }
+  if (!up) return (flush && lo > 0 && lo_value < set.min_normal) ? sign : sign | lo_code;
+  if (hi_virtual) return sign | (saturate || set.finite_only ? lo_code : set.overflow_code);
+  return (flush && hi_value < set.min_normal) ? sign : sign | hi_code;
+}
+
 }  // namespace hg::precision::oracle

@@ -58,7 +58,7 @@ const char* const kModeNames[5] = {"nearest-even", "toward-zero", "up", "down", 
 
 TEST_CASE("format constants follow from the field widths", "[precision][float_format]") {
   CHECK(kBinary16.storage_bits() == 16);
-  CHECK(kBinary16.bias() == 15);
+  CHECK(kBinary16.exponent_bias == 15);
   CHECK(kBinary16.min_exponent() == -14);
   CHECK(hex16(kBinary16.sign_mask()) == hex16(0x8000));
   CHECK(hex16(kBinary16.mantissa_mask()) == hex16(0x03FF));
@@ -66,20 +66,20 @@ TEST_CASE("format constants follow from the field widths", "[precision][float_fo
   CHECK(hex16(kBinary16.max_finite_bits()) == hex16(0x7BFF));
   CHECK(hex16(kBinary16.nan_bits()) == hex16(0x7E00));
 
-  CHECK(kBFloat16.bias() == 127);
+  CHECK(kBFloat16.exponent_bias == 127);
   CHECK(kBFloat16.min_exponent() == -126);
   CHECK(hex16(kBFloat16.inf_bits()) == hex16(0x7F80));
   CHECK(hex16(kBFloat16.max_finite_bits()) == hex16(0x7F7F));
   CHECK(hex16(kBFloat16.nan_bits()) == hex16(0x7FC0));
 
   // e4m3: S.1111.000-110 are finite (256..448), S.1111.111 is the only NaN.
-  CHECK(kE4M3.bias() == 7);
+  CHECK(kE4M3.exponent_bias == 7);
   CHECK(kE4M3.min_exponent() == -6);
   CHECK_FALSE(kE4M3.has_inf());
   CHECK(hex8(kE4M3.max_finite_bits()) == hex8(0x7E));
   CHECK(hex8(kE4M3.nan_bits()) == hex8(0x7F));
 
-  CHECK(kE5M2.bias() == 15);
+  CHECK(kE5M2.exponent_bias == 15);
   CHECK(hex8(kE5M2.inf_bits()) == hex8(0x7C));
   CHECK(hex8(kE5M2.max_finite_bits()) == hex8(0x7B));
   CHECK(hex8(kE5M2.nan_bits()) == hex8(0x7E));

@@ -28,17 +28,25 @@ const TensorNumerics& find(const StepNumerics& step, const std::string& name, Te
   throw;
 }
 
-}  // namespace
-
-TEST_CASE("NumericsInspector reports parameter gradients, activations and activation gradients", "[inspector]") {
-  NumericsInspector inspector({.every = 1, .name_anomalies = false});
+// One inspected step of L = sum(w * 1e-8), w = {1e-9, 1, 0, 3e-6} named "w": the graph whose
+// numbers the tests below derive by hand.
+StepNumerics inspect_scaled_sum(InspectorOptions options) {
+  NumericsInspector inspector(options);
   Tensor w = Tensor::from_vector({1e-9f, 1.0f, 0.0f, 3e-6f}, {4}).set_requires_grad();
   w.set_name("w");
   inspector.begin_step(0);
-  // y = w * 1e-8: {1e-17, 1e-8, 0, 3e-14}; dL/dy = 1; dL/dw = 1e-8 everywhere.
   backward(sum(mul_scalar(w, 1e-8f)));
   const StepNumerics* step = inspector.end_step(false);
   REQUIRE(step != nullptr);
+  return *step;
+}
+
+}  // namespace
+
+TEST_CASE("NumericsInspector reports parameter gradients, activations and activation gradients", "[inspector]") {
+  // y = w * 1e-8: {1e-17, 1e-8, 0, 3e-14}; dL/dy = 1; dL/dw = 1e-8 everywhere.
+  const StepNumerics inspected = inspect_scaled_sum({.every = 1, .name_anomalies = false});
+  const StepNumerics* step = &inspected;
 
   // 1e-8 < 2^-25 (half the smallest fp16 subnormal): every gradient element underflows.
   const TensorNumerics& grad = find(*step, "w", TensorKind::kParamGrad);
@@ -67,9 +75,41 @@ TEST_CASE("NumericsInspector reports parameter gradients, activations and activa
   const std::string table = numerics_table(*step);
   CHECK_THAT(table, Catch::Contains("numerics at step 0"));
   CHECK_THAT(table, Catch::Contains("mul_scalar#0"));
+  CHECK_THAT(table, !Catch::Contains("mx8"));  // MX figures are opt-in
+  CHECK_FALSE(grad.mxfp8.has_value());
   const nlohmann::json j = numerics_json(*step);
   CHECK(j.at("tensors").size() == step->tensors.size());
   CHECK(j.at("tensors").at(0).contains("histogram"));
+}
+
+TEST_CASE("NumericsInspector with mx reports what MXFP8 and MXFP4 blocks would keep", "[inspector][mx]") {
+  const StepNumerics inspected = inspect_scaled_sum({.every = 1, .name_anomalies = false, .mx = true});
+  const StepNumerics* step = &inspected;
+
+  // dL/dw = 1e-8 (as f32: g = 9.99999994e-9) four times, one block: fp16 flushes all of it, but
+  // MXFP8 e4m3 takes X = floor(log2 g) - 8 = -27 - 8 = -35, g / 2^-35 = 343.6 rounds to 352
+  // (quantum 32 in [256, 512)); MXFP4 takes X = -27 - 2 = -29, g / 2^-29 = 5.37 rounds to 6.
+  const TensorNumerics& grad = find(*step, "w", TensorKind::kParamGrad);
+  CHECK(grad.underflow_share() == 1.0);
+  REQUIRE(grad.mxfp8.has_value());
+  REQUIRE(grad.mxfp4.has_value());
+  const double g = double(1e-8f);
+  CHECK(grad.mxfp8->count == 4);
+  CHECK(grad.mxfp8->flushed_fraction == 0.0);
+  CHECK(grad.mxfp8->rms_relative_error == Approx(std::ldexp(352.0, -35) / g - 1).epsilon(1e-9));
+  CHECK(grad.mxfp4->rms_relative_error == Approx(std::ldexp(6.0, -29) / g - 1).epsilon(1e-9));
+  // The activation {1e-17, 1e-8, 0, 3e-14}, one block with amax 1e-8: in MXFP8, 1e-17 / 2^-35 is far
+  // below e4m3's smallest subnormal 2^-9 (flushed) while 3e-14 / 2^-35 = 1.03e-3 is above half of it
+  // (kept); in MXFP4, 3e-14 / 2^-29 = 1.6e-5 is flushed too.
+  const TensorNumerics& act = find(*step, "mul_scalar#0", TensorKind::kActivation);
+  CHECK(act.mxfp8->count == 3);
+  CHECK(act.mxfp8->flushed_fraction == Approx(1.0 / 3));
+  CHECK(act.mxfp4->flushed_fraction == Approx(2.0 / 3));
+
+  CHECK_THAT(numerics_table(*step), Catch::Contains("mx8 err"));
+  const nlohmann::json j = numerics_json(*step);
+  CHECK(j.at("tensors").at(0).at("mxfp8").contains("rms_relative_error"));
+  CHECK(j.at("tensors").at(0).at("mxfp4").contains("flushed"));
 }
 
 TEST_CASE("NumericsInspector reports what the casts of an fp16 O2 step flushed", "[inspector]") {
