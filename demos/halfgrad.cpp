@@ -150,7 +150,8 @@ int run_train(const CLI::App& cmd, cli::TrainOptions& o) {
   std::vector<std::shared_ptr<train::TrainerCallback>> callbacks;
   callbacks.push_back(std::make_shared<ConsoleCallback>(has_eval && a.eval_strategy != "no"));
   if (o.early_stopping > 0) callbacks.push_back(std::make_shared<train::EarlyStoppingCallback>(a, o.early_stopping));
-  if (o.inspect > 0) callbacks.push_back(std::make_shared<report::InspectorCallback>(o.inspect, a.output_dir));
+  if (o.inspect > 0) callbacks.push_back(std::make_shared<report::InspectorCallback>(
+        report::InspectorOptions{.every = o.inspect, .mx = o.inspect_mx}, a.output_dir));
   train::Trainer trainer(model, a, train_set, has_eval ? &eval_set : nullptr, {}, callbacks);
   // A step count past the end of the run would silently do nothing (known now that the data is).
   const int64_t steps = trainer.state().max_steps, eval_every = a.eval_steps > 0 ? a.eval_steps : a.logging_steps;

@@ -32,6 +32,7 @@ struct TrainOptions {
   float dropout = 0.5f;
   int64_t early_stopping = 0;
   int64_t inspect = 0;  // NumericsInspector every N optimizer steps (0: off)
+  bool inspect_mx = false;  // the inspector also measures MXFP8/MXFP4 block quantization
   int64_t train_per_language = 6000, test_per_language = 1000;
   train::TrainingArguments args;
 };
@@ -105,6 +106,9 @@ inline void add_train_flags(CLI::App& app, TrainOptions& o) {
                  "every N steps print per-tensor fp16 numerics (zeros, underflow, subnormals, headroom) and append "
                  "them to output_dir/numerics.jsonl; a skipped step names its first inf/NaN op")
       ->check(CLI::Range(int64_t{1}, int64_t{1} << 40));
+  app.add_flag("--inspect-mx", o.inspect_mx,
+               "with --inspect: also show what MXFP8 (e4m3) and MXFP4 block quantization would keep of each "
+               "tensor (docs/formats.md)");
   app.add_option("--max-len", o.max_len, "maximum tokens per text (longer texts are truncated, and counted)")
       ->capture_default_str()
       ->check(CLI::Range(1, 4096));
@@ -184,6 +188,7 @@ inline void resolve_train_options(const CLI::App& cmd, TrainOptions& o) {
         "--early-stopping needs evaluations: drop --eval-strategy no");
   check(!given("--metric") || a.load_best_model_at_end || o.early_stopping > 0,
         "--metric has no effect without --load-best or --early-stopping");
+  check(!o.inspect_mx || o.inspect > 0, "--inspect-mx adds columns to --inspect: give --inspect N too");
   check(!given("--save-total-limit") || a.save_strategy != "no",
         "--save-total-limit has no effect with --save-strategy no");
   check(!(given("--epochs") && given("--max-steps")),

@@ -23,7 +23,7 @@
 // sqrt(x < 0)) give the negative default NaN (x86's "QNaN indefinite"); an infinite result is
 // encode(f, +-inf, options) (inf, or for e4m3 NaN / max with saturate, for the finite-only MX
 // formats max); an exact zero sum is +0, -0 if both terms are -0, and in kDown -0 unless both are
-// +0 (6.3). A finite-only format has no NaN for 0/0 and sqrt(x < 0): std::domain_error.
+// +0 (6.3). A finite-only format has no NaN for 0/0 and sqrt(x < 0): hg::Error.
 #pragma once
 
 #include <bit>
@@ -68,7 +68,7 @@ constexpr uint32_t quiet_nan(FloatFormat f, uint32_t bits) {
   return (bits & f.sign_mask()) | f.nan_bits();  // e4m3 has one NaN per sign
 }
 
-// The result of an invalid operation `what`; a format without NaN has none: std::domain_error.
+// The result of an invalid operation `what`; a format without NaN has none: hg::Error.
 constexpr uint32_t invalid_nan(FloatFormat f, const char* what) {
   if (!f.has_nan()) throw_no_nan(f, what);
   return f.sign_mask() | f.nan_bits();

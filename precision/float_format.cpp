@@ -1,7 +1,8 @@
 #include "precision/float_format.h"
 
-#include <stdexcept>
 #include <string>
+
+#include "base/error.h"
 
 namespace hg::precision {
 
@@ -17,7 +18,7 @@ std::string describe_format(FloatFormat f) {
 namespace detail {
 
 void throw_invalid_format(FloatFormat f) {
-  throw std::invalid_argument(
+  throw Error(
       "hg::precision: format " + describe_format(f) +
       " is not supported: it needs 1-8 exponent bits, 0-15 mantissa bits, a mantissa bit "
       "where the top exponent field holds inf/NaN, and every value within float's range "
@@ -25,7 +26,7 @@ void throw_invalid_format(FloatFormat f) {
 }
 
 void throw_no_nan(FloatFormat f, const char* what) {
-  throw std::domain_error(std::string("hg::precision: ") + what + " has no result in " +
+  throw Error(std::string("hg::precision: ") + what + " has no result in " +
                           describe_format(f) + ": the format has no NaN");
 }
 

@@ -34,7 +34,7 @@ enum class Specials : uint8_t {
 // round (in the rounding mode) to 0 or to the smallest normal, ties to 0; encodings with a zero
 // exponent field and a nonzero mantissa are never produced and decode as a zero of their sign.
 // A kFiniteOnly format has nothing to overflow to: overflow and inf inputs give +-max in every
-// mode, and NaN (an input, or 0/0 in arithmetic) has no encoding: std::domain_error.
+// mode, and NaN (an input, or 0/0 in arithmetic) has no encoding: hg::Error.
 struct FloatFormat {
   int exponent_bits;
   int mantissa_bits;
@@ -101,8 +101,8 @@ constexpr const char* format_name(FloatFormat f) {
 std::string describe_format(FloatFormat f);
 
 namespace detail {
-[[noreturn]] void throw_invalid_format(FloatFormat f);  // std::invalid_argument naming the fields
-[[noreturn]] void throw_no_nan(FloatFormat f, const char* what);  // std::domain_error
+[[noreturn]] void throw_invalid_format(FloatFormat f);  // hg::Error naming the fields
+[[noreturn]] void throw_no_nan(FloatFormat f, const char* what);  // hg::Error
 constexpr void require_valid(FloatFormat f) {
   if (!f.valid()) throw_invalid_format(f);
 }
@@ -123,7 +123,7 @@ constexpr float exp2_float(int k) {
 // stochastic rounding's frac32 is the true value's. Overflow, saturation and flushing as
 // RoundingOptions says; a zero significand (without sticky) gives a zero of the given sign.
 // encode (below) and the exact arithmetic of arithmetic.h round through here. Throws
-// std::invalid_argument for a format that is not valid().
+// hg::Error for a format that is not valid().
 constexpr uint32_t round_exact(FloatFormat f, bool negative, uint64_t significand, int exponent,
                                bool sticky, RoundingOptions options = {}) {
   detail::require_valid(f);
@@ -192,7 +192,7 @@ constexpr uint32_t round_exact(FloatFormat f, bool negative, uint64_t significan
 }
 
 // Rounds x to format f, once, exactly, for every double (round_exact on its 53-bit
-// significand). A NaN input throws std::domain_error for a format without NaN.
+// significand). A NaN input throws hg::Error for a format without NaN.
 constexpr uint32_t encode(FloatFormat f, double x, RoundingOptions options = {}) {
   detail::require_valid(f);
   const int M = f.mantissa_bits;

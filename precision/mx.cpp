@@ -3,18 +3,19 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
-#include <stdexcept>
 #include <string>
+
+#include "base/error.h"
 
 namespace hg::precision {
 namespace {
 
 void check_options(const char* op, const MxOptions& options) {
   if (options.block_size == 0) {
-    throw std::invalid_argument(std::string("hg::precision::") + op + ": block_size must be > 0");
+    throw Error(std::string("hg::precision::") + op + ": block_size must be > 0");
   }
   if (options.rounding == Rounding::kStochastic) {
-    throw std::invalid_argument(std::string("hg::precision::") + op +
+    throw Error(std::string("hg::precision::") + op +
                                 ": stochastic rounding is not supported for MX elements");
   }
 }
@@ -80,7 +81,7 @@ void mx_dequantize(const MxBlocks& blocks, std::span<float> out) {
   const size_t n = blocks.size();
   if (out.size() != n || blocks.block_size == 0 ||
       blocks.scales.size() != (n + blocks.block_size - 1) / blocks.block_size) {
-    throw std::invalid_argument(std::string("hg::precision::mx_dequantize: ") + blocks.format.name + " blocks hold " +
+    throw Error(std::string("hg::precision::mx_dequantize: ") + blocks.format.name + " blocks hold " +
                                 std::to_string(n) + " elements in " + std::to_string(blocks.scales.size()) +
                                 " scales of block size " + std::to_string(blocks.block_size) + ", out has " +
                                 std::to_string(out.size()) + " elements");

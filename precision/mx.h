@@ -72,7 +72,7 @@ enum class MxScaleRule : uint8_t {
 
 struct MxOptions {
   MxScaleRule scale_rule = MxScaleRule::kOcpFloor;
-  // How V_i / 2^X is rounded to the element format. Not kStochastic (std::invalid_argument).
+  // How V_i / 2^X is rounded to the element format. Not kStochastic (hg::Error).
   // microxcaling's default is ties away (its "nearest"); IEEE's nearest-even is the default here.
   Rounding rounding = Rounding::kNearestEven;
   size_t block_size = 32;  // the OCP MX block; other sizes (> 0) for experiments
@@ -91,12 +91,12 @@ struct MxBlocks {
   int scale_exponent(size_t block) const { return int(scales[block]) - 127; }
 };
 
-// `values` in blocks of options.block_size. Throws std::invalid_argument for a zero block size
+// `values` in blocks of options.block_size. Throws hg::Error for a zero block size
 // or stochastic rounding.
 MxBlocks mx_quantize(const MxFormat& format, std::span<const float> values, const MxOptions& options = {});
 
 // The exact f32 value of every element (2^X * P_i; NaN for a block with the NaN scale). Throws
-// std::invalid_argument if out's size differs from blocks.size() or the scales do not cover it.
+// hg::Error if out's size differs from blocks.size() or the scales do not cover it.
 void mx_dequantize(const MxBlocks& blocks, std::span<float> out);
 
 // values[i] = mx_dequantize(mx_quantize(values))[i]: what storing the vector in `format` keeps.

@@ -246,11 +246,11 @@ SvgPlot histogram_figure(const std::string& title, const std::vector<std::string
   return plot;
 }
 
-InspectorCallback::InspectorCallback(int64_t every, std::string output_dir)
-    : every_(every), output_dir_(std::move(output_dir)) {}
+InspectorCallback::InspectorCallback(InspectorOptions options, std::string output_dir)
+    : options_(options), output_dir_(std::move(output_dir)) {}
 
 void InspectorCallback::on_train_begin(const train::TrainerState& state, const train::TrainingArguments&) {
-  inspector_ = std::make_unique<NumericsInspector>(InspectorOptions{.every = every_});
+  inspector_ = std::make_unique<NumericsInspector>(options_);
   inspector_->begin_step(state.global_step + 1);
 }
 

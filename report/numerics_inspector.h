@@ -143,13 +143,13 @@ SvgPlot histogram_figure(const std::string& title, const std::vector<std::string
 // numerics-grad-histogram.svg (the last inspected step's activation gradients) there.
 class InspectorCallback : public train::TrainerCallback {
  public:
-  InspectorCallback(int64_t every, std::string output_dir);
+  InspectorCallback(InspectorOptions options, std::string output_dir);
   void on_train_begin(const train::TrainerState& state, const train::TrainingArguments& args) override;
   void on_step_end(const train::TrainerState& state, const nlohmann::json& step_info) override;
   void on_train_end(const train::TrainerState& state) override;
 
  private:
-  int64_t every_;
+  InspectorOptions options_;
   std::string output_dir_;
   std::unique_ptr<NumericsInspector> inspector_;
 };

@@ -11,6 +11,7 @@
 #include <stdexcept>
 #include <vector>
 
+#include "base/error.h"
 #include "precision/mx.h"
 #include "tests/precision/oracles.h"
 
@@ -212,8 +213,8 @@ TEST_CASE("MX: mx_round_to is quantize then dequantize, and bad arguments throw"
   hg::mx_round_to(hg::mx::mxfp8_e4m3, in);
   CHECK(in == want);
 
-  CHECK_THROWS_AS(hg::mx_quantize(hg::mx::mxfp4, in, {.block_size = 0}), std::invalid_argument);
-  CHECK_THROWS_AS(hg::mx_quantize(hg::mx::mxfp4, in, {.rounding = Rounding::kStochastic}), std::invalid_argument);
+  CHECK_THROWS_AS(hg::mx_quantize(hg::mx::mxfp4, in, {.block_size = 0}), hg::Error);
+  CHECK_THROWS_AS(hg::mx_quantize(hg::mx::mxfp4, in, {.rounding = Rounding::kStochastic}), hg::Error);
   const MxBlocks q = hg::mx_quantize(hg::mx::mxfp4, in);
   std::vector<float> wrong(31);
   CHECK_THROWS_WITH(hg::mx_dequantize(q, wrong), Catch::Contains("mxfp4_e2m1") && Catch::Contains("31"));

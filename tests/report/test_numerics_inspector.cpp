@@ -219,7 +219,7 @@ TEST_CASE("InspectorCallback writes a JSONL line per inspected step and the hist
   args.per_device_train_batch_size = 16;
   args.save_strategy = "no";
   args.mixed_precision = {.precision = optim::Precision::kFp16, .opt_level = optim::OptLevel::kO1};
-  train::Trainer trainer(model, args, train_set, nullptr, {}, {std::make_shared<InspectorCallback>(2, args.output_dir)});
+  train::Trainer trainer(model, args, train_set, nullptr, {}, {std::make_shared<InspectorCallback>(InspectorOptions{.every = 2}, args.output_dir)});
   trainer.train();
   std::istringstream lines(testing::read_bytes(dir.path / "numerics.jsonl"));
   std::vector<int64_t> steps;
