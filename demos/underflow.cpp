@@ -6,8 +6,10 @@
 //      loss scale: the histogram shows which part of the distribution falls where.
 //   4. One real backward pass of the language-id classifier (after --steps of f32 training): the
 //      share of its activation and weight gradients fp16 would flush to zero, unscaled and with
-//      loss scales 2^8, 2^16, 2^24; the histogram figure (Micikevicius et al. 2018, Figure 3)
-//      and the per-layer underflow bars as SVG.
+//      loss scales 2^8, 2^16, 2^24; the histogram figure (Micikevicius et al. 2018, Figure 3).
+//      Then where the flushed activation gradients come from, per op in forward order, and which
+//      weight gradients are exactly zero (rounding noise, found by scaling the loss by 3), as a
+//      table and as bars on a log2 axis (underflow-layers.svg).
 #include <CLI/CLI.hpp>
 #include <algorithm>
 #include <cmath>
@@ -144,16 +146,135 @@ void print_sample(int64_t n, double mu, double sigma, double scale, uint64_t see
 struct Pass {
   double scale;
   hg::report::StepNumerics numerics;
+
+  // The record of tensor `name` of `kind`, or null.
+  const hg::report::TensorNumerics* find(hg::report::TensorKind kind, const std::string& name) const {
+    for (const hg::report::TensorNumerics& t : numerics.tensors) {
+      if (t.kind == kind && t.name == name) return &t;
+    }
+    return nullptr;
+  }
 };
 
 // One forward and backward of `batch` with the loss multiplied by `scale`, the gradients seen
-// by an inspector. The model is f32, so each gradient is what an fp16 cast would receive.
+// by an inspector. The model is f32, so each gradient is what an fp16 cast would receive. The
+// forward activations are recorded too: their order is the forward order of the ops.
 Pass inspect_backward(const hg::nn::TextClassifier& model, const hg::data::Batch& batch, double scale) {
-  hg::report::NumericsInspector inspector({.activations = false, .name_anomalies = false});
+  hg::report::NumericsInspector inspector({.activations = true, .name_anomalies = false});
   inspector.begin_step(0);
   const hg::Tensor loss = hg::cross_entropy(model.forward(batch.ids, batch.attention_mask), batch.labels);
   hg::backward(hg::mul_scalar(loss, float(scale)));
   return {scale, *inspector.end_step(false)};
+}
+
+// Which weight gradients are zero but for rounding. A gradient is linear in the loss: multiplying
+// the loss by 3 multiplies a true gradient by 3, and f32 rounding on the way moves g(3L) / 3 from
+// g(L) by about 2^-24 per op, far below 2^-10 relative even after the whole backward pass (3, not
+// a power of two, so that every rounding falls differently; a power of two would scale the
+// rounding errors exactly with the values). Where the exact gradient is zero, what f32 holds is
+// the residue of a sum that cancels, a few units in the last place of its terms: that residue
+// does not scale, it is drawn anew, so g(3L) / 3 and g(L) differ by about their own size. The
+// attention key biases are such tensors: adding b to every key adds q . b to all of a query's
+// scores alike, and softmax is invariant to that, so d loss / d k_proj.bias = 0 exactly.
+// Criterion: the f32 gradient is all zeros, or |g(3L) / 3 - g(L)| > 2^-10 |g(L)| (2-norms).
+constexpr double kNoiseChange = 1.0 / 1024;
+
+struct NoiseTest {
+  std::string name;
+  double change = 0;  // |g(3L) / 3 - g(L)| / |g(L)|; 0 for an all-zero gradient
+  bool noise = false;
+};
+
+std::vector<NoiseTest> rounding_noise_test(hg::nn::TextClassifier& model, const hg::data::Batch& batch) {
+  auto grads = [&](float factor) {
+    model.zero_grad();
+    const hg::Tensor loss = hg::cross_entropy(model.forward(batch.ids, batch.attention_mask), batch.labels);
+    hg::backward(hg::mul_scalar(loss, factor));
+    std::vector<std::vector<float>> out;
+    for (const auto& [name, p] : model.named_parameters()) {
+      out.push_back(p.has_grad() ? p.grad().to_vector() : std::vector<float>(size_t(p.numel()), 0.0f));
+    }
+    return out;
+  };
+  const std::vector<std::vector<float>> once = grads(1), thrice = grads(3);
+  model.zero_grad();
+  std::vector<NoiseTest> out;
+  const hg::nn::NamedTensors params = model.named_parameters();
+  for (size_t i = 0; i < params.size(); ++i) {
+    double norm = 0, diff = 0;
+    for (size_t j = 0; j < once[i].size(); ++j) {
+      norm += double(once[i][j]) * once[i][j];
+      const double d = double(thrice[i][j]) / 3 - once[i][j];
+      diff += d * d;
+    }
+    const double change = norm > 0 ? std::sqrt(diff / norm) : 0.0;
+    out.push_back({params[i].first, change, norm == 0 || change > kNoiseChange});
+  }
+  return out;
+}
+
+// An activation gradient of one op's output, unscaled and at the figure's loss scale.
+struct OpShare {
+  std::string name;
+  uint64_t count = 0, flushed = 0, flushed_scaled = 0;
+
+  void add(const OpShare& other) {
+    count += other.count;
+    flushed += other.flushed;
+    flushed_scaled += other.flushed_scaled;
+  }
+};
+
+// The activation gradients of `plain` in the forward order of the ops that produced them (the
+// order of the forward activations; a gradient of an unnamed tensor, "<op>?", goes last).
+std::vector<OpShare> op_shares(const Pass& plain, const Pass& scaled) {
+  using hg::report::TensorKind;
+  std::vector<std::string> forward;
+  for (const hg::report::TensorNumerics& t : plain.numerics.tensors) {
+    if (t.kind == TensorKind::kActivation) forward.push_back(t.name);
+  }
+  auto position = [&](const std::string& name) { return std::find(forward.begin(), forward.end(), name) - forward.begin(); };
+  std::vector<OpShare> out;
+  for (const hg::report::TensorNumerics& t : plain.numerics.tensors) {
+    if (t.kind != TensorKind::kActivationGrad) continue;
+    const hg::report::TensorNumerics* u = scaled.find(t.kind, t.name);
+    out.push_back({t.name, t.count(), t.stats.underflow, u ? u->stats.underflow : 0});
+  }
+  std::stable_sort(out.begin(), out.end(),
+                   [&](const OpShare& a, const OpShare& b) { return position(a.name) < position(b.name); });
+  return out;
+}
+
+// The ops holding most of the flushed activation gradients, the rest summed, and all of them:
+// their share is the "act.g -> 0" of the loss scale table, every row's part of it adds up to it.
+// Returns the positions in `ops` of the top rows, most flushed first.
+std::vector<size_t> print_op_table(const std::vector<OpShare>& ops, const std::string& scaled_label) {
+  std::vector<size_t> order(ops.size());
+  for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return ops[a].flushed > ops[b].flushed; });
+  const size_t top = std::min<size_t>(8, ops.size());
+  OpShare all{.name = "all " + std::to_string(ops.size()) + " ops"}, rest{.name = "other " + std::to_string(ops.size() - top) + " ops"};
+  for (size_t k = 0; k < order.size(); ++k) {
+    all.add(ops[order[k]]);
+    if (k >= top) rest.add(ops[order[k]]);
+  }
+  std::printf(
+      "\n-- Where the flushed activation gradients come from: the %zu ops that hold most of them --\n"
+      "(#: the op's place in the forward pass; -> 0: share of its gradient elements that fp16 flushes;\n"
+      "of all -> 0: its part of all activation-gradient elements, the rows add up to the total;\n"
+      "reshape and permute pass a gradient on unchanged: their rows repeat the op before them)\n",
+      top);
+  std::printf("%4s %-22s %10s %9s %12s %14s\n", "#", "op", "elements", "-> 0", "of all -> 0", (scaled_label + " -> 0").c_str());
+  auto row = [&](const std::string& place, const OpShare& o) {
+    std::printf("%4s %-22s %10llu %8.2f%% %11.3f%% %13.2f%%\n", place.c_str(), o.name.c_str(),
+                static_cast<unsigned long long>(o.count), percent(o.flushed, o.count), percent(o.flushed, all.count),
+                percent(o.flushed_scaled, o.count));
+  };
+  for (size_t k = 0; k < top; ++k) row(std::to_string(order[k]), ops[order[k]]);
+  if (top < ops.size()) row("", rest);
+  row("", all);
+  order.resize(top);
+  return order;
 }
 
 void print_real_gradients(const hg::demos::DemoFlags& flags, double figure_scale) {
@@ -197,28 +318,92 @@ void print_real_gradients(const hg::demos::DemoFlags& flags, double figure_scale
   const Pass& plain = passes[0];
   const Pass& scaled = *std::find_if(passes.begin(), passes.end(), [&](const Pass& p) { return p.scale == figure_scale; });
   const NumericsStats a = plain.numerics.merged(TensorKind::kActivationGrad);
-  char scaled_name[48], note[64];
+  char scaled_name[48], scaled_label[16], note[64];
   std::snprintf(scaled_name, sizeof scaled_name, "scaled by 2^%g", std::log2(figure_scale));
+  std::snprintf(scaled_label, sizeof scaled_label, "2^%g", std::log2(figure_scale));
   std::snprintf(note, sizeof note, "%.1f%% become zero in fp16", percent(a.underflow, a.total()));
   hg::report::histogram_figure("Activation gradients of the classifier (one batch)", {"unscaled", scaled_name},
                               {a.input, scaled.numerics.merged(TensorKind::kActivationGrad).input}, note)
       .save(flags.path("underflow-histogram.svg"));
 
-  hg::report::SvgPlot bars({.title = "Weight gradients that become zero in fp16, per tensor",
-                           .y_label = "share flushed to zero", .height = 640});
+  const std::vector<OpShare> ops = op_shares(plain, scaled);
+  const std::vector<size_t> top = print_op_table(ops, scaled_label);
+
+  const std::vector<NoiseTest> tests = rounding_noise_test(model, batch);
+  std::printf(
+      "\n-- Weight gradients whose exact value is zero --\n"
+      "Scaling the loss by 3 scales a true gradient by 3 up to f32 rounding; the rounding residue left\n"
+      "where the exact gradient is zero is drawn anew instead. change: |g(3L)/3 - g(L)| / |g(L)|;\n"
+      "above 2^-10 (or an all-zero gradient) the tensor holds rounding noise only:\n");
+  std::printf("%-40s %10s %10s %9s\n", "tensor", "change", "abs max", "-> 0");
+  double largest_true = 0;
+  size_t noise_count = 0;
+  for (const NoiseTest& t : tests) {
+    if (!t.noise) {
+      largest_true = std::max(largest_true, t.change);
+      continue;
+    }
+    const hg::report::TensorNumerics* g = plain.find(TensorKind::kParamGrad, t.name);
+    std::printf("%-40s %10.3g %10.3g %8.2f%%\n", t.name.c_str(), t.change, g ? g->abs_max : 0.0,
+                g ? 100 * g->underflow_share() : 0.0);
+    ++noise_count;
+  }
+  std::printf(
+      "every other weight gradient: change at most %.3g. In an fp16 backward these tensors' flushed\n"
+      "share is noise too: what fp16 drops there was never a gradient.\n",
+      largest_true);
+  uint64_t top_flushed = 0;
+  for (size_t i : top) top_flushed += ops[i].flushed;
+  const OpShare& most = ops[top.at(0)];
+  std::printf(
+      "\nFinding: unscaled, %.2f%% of the activation-gradient elements become zero in fp16, %.0f%% of them\n"
+      "in the %zu ops above, the most in %s (%.1f%% of its elements); scaled by %s, %.2f%% do; the\n"
+      "weight gradients fp16 seemed to wipe out (%zu) are exact zeros holding rounding noise.\n",
+      percent(a.underflow, a.total()), percent(top_flushed, a.underflow), top.size(), most.name.c_str(),
+      percent(most.flushed, most.count), scaled_label, percent(scaled.numerics.merged(TensorKind::kActivationGrad).underflow, a.total()),
+      noise_count);
+
+  // The figure: activation gradients per op in forward order, then the weight gradients per
+  // tensor, on a log2 axis (a doubling of headroom for the region labels); the exact-zero weight
+  // gradients as dashed lines instead of bars, the criterion in the region's label.
   std::vector<std::string> names;
-  std::vector<double> unscaled, with_scale;
-  for (const hg::report::TensorNumerics& t : plain.numerics.tensors) {
-    if (t.kind != TensorKind::kParamGrad) continue;
-    names.push_back(t.name);
-    unscaled.push_back(t.underflow_share());
-    for (const hg::report::TensorNumerics& u : passes[1].numerics.tensors) {
-      if (u.kind == t.kind && u.name == t.name) with_scale.push_back(u.underflow_share());
+  std::vector<double> unscaled, with_scale, noise_x;
+  double smallest = 1, largest = 0;
+  auto add = [&](const std::string& name, double u, double w) {
+    names.push_back(name);
+    unscaled.push_back(u);
+    with_scale.push_back(w);
+    for (double v : {u, w}) {
+      if (v > 0) {
+        smallest = std::min(smallest, v);
+        largest = std::max(largest, v);
+      }
+    }
+  };
+  for (const OpShare& o : ops) add(o.name, percent(o.flushed, o.count) / 100, percent(o.flushed_scaled, o.count) / 100);
+  for (const NoiseTest& t : tests) {
+    const hg::report::TensorNumerics *g = plain.find(TensorKind::kParamGrad, t.name), *h = scaled.find(TensorKind::kParamGrad, t.name);
+    if (t.noise) {
+      noise_x.push_back(double(names.size()));
+      add(t.name, std::nan(""), std::nan(""));
+    } else {
+      add(t.name, g ? g->underflow_share() : 0.0, h ? h->underflow_share() : 0.0);
     }
   }
+  const double n_ops = double(ops.size()), n = double(names.size());
+  hg::report::SvgPlot bars({.title = "Gradients that become zero in fp16: activation gradients per op (forward order), "
+                                     "weight gradients per tensor",
+                            .y_label = "share flushed to zero (log2 axis; 2^-10 ~ 0.1%)",
+                            .log2_y = true,
+                            .width = std::max(720, 260 + 14 * int(n)),
+                            .height = 640});
   bars.set_categories(names);
   bars.add_bars("unscaled", unscaled);
-  bars.add_bars("scaled by 2^8", with_scale);
+  bars.add_bars(scaled_name, with_scale);
+  bars.add_markers("exact gradient 0 (noise)", noise_x);
+  if (largest > 0) bars.set_y_range(std::exp2(std::floor(std::log2(smallest)) - 1), std::exp2(std::ceil(std::log2(largest)) + 1));
+  bars.add_region(-0.5, n_ops - 0.5, "activation gradients, per op in forward order");
+  bars.add_region(n_ops - 0.5, n - 0.5, "weight gradients, per tensor; dashed: |g(3L)/3 - g(L)| > 2^-10 |g(L)|, no bar");
   bars.save(flags.path("underflow-layers.svg"));
   std::printf("\nwrote %s, %s\n", flags.path("underflow-histogram.svg").c_str(), flags.path("underflow-layers.svg").c_str());
 }

@@ -100,6 +100,14 @@ void SvgPlot::set_y_range(double lo, double hi) {
 
 double SvgPlot::y_value(double y) const { return options_.log2_y ? std::log2(y) : y; }
 
+bool SvgPlot::zero_floor() const {
+  if (!options_.log2_y) return false;
+  for (const Series& s : series_) {
+    if (s.bars && std::find(s.y.begin(), s.y.end(), 0.0) != s.y.end()) return true;
+  }
+  return false;
+}
+
 std::pair<double, double> SvgPlot::x_range() const {
   if (fixed_x_) return {x_lo_, x_hi_};
   double lo = std::numeric_limits<double>::infinity(), hi = -lo;
@@ -125,7 +133,7 @@ std::pair<double, double> SvgPlot::y_range() const {
     }
   }
   if (options_.log2_y) {
-    lo = std::floor(lo);
+    lo = std::floor(lo) - (zero_floor() ? 1 : 0);
     hi = std::ceil(hi);
   } else {
     hi = hi > lo ? hi + 0.05 * (hi - lo) : hi;
@@ -198,7 +206,12 @@ std::string SvgPlot::svg() const {
            tick_label(t) + "</text>\n";
     }
   }
+  const bool zero_at_floor = zero_floor();
+  if (zero_at_floor) {
+    s += "<text x=\"" + num(kLeft - 6) + "\" y=\"" + num(bottom + 4) + "\" text-anchor=\"end\">0</text>\n";
+  }
   for (double t : ticks(ylo, yhi, options_.log2_y)) {
+    if (zero_at_floor && t < ylo + 0.5) continue;  // the floor reads 0
     const std::string label = options_.log2_y ? "2^" + tick_label(t) : tick_label(t);
     s += "<line x1=\"" + num(kLeft) + "\" y1=\"" + num(py(t)) + "\" x2=\"" + num(right) + "\" y2=\"" + num(py(t)) +
          "\" stroke=\"#eee\"/>\n";
@@ -218,9 +231,16 @@ std::string SvgPlot::svg() const {
     const Series& series = series_[i];
     const char* color = kColors[i % 7];
     if (series.bars) {
-      const double width = 0.8 / bar_series, base = py(std::max(ylo, 0.0));
+      const double width = 0.8 / bar_series, base = py(options_.log2_y ? ylo : std::max(ylo, 0.0));
       for (size_t j = 0; j < series.x.size(); ++j) {
         const double x0 = pixel_x(series.x[j] - 0.4 + width * bar_index), x1 = pixel_x(series.x[j] - 0.4 + width * (bar_index + 1));
+        if (std::isnan(series.y[j])) continue;
+        if (options_.log2_y && series.y[j] == 0) {
+          const double r = std::min(3.0, (x1 - x0) / 2);  // resting on the floor
+          s += "<circle class=\"zero\" cx=\"" + num((x0 + x1) / 2) + "\" cy=\"" + num(base - r) + "\" r=\"" +
+               num(r) + "\" fill=\"" + color + "\"/>\n";
+          continue;
+        }
         const double top = py(y_value(series.y[j]));
         s += "<rect class=\"bar\" x=\"" + num(x0) + "\" y=\"" + num(std::min(top, base)) + "\" width=\"" + num(x1 - x0) +
              "\" height=\"" + num(std::abs(base - top)) + "\" fill=\"" + color + "\"/>\n";

@@ -1,5 +1,5 @@
 // SvgPlot: a small writer of SVG charts for the demos and the numerics inspector: line series
-// (optionally on a log2 y axis), step-shaped histograms, grouped bars over named categories,
+// and grouped bars over named categories (both also on a log2 y axis), step-shaped histograms,
 // vertical markers (e.g. skipped steps), shaded x-regions with labels and free text. The output
 // is plain SVG 1.1 text that any browser opens; no scripts, no external resources.
 // Deliberately not here: automatic legends beyond one row per series, dates, multiple axes.
@@ -25,7 +25,10 @@ class SvgPlot {
   // [x[i], x[i] + 1) (bins of width 1 in x, e.g. log2 magnitudes).
   void add_line(std::string name, std::vector<double> x, std::vector<double> y, bool steps = false);
   // One bar per category for this series; several series are grouped side by side. Categories
-  // are named once with set_categories (x = 0, 1, ...).
+  // are named once with set_categories (x = 0, 1, ...). A NaN value draws no bar (a category
+  // marked otherwise). On a log2 axis bars rise from the axis floor, and a value of 0, which has
+  // no logarithm, is a dot on the floor, labelled 0 (the automatic range keeps the floor one
+  // doubling below the smallest nonzero value, so 0 stays apart from it).
   void add_bars(std::string name, std::vector<double> values);
   void set_categories(std::vector<std::string> names);
   // Vertical dashed lines at these x (e.g. skipped optimizer steps), named in the legend.
@@ -63,6 +66,7 @@ class SvgPlot {
   std::pair<double, double> y_range() const;
   double bottom_margin() const;
   double y_value(double y) const;  // log2 when the axis is log2
+  bool zero_floor() const;         // a log2 axis with bars of value 0, drawn on its floor
 
   PlotOptions options_;
   std::vector<Series> series_;

@@ -3,6 +3,7 @@
 // [40, height - 50] pixels, so the corners of a fixed range land on those numbers exactly.
 #include <catch2/catch.hpp>
 
+#include <cmath>
 #include <regex>
 #include <string>
 #include <vector>
@@ -72,6 +73,29 @@ TEST_CASE("SvgPlot's log2 axis places 2^k linearly in k and labels ticks 2^k", "
   CHECK(plot.pixel_y(65536) == Approx(40.0));
   CHECK_THAT(svg, Catch::Contains(">2^15</text>"));  // ticks every 5 doublings
   CHECK_THAT(svg, Catch::Contains("70.00,40.00 185.00,60.62 "));  // 2^15 is 1/16 of 330 px lower
+}
+
+TEST_CASE("SvgPlot's log2 bars rise from the floor and draw 0 as a dot on it, labelled 0", "[svg]") {
+  SvgPlot plot({.log2_y = true});
+  plot.set_categories({"a", "b", "c"});
+  plot.add_bars("s", {0.25, 0.0, std::nan("")});  // NaN: no bar
+  plot.add_bars("t", {1.0 / 512, 0.5, 0.125});
+  const std::string svg = plot.svg();
+  CHECK(well_formed(svg));
+  // The data span 2^-9 .. 2^-1; the zero puts the floor one doubling lower, at 2^-10: 9 doublings
+  // over 330 px.
+  CHECK(plot.pixel_y(1.0 / 1024) == Approx(370.0));
+  CHECK(plot.pixel_y(1.0 / 512) == Approx(370.0 - 330.0 / 9));
+  CHECK(count(svg, "class=\"bar\"") == 4);
+  CHECK(count(svg, "class=\"zero\"") == 1);
+  // x range [-0.5, 2.5] over 460 px; the first series' bar of category 0 spans x in [-0.4, 0],
+  // from 2^-2 (40 + 330 / 9 px) down to the floor (370 px), not to 2^0.
+  CHECK_THAT(svg, Catch::Contains("x=\"85.33\" y=\"76.67\" width=\"61.33\" height=\"293.33\""));
+  // The zero of category 1: x in [1.1, 1.5] -> centre 269.33 px, a 3 px dot resting on the floor.
+  CHECK_THAT(svg, Catch::Contains("class=\"zero\" cx=\"269.33\" cy=\"367.00\" r=\"3.00\""));
+  CHECK_THAT(svg, Catch::Contains("y=\"374.00\" text-anchor=\"end\">0</text>"));  // the floor reads 0 ...
+  CHECK_THAT(svg, !Catch::Contains(">2^-10</text>"));                              // ... not 2^-10
+  CHECK_THAT(svg, Catch::Contains(">2^-8</text>"));
 }
 
 TEST_CASE("SvgPlot draws step histograms, shaded regions, text and grouped bars", "[svg]") {
