@@ -146,14 +146,6 @@ void print_sample(int64_t n, double mu, double sigma, double scale, uint64_t see
 struct Pass {
   double scale;
   hg::report::StepNumerics numerics;
-
-  // The record of tensor `name` of `kind`, or null.
-  const hg::report::TensorNumerics* find(hg::report::TensorKind kind, const std::string& name) const {
-    for (const hg::report::TensorNumerics& t : numerics.tensors) {
-      if (t.kind == kind && t.name == name) return &t;
-    }
-    return nullptr;
-  }
 };
 
 // One forward and backward of `batch` with the loss multiplied by `scale`, the gradients seen
@@ -237,7 +229,7 @@ std::vector<OpShare> op_shares(const Pass& plain, const Pass& scaled) {
   std::vector<OpShare> out;
   for (const hg::report::TensorNumerics& t : plain.numerics.tensors) {
     if (t.kind != TensorKind::kActivationGrad) continue;
-    const hg::report::TensorNumerics* u = scaled.find(t.kind, t.name);
+    const hg::report::TensorNumerics* u = scaled.numerics.find(t.kind, t.name);
     out.push_back({t.name, t.count(), t.stats.underflow, u ? u->stats.underflow : 0});
   }
   std::stable_sort(out.begin(), out.end(),
@@ -343,7 +335,7 @@ void print_real_gradients(const hg::demos::DemoFlags& flags, double figure_scale
       largest_true = std::max(largest_true, t.change);
       continue;
     }
-    const hg::report::TensorNumerics* g = plain.find(TensorKind::kParamGrad, t.name);
+    const hg::report::TensorNumerics* g = plain.numerics.find(TensorKind::kParamGrad, t.name);
     std::printf("%-40s %10.3g %10.3g %8.2f%%\n", t.name.c_str(), t.change, g ? g->abs_max : 0.0,
                 g ? 100 * g->underflow_share() : 0.0);
     ++noise_count;
@@ -382,7 +374,8 @@ void print_real_gradients(const hg::demos::DemoFlags& flags, double figure_scale
   };
   for (const OpShare& o : ops) add(o.name, percent(o.flushed, o.count) / 100, percent(o.flushed_scaled, o.count) / 100);
   for (const NoiseTest& t : tests) {
-    const hg::report::TensorNumerics *g = plain.find(TensorKind::kParamGrad, t.name), *h = scaled.find(TensorKind::kParamGrad, t.name);
+    const hg::report::TensorNumerics *g = plain.numerics.find(TensorKind::kParamGrad, t.name),
+                                     *h = scaled.numerics.find(TensorKind::kParamGrad, t.name);
     if (t.noise) {
       noise_x.push_back(double(names.size()));
       add(t.name, std::nan(""), std::nan(""));

@@ -63,7 +63,7 @@ Fidelity fidelity(const MxFormat& format, std::span<const float> values, const M
     const uint8_t scale = blocks.scales[i / blocks.block_size];
     if (scale == kE8M0Nan) continue;  // a block holding inf or NaN: its finite values are lost too,
                                       // but there is no relative error to state for them
-    tally.add(values[i], stored[i], std::ldexp(element_max, int(scale) - 127));
+    tally.add(values[i], stored[i], element_max * e8m0_decode(scale));
   }
   return tally.finish();
 }

@@ -18,16 +18,14 @@ std::string describe_format(FloatFormat f) {
 namespace detail {
 
 void throw_invalid_format(FloatFormat f) {
-  throw Error(
-      "hg::precision: format " + describe_format(f) +
-      " is not supported: it needs 1-8 exponent bits, 0-15 mantissa bits, a mantissa bit "
-      "where the top exponent field holds inf/NaN, and every value within float's range "
-      "(smallest subnormal >= 2^-149, largest exponent <= 127)");
+  fail("hg::precision: format ", describe_format(f),
+       " is not supported: it needs 1-8 exponent bits, 0-15 mantissa bits, a mantissa bit "
+       "where the top exponent field holds inf/NaN, and every value within float's range "
+       "(smallest subnormal >= 2^-149, largest exponent <= 127)");
 }
 
 void throw_no_nan(FloatFormat f, const char* what) {
-  throw Error(std::string("hg::precision: ") + what + " has no result in " +
-                          describe_format(f) + ": the format has no NaN");
+  fail("hg::precision: ", what, " has no result in ", describe_format(f), ": the format has no NaN");
 }
 
 }  // namespace detail

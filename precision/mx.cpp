@@ -11,13 +11,9 @@ namespace hg::precision {
 namespace {
 
 void check_options(const char* op, const MxOptions& options) {
-  if (options.block_size == 0) {
-    throw Error(std::string("hg::precision::") + op + ": block_size must be > 0");
-  }
-  if (options.rounding == Rounding::kStochastic) {
-    throw Error(std::string("hg::precision::") + op +
-                                ": stochastic rounding is not supported for MX elements");
-  }
+  check(options.block_size != 0, "hg::precision::", op, ": block_size must be > 0");
+  check(options.rounding != Rounding::kStochastic, "hg::precision::", op,
+        ": stochastic rounding is not supported for MX elements");
 }
 
 // The shared exponent X of one block whose largest magnitude is amax (finite, > 0).
@@ -79,19 +75,16 @@ MxBlocks mx_quantize(const MxFormat& format, std::span<const float> values, cons
 
 void mx_dequantize(const MxBlocks& blocks, std::span<float> out) {
   const size_t n = blocks.size();
-  if (out.size() != n || blocks.block_size == 0 ||
-      blocks.scales.size() != (n + blocks.block_size - 1) / blocks.block_size) {
-    throw Error(std::string("hg::precision::mx_dequantize: ") + blocks.format.name + " blocks hold " +
-                                std::to_string(n) + " elements in " + std::to_string(blocks.scales.size()) +
-                                " scales of block size " + std::to_string(blocks.block_size) + ", out has " +
-                                std::to_string(out.size()) + " elements");
-  }
+  check(out.size() == n && blocks.block_size != 0 &&
+            blocks.scales.size() == (n + blocks.block_size - 1) / blocks.block_size,
+        "hg::precision::mx_dequantize: ", blocks.format.name, " blocks hold ", n, " elements in ",
+        blocks.scales.size(), " scales of block size ", blocks.block_size, ", out has ", out.size(), " elements");
   for (size_t i = 0; i < n; ++i) {
     const uint8_t scale = blocks.scales[i / blocks.block_size];
     // Exact: an element has at most 8 significant bits at or above 2^-16, times 2^X >= 2^-127,
     // stays above f32's subnormal quantum 2^-149; only a hand-made block could overflow (inf).
     out[i] = scale == kE8M0Nan ? std::numeric_limits<float>::quiet_NaN()
-                               : float(std::ldexp(element_value(blocks.format, blocks.elements[i]), int(scale) - 127));
+                               : float(element_value(blocks.format, blocks.elements[i]) * e8m0_decode(scale));
   }
 }
 

@@ -49,6 +49,13 @@ NumericsStats StepNumerics::merged(TensorKind kind) const {
   return all;
 }
 
+const TensorNumerics* StepNumerics::find(TensorKind kind, const std::string& name) const {
+  for (const TensorNumerics& t : tensors) {
+    if (t.kind == kind && t.name == name) return &t;
+  }
+  return nullptr;
+}
+
 NumericsInspector::NumericsInspector(InspectorOptions options) : options_(options) {
   check(options_.every >= 1, "NumericsInspector: every must be >= 1, got ", options_.every);
   if (options_.name_anomalies) anomaly_ = std::make_unique<DetectAnomaly>(/*throw_on_anomaly=*/false);

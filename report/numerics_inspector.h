@@ -69,6 +69,8 @@ struct StepNumerics {
   std::vector<TensorNumerics> tensors;  // in the order first seen
   // Every tensor of `kind` merged.
   precision::NumericsStats merged(TensorKind kind) const;
+  // The record of tensor `name` of `kind`, or null when the step saw none.
+  const TensorNumerics* find(TensorKind kind, const std::string& name) const;
 };
 
 struct InspectorOptions {

@@ -21,11 +21,9 @@ namespace hg::report {
 namespace {
 
 const TensorNumerics& find(const StepNumerics& step, const std::string& name, TensorKind kind) {
-  for (const TensorNumerics& t : step.tensors) {
-    if (t.name == name && t.kind == kind) return t;
-  }
-  FAIL("no tensor " << name << " of kind " << kind_name(kind));
-  throw;
+  const TensorNumerics* t = step.find(kind, name);
+  if (t == nullptr) FAIL("no tensor " << name << " of kind " << kind_name(kind));
+  return *t;
 }
 
 // One inspected step of L = sum(w * 1e-8), w = {1e-9, 1, 0, 3e-6} named "w": the graph whose
@@ -252,10 +250,7 @@ TEST_CASE("NumericsInspector sees a sparse embedding's gradient as its stored ro
   const StepNumerics* step = inspector.end_step(false);
   REQUIRE(step != nullptr);
   REQUIRE(table.sparse_grad() != nullptr);
-  const TensorNumerics* grad = nullptr;
-  for (const TensorNumerics& t : step->tensors) {
-    if (t.name == "tok.weight" && t.kind == TensorKind::kParamGrad) grad = &t;
-  }
+  const TensorNumerics* grad = step->find(TensorKind::kParamGrad, "tok.weight");
   REQUIRE(grad != nullptr);
   CHECK(grad->op == "embedding");
   CHECK(grad->shape == Shape({2, 3}));
