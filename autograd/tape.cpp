@@ -6,7 +6,6 @@
 #include <algorithm>
 #include <map>
 
-#include "autograd/kernels/cast.h"
 #include "autograd/ops/elementwise.h"
 #include "autograd/ops/reduce.h"
 #include "autograd/ops/shape_ops.h"
@@ -26,8 +25,6 @@ thread_local const char* t_backward_op = "";
 thread_local std::map<int, GradObserver> t_observers;
 thread_local int t_next_observer = 0;
 thread_local std::map<int, ForwardObserver> t_forward_observers;
-
-bool has_non_finite(const Tensor& t) { return !kernels::all_finite(t.bytes(), t.dtype(), t.numel()); }
 
 void report_anomaly(const char* op, const Tensor& t, const char* phase) {
   if (!t_anomaly.op.empty()) return;  // keep the first
@@ -49,7 +46,7 @@ NoGrad::NoGrad() : previous_(t_grad_enabled) { t_grad_enabled = false; }
 NoGrad::~NoGrad() { t_grad_enabled = previous_; }
 
 Tensor record(const char* op, Tensor output, const std::vector<Tensor>& inputs, BackwardFn backward) {
-  if (t_anomaly_mode != 0 && has_non_finite(output)) report_anomaly(op, output, "forward");
+  if (t_anomaly_mode != 0 && !output.all_finite()) report_anomaly(op, output, "forward");
   for (const auto& [id, observer] : t_forward_observers) observer(op, output);
   if (!t_grad_enabled) return output;
   Node node{op, {}, output, std::move(backward)};
@@ -70,7 +67,7 @@ void accumulate_grad(const Tensor& input, const Tensor& grad) {
   Tensor g = grad;
   if (!(g.shape() == input.shape())) g = sum_to(g, input.shape());
   if (g.dtype() != input.dtype()) g = cast(g, input.dtype());
-  if (t_anomaly_mode != 0 && has_non_finite(g)) report_anomaly(t_backward_op, input, "backward");
+  if (t_anomaly_mode != 0 && !g.all_finite()) report_anomaly(t_backward_op, input, "backward");
   for (const auto& [id, observer] : t_observers) observer(t_backward_op, input, g);
   TensorImpl& impl = input.impl();
   // Out of place: a gradient may be shared (add passes one gradient to both inputs).
@@ -101,7 +98,7 @@ void accumulate_grad(const Tensor& input, SparseRows grad) {
   check(input.impl().hooks.empty(), "accumulate_grad: tensor '", input.name(),
         "' has hooks, which take dense gradients, and receives a row-sparse one (make its embedding dense)");
   if (grad.values.dtype() != input.dtype()) grad.values = cast(grad.values, input.dtype());
-  if (t_anomaly_mode != 0 && has_non_finite(grad.values)) report_anomaly(t_backward_op, input, "backward");
+  if (t_anomaly_mode != 0 && !grad.values.all_finite()) report_anomaly(t_backward_op, input, "backward");
   for (const auto& [id, observer] : t_observers) observer(t_backward_op, input, grad.values);
   TensorImpl& impl = input.impl();
   if (impl.grad) {

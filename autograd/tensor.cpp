@@ -102,6 +102,8 @@ void Tensor::read(std::span<float> out, int64_t first) const {
   kernels::load_f32(out.data(), bytes(), dtype(), first, int64_t(out.size()));
 }
 
+bool Tensor::all_finite() const { return kernels::all_finite(bytes(), dtype(), numel()); }
+
 void Tensor::assign_nearest(std::span<const float> values, int64_t first) const {
   check_range(*this, first, values.size(), "Tensor::assign_nearest");
   kernels::store_rounded(bytes(), dtype(), first, values.data(), int64_t(values.size()), {}, 0, 0);

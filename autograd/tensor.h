@@ -87,6 +87,8 @@ class Tensor {
   // over the whole span.
   void assign_nearest(std::span<const float> values, int64_t first = 0) const;
   float item() const;  // the single element of a one-element tensor
+  // True when no element is inf or NaN, judged on the stored bits without widening (one pass).
+  bool all_finite() const;
   float at(std::initializer_list<int64_t> index) const;
 
   // Differentiable conversions and views (recorded on the tape like any op).

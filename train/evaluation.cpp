@@ -57,9 +57,7 @@ InferenceModel load_for_inference(const std::string& dir) {
   m.labels = config.labels;
   m.tokenizer = config.tokenizer;
   for (const auto& [name, tensor] : c.model) {
-    const std::vector<float> values = tensor.to_vector();
-    const bool finite = std::all_of(values.begin(), values.end(), [](float v) { return std::isfinite(v); });
-    check(finite, dir, "/model.safetensors: tensor '", name, "' holds inf or NaN");
+    check(tensor.all_finite(), dir, "/model.safetensors: tensor '", name, "' holds inf or NaN");
   }
   try {
     m.model->load_state_dict(c.model);
