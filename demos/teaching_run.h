@@ -11,6 +11,7 @@
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
+#include <limits>
 #include <memory>
 #include <optional>
 #include <string>
@@ -156,7 +157,9 @@ inline RunResult train_language_id(const data::Split& split, const RunSpec& spec
         }
         precision::round_to(precision::kBinary16, sum);
         for (size_t j = 0; j < w.size(); ++j) {
-          r.update_ratios.add(u[j] == 0.0f ? 0.0f : std::fabs(u[j]) / std::fabs(w[j]));
+          r.update_ratios.add(u[j] == 0.0f   ? 0.0f
+                              : w[j] == 0.0f ? std::numeric_limits<float>::infinity()
+                                             : std::fabs(u[j]) / std::fabs(w[j]));
           if (u[j] == 0.0f) continue;
           ++r.updates;
           r.updates_lost_in_f16 += sum[j] == w[j] ? 1 : 0;
