@@ -3,11 +3,11 @@
 // classifier is trained from one seed in "pure" fp16 (the optimizer updates the f16 weights
 // directly) and in O2 (it updates f32 masters that are rounded into the f16 model after each
 // step), with AdamW at a small learning rate (1e-5, BERT's fine-tuning rate, against weights
-// initialised like BERT's, std 0.02): Adam moves every weight by about lr per step, so in f16 a
-// weight with |w| > ~2^11 lr cannot move at all. The demo prints both runs' loss and accuracy,
-// measures every update of O2 against the f16 weight it starts from (a log2
-// histogram of |u| / |w| against 2^-11, and the exact count of those f16 would round away), and
-// writes the loss curves and the histogram as SVG.
+// initialised like BERT's, std 0.02): Adam moves every weight by at most about lr per step, so
+// in f16 a weight with |w| > 2^12 lr cannot move at all. The demo prints both runs' loss and
+// accuracy, measures every update of O2 against the f16 weight it starts from (a log2 histogram
+// of |u| / |w| against 2^-11, and the exact count of those f16 would round away), and writes the
+// loss curves and the histogram as SVG.
 #include <CLI/CLI.hpp>
 #include <algorithm>
 #include <cmath>
