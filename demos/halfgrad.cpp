@@ -170,19 +170,25 @@ int run_train(const CLI::App& cmd, cli::TrainOptions& o) {
       world.size() > 1 ? (" x " + std::to_string(world.size()) + " processes, --ddp-comm " + a.ddp_comm).c_str() : "");
 
   std::vector<std::shared_ptr<train::TrainerCallback>> callbacks;
-  callbacks.push_back(std::make_shared<ConsoleCallback>(has_eval && a.eval_strategy != "no"));
+  // The console and the inspector print and write files: rank 0's job. Early stopping decides
+  // from metrics every rank holds alike (the Trainer gathers them), so every rank runs it.
+  if (world.rank() == 0) callbacks.push_back(std::make_shared<ConsoleCallback>(has_eval && a.eval_strategy != "no"));
   if (o.early_stopping > 0) callbacks.push_back(std::make_shared<train::EarlyStoppingCallback>(a, o.early_stopping));
-  if (o.inspect > 0) callbacks.push_back(std::make_shared<report::InspectorCallback>(
+  if (o.inspect > 0 && world.rank() == 0) {
+    callbacks.push_back(std::make_shared<report::InspectorCallback>(
         report::InspectorOptions{.every = o.inspect, .mx = o.inspect_mx}, a.output_dir));
+  }
   train::Trainer trainer(model, a, train_set, has_eval ? &eval_set : nullptr, {}, callbacks);
   // A step count past the end of the run would silently do nothing (known now that the data is).
   const int64_t steps = trainer.state().max_steps, eval_every = a.eval_steps > 0 ? a.eval_steps : a.logging_steps;
-  check(a.save_strategy != "steps" || a.save_steps <= steps, "--save-steps ", a.save_steps, " is more than the run's ",
-        steps, " optimizer steps: no checkpoint would be saved; give --save-steps <= ", steps,
-        " or --save-strategy epoch");
-  check(a.eval_strategy != "steps" || eval_every <= steps, a.eval_steps > 0 ? "--eval-steps " : "--logging-steps ",
-        eval_every, " is more than the run's ", steps, " optimizer steps: nothing would be evaluated; give at most ",
-        steps);
+  dist::agree(world, [&] {  // the same on every rank; agreed, so rank 0 alone prints it
+    check(a.save_strategy != "steps" || a.save_steps <= steps, "--save-steps ", a.save_steps,
+          " is more than the run's ", steps, " optimizer steps: no checkpoint would be saved; give --save-steps <= ",
+          steps, " or --save-strategy epoch");
+    check(a.eval_strategy != "steps" || eval_every <= steps, a.eval_steps > 0 ? "--eval-steps " : "--logging-steps ",
+          eval_every, " is more than the run's ", steps,
+          " optimizer steps: nothing would be evaluated; give at most ", steps);
+  });
   const int64_t truncated = trainer.truncated_train_texts();
   if (truncated > 0) std::printf("%s", truncation_note(truncated, "training", config.max_len).c_str());
   const train::TrainOutput out = trainer.train(o.resume);

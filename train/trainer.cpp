@@ -431,6 +431,11 @@ Trainer::StepOutcome Trainer::training_step(int64_t epoch, int64_t first_batch) 
     step.loss += value;
   }
   step.loss /= double(end - first_batch);
+  if (ddp.size() > 1) {  // the global batch's loss, as one process would log it (shards are equal)
+    double sum = 0;
+    for (const double loss : dist::allgather_value(ddp.communicator(), step.loss)) sum += loss;
+    step.loss = sum / double(ddp.size());
+  }
   step.scale = mp.scaler().get_scale();
   step.grad_norm = args_.max_grad_norm > 0 ? accelerator_->clip_grad_norm(args_.max_grad_norm) : 0.0f;
   step.stepped = accelerator_->step();
