@@ -70,20 +70,31 @@ void DistributedDataParallel::reduce_gradients(const std::vector<Tensor>& params
   const int world = size();
   if (world == 1) return;
   const size_t count = params.size();
-  const float inv_world_divisor = float(world);
-  // This rank's layout (kind, rows, values per parameter), row ids and values g / W.
+  const float divisor = float(world);
+  // This rank's layout (kind, rows, values per parameter), row ids and values g / W. The buffers
+  // are members, reused from step to step: fresh ones of a few MB would fault in their pages
+  // every step.
   std::vector<int64_t> layout(3 * count, 0), rows;
-  std::vector<float> values;
+  std::vector<float>& values = values_;
+  values.clear();
   for (size_t p = 0; p < count; ++p) {
     const Tensor& t = params[p];
     if (!t.has_grad()) continue;
     const SparseRows* sparse = t.sparse_grad();
-    const std::vector<float> g = t.grad_values().to_vector();
+    const Tensor g = t.grad_values();
     layout[3 * p] = sparse ? kSparse : kDense;
     layout[3 * p + 1] = sparse ? int64_t(sparse->rows.size()) : 0;
-    layout[3 * p + 2] = int64_t(g.size());
+    layout[3 * p + 2] = g.numel();
     if (sparse) rows.insert(rows.end(), sparse->rows.begin(), sparse->rows.end());
-    for (float v : g) values.push_back(v / inv_world_divisor);
+    const size_t at = values.size();
+    if (g.dtype() == DType::f32) {
+      const std::span<const float> v = g.f32();
+      values.insert(values.end(), v.begin(), v.end());
+    } else {
+      const std::vector<float> v = g.to_vector();
+      values.insert(values.end(), v.begin(), v.end());
+    }
+    for (size_t i = at; i < values.size(); ++i) values[i] /= divisor;
   }
   const auto layouts_bytes = allgather(comm_, bytes_of(layout));
   std::vector<std::vector<int64_t>> layouts;
@@ -96,49 +107,54 @@ void DistributedDataParallel::reduce_gradients(const std::vector<Tensor>& params
   }
   const auto rows_bytes = allgather(comm_, bytes_of(rows));
 
-  // The values, in the wire format, gathered bucket by bucket.
+  // The values in the wire format, gathered rank after rank into all_ (one allgatherv when they
+  // fit a bucket, else bucket by bucket).
   const WireFormat format = options_.wire;
   const int64_t value_bytes = wire_value_bytes(format);
-  std::vector<std::byte> wire(values.size() * size_t(value_bytes));
-  if (format == WireFormat::kF32) {
-    if (!values.empty()) std::memcpy(wire.data(), values.data(), wire.size());
-  } else {
-    std::span<uint16_t> bits(reinterpret_cast<uint16_t*>(wire.data()), values.size());
-    precision::encode(narrow_format(format), values, bits, {.stats = &last_.wire});
+  std::span<const std::byte> wire = std::as_bytes(std::span(values));
+  if (format != WireFormat::kF32) {
+    wire16_.resize(values.size());
+    precision::encode(narrow_format(format), values, std::span(wire16_), {.stats = &last_.wire});
+    wire = std::as_bytes(std::span(wire16_));
   }
-  std::vector<int64_t> total(size_t(world), 0);
+  std::vector<int64_t> total(size_t(world), 0), offset(size_t(world) + 1, 0);
   for (int k = 0; k < world; ++k) {
     for (size_t p = 0; p < count; ++p) total[size_t(k)] += layouts[size_t(k)][3 * p + 2] * value_bytes;
+    offset[size_t(k) + 1] = offset[size_t(k)] + total[size_t(k)];
   }
   const int64_t bucket = std::max(value_bytes, options_.bucket_bytes / value_bytes * value_bytes);
-  std::vector<std::vector<std::byte>> gathered(static_cast<size_t>(world));
-  for (int k = 0; k < world; ++k) gathered[size_t(k)].resize(size_t(total[size_t(k)]));
+  all_.resize(size_t(offset[size_t(world)]));
   const int64_t longest = *std::max_element(total.begin(), total.end());
-  std::vector<int64_t> counts(static_cast<size_t>(world));
-  for (int64_t at = 0; at < longest; at += bucket) {
-    int64_t sum = 0;
-    for (int k = 0; k < world; ++k) sum += counts[size_t(k)] = std::clamp(total[size_t(k)] - at, int64_t{0}, bucket);
-    std::vector<std::byte> received(static_cast<size_t>(sum));
-    const int64_t mine = counts[size_t(rank())];
-    comm_.allgatherv(std::span<const std::byte>(wire).subspan(size_t(std::min(at, total[size_t(rank())])), size_t(mine)),
-                     counts, received);
-    int64_t from = 0;
-    for (int k = 0; k < world; ++k) {
-      if (counts[size_t(k)] > 0) std::memcpy(gathered[size_t(k)].data() + at, received.data() + from, size_t(counts[size_t(k)]));
-      from += counts[size_t(k)];
+  if (longest <= bucket) {
+    comm_.allgatherv(wire, total, all_);
+    last_.buckets = 1;
+  } else {
+    std::vector<int64_t> counts(static_cast<size_t>(world));
+    for (int64_t at = 0; at < longest; at += bucket) {
+      int64_t sum = 0;
+      for (int k = 0; k < world; ++k) sum += counts[size_t(k)] = std::clamp(total[size_t(k)] - at, int64_t{0}, bucket);
+      bucket_.resize(size_t(sum));
+      const int64_t mine = counts[size_t(rank())];
+      comm_.allgatherv(wire.subspan(size_t(std::min(at, total[size_t(rank())])), size_t(mine)), counts, bucket_);
+      int64_t from = 0;
+      for (int k = 0; k < world; ++k) {
+        if (counts[size_t(k)] > 0) {
+          std::memcpy(all_.data() + offset[size_t(k)] + at, bucket_.data() + from, size_t(counts[size_t(k)]));
+        }
+        from += counts[size_t(k)];
+      }
+      ++last_.buckets;
     }
-    ++last_.buckets;
   }
-  std::vector<std::vector<float>> contributions(static_cast<size_t>(world));
-  for (int k = 0; k < world; ++k) {
-    std::vector<float>& c = contributions[size_t(k)];
-    if (format == WireFormat::kF32) {
-      c = values_of<float>(gathered[size_t(k)]);
-    } else {
-      c.resize(gathered[size_t(k)].size() / 2);
-      std::span<const uint16_t> bits(reinterpret_cast<const uint16_t*>(gathered[size_t(k)].data()), c.size());
-      precision::decode(narrow_format(format), bits, c);
-    }
+  // Every rank's values as f32: in place for f32, decoded into contributions_ otherwise.
+  std::vector<const float*> contributions(static_cast<size_t>(world));
+  if (format == WireFormat::kF32) {
+    for (int k = 0; k < world; ++k) contributions[size_t(k)] = reinterpret_cast<const float*>(all_.data() + offset[size_t(k)]);
+  } else {
+    contributions_.resize(all_.size() / 2);
+    const std::span<const uint16_t> bits(reinterpret_cast<const uint16_t*>(all_.data()), contributions_.size());
+    precision::decode(narrow_format(format), bits, contributions_);
+    for (int k = 0; k < world; ++k) contributions[size_t(k)] = contributions_.data() + offset[size_t(k)] / 2;
   }
   last_.values = int64_t(values.size());
   last_.bytes = int64_t(wire.size() + rows.size() * sizeof(int64_t) + layout.size() * sizeof(int64_t));
@@ -163,8 +179,9 @@ void DistributedDataParallel::reduce_gradients(const std::vector<Tensor>& params
       kind = kk;
     }
     if (kind == kNone) continue;
+    std::vector<float>& acc = acc_;
     if (kind == kDense) {
-      std::vector<float> acc(size_t(t.numel()), 0.0f);
+      acc.assign(size_t(t.numel()), 0.0f);
       for (int k = 0; k < world; ++k) {
         const int64_t n = layouts[size_t(k)][3 * p + 2];
         if (layouts[size_t(k)][3 * p] == kNone) continue;
@@ -173,7 +190,7 @@ void DistributedDataParallel::reduce_gradients(const std::vector<Tensor>& params
                                  " gradient values on rank " + std::to_string(k) + ", expected " +
                                  std::to_string(t.numel()));
         }
-        const float* c = contributions[size_t(k)].data() + value_at[size_t(k)];
+        const float* c = contributions[size_t(k)] + value_at[size_t(k)];
         for (size_t i = 0; i < acc.size(); ++i) acc[i] += c[i];
         round_sum(acc);
         value_at[size_t(k)] += size_t(n);
@@ -195,7 +212,7 @@ void DistributedDataParallel::reduce_gradients(const std::vector<Tensor>& params
     }
     std::sort(rows_union.begin(), rows_union.end());
     rows_union.erase(std::unique(rows_union.begin(), rows_union.end()), rows_union.end());
-    std::vector<float> acc(rows_union.size() * size_t(width), 0.0f);
+    acc.assign(rows_union.size() * size_t(width), 0.0f);
     for (int k = 0; k < world; ++k) {
       const int64_t r = layouts[size_t(k)][3 * p + 1], n = layouts[size_t(k)][3 * p + 2];
       if (layouts[size_t(k)][3 * p] == kNone) continue;
@@ -204,7 +221,7 @@ void DistributedDataParallel::reduce_gradients(const std::vector<Tensor>& params
                                " sent " + std::to_string(n) + " values for " + std::to_string(r) + " rows of width " +
                                std::to_string(width));
       }
-      const float* c = contributions[size_t(k)].data() + value_at[size_t(k)];
+      const float* c = contributions[size_t(k)] + value_at[size_t(k)];
       const int64_t* ids = all_rows[size_t(k)].data() + row_at[size_t(k)];
       for (int64_t j = 0; j < r; ++j) {
         const size_t at = size_t(std::lower_bound(rows_union.begin(), rows_union.end(), ids[j]) - rows_union.begin());

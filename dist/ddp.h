@@ -99,6 +99,10 @@ class DistributedDataParallel {
   DdpOptions options_;
   ReduceStats last_;
   uint64_t step_offset_ = 0;
+  // reduce_gradients' buffers, kept from step to step (their pages stay mapped).
+  std::vector<float> values_, contributions_, acc_;
+  std::vector<uint16_t> wire16_;
+  std::vector<std::byte> all_, bucket_;
 };
 
 }  // namespace hg::dist

@@ -225,11 +225,18 @@ struct Run {
   int64_t first_step = 0, last_step = 0;
 };
 
-// A Trainer run on the language-id set's 280 training texts (char n-grams, sparse embedding).
+// The language-id set's 280 training texts, read from the word lists once per process.
+const data::Split& small_split() {
+  static const data::Split split =
+      data::language_id_dataset({.train_per_language = 40, .test_per_language = 10, .seed = 0});
+  return split;
+}
+
+// A Trainer run on small_split() (char n-grams, sparse embedding).
 Run train_run(dist::Communicator& comm, int64_t batch, const std::string& precision, float dropout,
               const std::string& output_dir, int64_t save_steps, const std::string& resume = "") {
   const data::TokenizerConfig tok = ngram_tokenizer();
-  const data::Split split = data::language_id_dataset({.train_per_language = 40, .test_per_language = 10, .seed = 0});
+  const data::Split& split = small_split();
   nn::TextClassifier model(tiny_config(tok, dropout), 3);
   train::TrainingArguments args;
   args.output_dir = output_dir;
