@@ -62,7 +62,6 @@ DistributedDataParallel::DistributedDataParallel(Communicator& comm, DdpOptions 
     : comm_(comm), options_(options) {
   check(options_.bucket_bytes >= 1024 && options_.bucket_bytes <= (int64_t{1} << 30),
         "DistributedDataParallel: bucket_bytes must be in [1 KiB, 1 GiB], got ", options_.bucket_bytes);
-  check(options_.check_every >= 0, "ddp_check_every (--ddp-check-every) must be >= 0, got ", options_.check_every);
 }
 
 void DistributedDataParallel::reduce_gradients(const std::vector<Tensor>& params) {
@@ -156,7 +155,6 @@ void DistributedDataParallel::reduce_gradients(const std::vector<Tensor>& params
     precision::decode(narrow_format(format), bits, contributions_);
     for (int k = 0; k < world; ++k) contributions[size_t(k)] = contributions_.data() + offset[size_t(k)] / 2;
   }
-  last_.values = int64_t(values.size());
   last_.bytes = int64_t(wire.size() + rows.size() * sizeof(int64_t) + layout.size() * sizeof(int64_t));
 
   // Sum in rank order, each addition rounded to the wire format; write the mean back.

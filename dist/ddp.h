@@ -51,12 +51,10 @@ int64_t wire_value_bytes(WireFormat format);  // 4 or 2
 struct DdpOptions {
   WireFormat wire = WireFormat::kF32;
   int64_t bucket_bytes = int64_t{4} << 20;  // per rank and MPI call (torch's bucket_cap_mb is 25)
-  int64_t check_every = 0;                  // > 0: compare the replicas' checksums every N steps
 };
 
 // What one reduce_gradients() did on this rank.
 struct ReduceStats {
-  int64_t values = 0;   // gradient values this rank sent (dense elements, sparse rows' elements)
   int64_t bytes = 0;    // bytes this rank sent: the values in the wire format, row ids, the layout
   int64_t buckets = 0;  // allgatherv calls for the values
   precision::NumericsStats wire;  // the cast of g / W to a 16-bit wire format (empty for f32)

@@ -240,7 +240,7 @@ Trainer::Trainer(nn::TextClassifier& model, TrainingArguments args, const data::
   accelerator_ = std::make_unique<Accelerator>(AcceleratorOptions{
       .mixed_precision = args_.mixed_precision,
       .gradient_accumulation_steps = args_.gradient_accumulation_steps,
-      .ddp = {.wire = dist::parse_wire_format(args_.ddp_comm), .check_every = args_.ddp_check_every},
+      .ddp = {.wire = dist::parse_wire_format(args_.ddp_comm)},
       .communicator = &comm});
   parts_->loader = std::make_unique<data::DataLoader>(
       train_dataset, parts_->tokenizer,
