@@ -95,16 +95,25 @@ void DistributedDataParallel::reduce_gradients(const std::vector<Tensor>& params
     }
     for (size_t i = at; i < values.size(); ++i) values[i] /= divisor;
   }
-  const auto layouts_bytes = allgather(comm_, bytes_of(layout));
-  std::vector<std::vector<int64_t>> layouts;
-  for (const auto& b : layouts_bytes) {
-    layouts.push_back(values_of<int64_t>(b));
-    if (layouts.back().size() != layout.size()) {
+  // The layout and the row ids travel together: one allgather (of the sizes, then the data).
+  std::vector<int64_t> header = layout;
+  header.insert(header.end(), rows.begin(), rows.end());
+  std::vector<std::vector<int64_t>> layouts, all_rows;
+  for (const auto& b : allgather(comm_, bytes_of(header))) {
+    const std::vector<int64_t> h = values_of<int64_t>(b);
+    if (h.size() < layout.size()) {
       fail_agreed(comm_, "DistributedDataParallel: the ranks reduce different numbers of parameters (" +
                              std::to_string(layout.size() / 3) + " on rank " + std::to_string(rank()) + ")");
     }
+    layouts.emplace_back(h.begin(), h.begin() + std::ptrdiff_t(layout.size()));
+    all_rows.emplace_back(h.begin() + std::ptrdiff_t(layout.size()), h.end());
+    int64_t stated = 0;
+    for (size_t p = 0; p < count; ++p) stated += layouts.back()[3 * p + 1];
+    if (stated != int64_t(all_rows.back().size())) {
+      fail_agreed(comm_, "DistributedDataParallel: the ranks reduce different parameter lists (rank " +
+                             std::to_string(layouts.size() - 1) + "'s layout does not match its row ids)");
+    }
   }
-  const auto rows_bytes = allgather(comm_, bytes_of(rows));
 
   // The values in the wire format, gathered rank after rank into all_ (one allgatherv when they
   // fit a bucket, else bucket by bucket).
@@ -162,8 +171,6 @@ void DistributedDataParallel::reduce_gradients(const std::vector<Tensor>& params
     if (format != WireFormat::kF32) precision::round_to(narrow_format(format), acc);
   };
   std::vector<size_t> value_at(size_t(world), 0), row_at(size_t(world), 0);
-  std::vector<std::vector<int64_t>> all_rows;
-  for (const auto& b : rows_bytes) all_rows.push_back(values_of<int64_t>(b));
   for (size_t p = 0; p < count; ++p) {
     Tensor t = params[p];  // a handle: its gradient is replaced below
     int64_t kind = kNone;
