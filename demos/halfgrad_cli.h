@@ -102,6 +102,15 @@ inline void add_train_flags(CLI::App& app, TrainOptions& o) {
   app.add_option("--early-stopping", o.early_stopping, "stop after N evaluations without improvement")
       ->check(CLI::PositiveNumber);
   app.add_flag("--detect-anomaly", a.detect_anomaly, "name the first op that produces inf/NaN");
+  app.add_option("--ddp-comm", a.ddp_comm,
+                 "under mpirun: the gradients' wire format, f32 | fp16 | bf16 (16-bit: cast while still "
+                 "loss-scaled; docs/distributed.md)")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"f32", "fp16", "bf16"}));
+  app.add_option("--ddp-check-every", a.ddp_check_every,
+                 "under mpirun: every N steps compare every rank's parameters, masters and optimizer state, "
+                 "stopping at the first that differs")
+      ->check(CLI::PositiveNumber);
   app.add_option("--inspect", o.inspect,
                  "every N steps print per-tensor fp16 numerics (zeros, underflow, subnormals, headroom) and append "
                  "them to output_dir/numerics.jsonl; a skipped step names its first inf/NaN op")

@@ -205,6 +205,7 @@ Autocast MixedPrecision::autocast() const {
 void MixedPrecision::unscale_gradients(Optimizer& optimizer) {
   if (unscaled_) return;
   if (masters_) masters_->copy_grads_to_masters();
+  if (reduce_) reduce_(optimizer);
   scaler_.unscale(optimizer, /*allow_fp16=*/options_.precision == Precision::kPureFp16);
   unscaled_ = true;
 }

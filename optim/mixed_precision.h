@@ -23,6 +23,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -115,9 +116,13 @@ class MixedPrecision {
   // unscale_gradients(), clip_gradients() and finish_step() in turn (for callers that clip
   // separately, like Accelerator).
   StepResult step(Optimizer& optimizer, float max_grad_norm = 0.0f);
-  // Moves the gradients where the optimizer reads them (O2: into the f32 masters) and divides
-  // out the loss scale. Idempotent within one step.
+  // Moves the gradients where the optimizer reads them (O2: into the f32 masters), runs the
+  // gradient reduction if one is set, and divides out the loss scale. Idempotent within one step.
   void unscale_gradients(Optimizer& optimizer);
+  // A function run on the optimizer's gradients once per step, where they are still multiplied
+  // by the loss scale: data-parallel training averages them across processes there
+  // (dist/ddp.h), so that a 16-bit wire format carries the scaled values.
+  void set_gradient_reduction(std::function<void(Optimizer&)> reduce) { reduce_ = std::move(reduce); }
   // Clips the optimizer's (unscaled) gradients to max_norm; returns the norm before clipping.
   float clip_gradients(Optimizer& optimizer, float max_norm);
   // Steps unless a gradient was inf/NaN, (O2) rounds the masters into the model, updates the
@@ -137,6 +142,7 @@ class MixedPrecision {
   std::optional<DType> autocast_;
   GradScaler scaler_;
   std::unique_ptr<MasterWeights> masters_;
+  std::function<void(Optimizer&)> reduce_;
   bool unscaled_ = false;  // within the current step
   // The unscaled gradients' norm before clipping, once step() or clip_gradients() computed it in
   // the current step: finish_step() checks it for inf/NaN instead of computing it again.
