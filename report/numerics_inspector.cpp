@@ -41,6 +41,34 @@ double TensorNumerics::headroom_log2() const {
   return abs_max > 0 ? std::log2(precision::finfo<half>().max / abs_max) : INFINITY;
 }
 
+double Fp8Numerics::flushed_share() const { return share(stats.underflow, stats.total()); }
+double Fp8Numerics::saturated_share() const { return share(stats.overflow, stats.total()); }
+void Fp8Numerics::merge(const Fp8Numerics& other) {
+  amax = std::max(amax, other.amax);
+  scale = other.scale;
+  stats.merge(other.stats);
+}
+
+namespace {
+
+// Merges `cast` into the record of its operand in `records`, or appends one.
+void add_fp8(std::vector<Fp8Numerics>& records, const Fp8Numerics& cast) {
+  for (Fp8Numerics& r : records) {
+    if (r.key == cast.key && r.role == cast.role) return r.merge(cast);
+  }
+  records.push_back(cast);
+}
+
+}  // namespace
+
+std::vector<Fp8Numerics> merged_fp8(std::span<const StepNumerics> steps) {
+  std::vector<Fp8Numerics> all;
+  for (const StepNumerics& s : steps) {
+    for (const Fp8Numerics& r : s.fp8) add_fp8(all, r);
+  }
+  return all;
+}
+
 NumericsStats StepNumerics::merged(TensorKind kind) const {
   NumericsStats all;
   for (const TensorNumerics& t : tensors) {
@@ -91,6 +119,7 @@ NumericsInspector::~NumericsInspector() {
 void NumericsInspector::begin_step(int64_t step) {
   current_ = nullptr;
   casts_.reset();
+  fp8_casts_.reset();
   last_output_ = Tensor();
   index_.clear();
   activation_names_.clear();
@@ -100,12 +129,20 @@ void NumericsInspector::begin_step(int64_t step) {
   steps_.push_back({.step = step});
   current_ = &steps_.back();
   casts_ = std::make_unique<CastObserver>();
+  fp8_casts_ = std::make_unique<Fp8Observer>();
 }
 
 const StepNumerics* NumericsInspector::end_step(bool skipped) {
   StepNumerics* step = current_;
   current_ = nullptr;
   casts_.reset();
+  if (fp8_casts_ && step != nullptr) {
+    for (Fp8Cast& c : fp8_casts_->take()) {
+      add_fp8(step->fp8, {.key = std::move(c.key), .role = c.role, .format = c.format, .scale = c.scale,
+                          .amax = c.amax, .stats = std::move(c.stats)});
+    }
+  }
+  fp8_casts_.reset();
   last_output_ = Tensor();
   anomaly_message_ = skipped && anomaly_ && !last_anomaly().op.empty() ? last_anomaly().message() : "";
   if (step == nullptr) return nullptr;
@@ -180,6 +217,17 @@ std::string numerics_table(const StepNumerics& step) {
     }
     out += "\n";
   }
+  if (!step.fp8.empty()) {
+    std::snprintf(line, sizeof line, "  %-52s %-6s %9s %9s %6s %6s\n", "fp8 operand", "format", "amax", "scale", "->0%",
+                  "sat%");
+    out += line;
+  }
+  for (const Fp8Numerics& f : step.fp8) {
+    const std::string name = f.key + " " + fp8_role_name(f.role);
+    std::snprintf(line, sizeof line, "  %-52.52s %-6s %9.2e %9.2e %6.2f %6.2f\n", name.c_str(), format_name(f.format),
+                  f.amax, double(f.scale), 100 * f.flushed_share(), 100 * f.saturated_share());
+    out += line;
+  }
   return out;
 }
 
@@ -213,7 +261,18 @@ nlohmann::json numerics_json(const StepNumerics& step) {
       }
     }
   }
-  return {{"step", step.step}, {"skipped", step.skipped}, {"anomaly", step.anomaly}, {"tensors", tensors}};
+  nlohmann::json j = {{"step", step.step}, {"skipped", step.skipped}, {"anomaly", step.anomaly}, {"tensors", tensors}};
+  for (const Fp8Numerics& f : step.fp8) {
+    j["fp8"].push_back({{"key", f.key},
+                        {"role", fp8_role_name(f.role)},
+                        {"format", format_name(f.format)},
+                        {"amax", std::isfinite(f.amax) ? nlohmann::json(f.amax) : nlohmann::json("inf")},
+                        {"scale", f.scale},
+                        {"count", f.stats.total()},
+                        {"flushed", f.flushed_share()},
+                        {"saturated", f.saturated_share()}});
+  }
+  return j;
 }
 
 SvgPlot histogram_figure(const std::string& title, const std::vector<std::string>& names,
