@@ -119,7 +119,7 @@ Fp8Operand Fp8Scaling::quantize(const std::string& key, Fp8Role role, const Tens
   const precision::FloatFormat format = recipe_.format_of(role);
   std::vector<float> values = x.to_vector();
   float amax = 0;
-  for (float v : values) amax = std::fmax(amax, std::fabs(v));
+  for (float v : values) amax = std::fabs(v) > amax ? std::fabs(v) : amax;  // false for NaN: ignored, as fmaxf
   if (s.scale != 1.0f) {
     for (float& v : values) v *= s.scale;  // in f32, as TE's cast computes elt * scale
   }

@@ -59,6 +59,9 @@ struct RunResult {
   std::vector<double> scales, skipped_steps;  // scale of every step; steps that were skipped
   std::string first_anomaly;                  // of the first skipped step, if any
   std::vector<double> weights_unchanged;      // per step, with track_weight_changes
+  // fp8 mode: every scaled GEMM operand over the inspected steps (amax, last scale, flushed and
+  // saturated counts), in first-seen order.
+  std::vector<report::Fp8Numerics> fp8;
   double seconds = 0;
 };
 
@@ -141,6 +144,7 @@ inline RunResult train_language_id(const data::Split& split, const RunSpec& spec
   r.param_grad_zero = share(params.input.zero, params.total());
   r.act_grad_zero = share(activations.input.zero, activations.total());
   r.act_grad_fp16_underflow = share(activations.underflow, activations.total());
+  r.fp8 = report::merged_fp8(inspector.steps());
   const train::EvalPrediction eval =
       train::run_evaluation(model, split.test, 256, accelerator.mixed_precision());
   int64_t correct = 0;
