@@ -3,11 +3,11 @@
 #include "autograd/fp8_scaling.h"
 
 #include <algorithm>
-#include <atomic>
 #include <cfloat>
 #include <cmath>
 #include <utility>
 
+#include "autograd/cast_observer.h"
 #include "base/error.h"
 #include "precision/convert.h"
 
@@ -123,12 +123,12 @@ Fp8Operand Fp8Scaling::quantize(const std::string& key, Fp8Role role, const Tens
   if (s.scale != 1.0f) {
     for (float& v : values) v *= s.scale;  // in f32, as TE's cast computes elt * scale
   }
-  Fp8Observer* observer = record_amax ? fp8_observer() : nullptr;  // training's casts only
+  CastObserver* observer = record_amax ? cast_observer() : nullptr;  // training's casts only
   Fp8Cast cast{.key = key, .role = role, .format = format, .scale = s.scale, .amax = amax};
   precision::round_to(format, values,
                       {.rounding = {.saturate = true, .saturate_inf = true}, .stats = observer ? &cast.stats : nullptr});
   if (record_amax) s.amax_history[0] = std::fmax(s.amax_history[0], amax);
-  if (observer != nullptr) observer->add(std::move(cast));
+  if (observer != nullptr) observer->add_fp8(std::move(cast));
   return {Tensor::from_vector(values, x.shape()), 1.0f / s.scale};
 }
 
@@ -187,28 +187,5 @@ void Fp8Scaling::load_state_dict(const nlohmann::json& state, const std::string&
   }
   gemms_ = std::move(loaded);
 }
-
-namespace {
-std::atomic<Fp8Observer*> g_fp8_observer{nullptr};
-}  // namespace
-
-Fp8Observer::Fp8Observer() {
-  Fp8Observer* expected = nullptr;
-  check(g_fp8_observer.compare_exchange_strong(expected, this), "Fp8Observer: another observer is already installed");
-}
-
-Fp8Observer::~Fp8Observer() { g_fp8_observer.store(nullptr); }
-
-std::vector<Fp8Cast> Fp8Observer::take() {
-  std::lock_guard lock(mutex_);
-  return std::exchange(casts_, {});
-}
-
-void Fp8Observer::add(Fp8Cast cast) {
-  std::lock_guard lock(mutex_);
-  casts_.push_back(std::move(cast));
-}
-
-Fp8Observer* fp8_observer() { return g_fp8_observer.load(std::memory_order_relaxed); }
 
 }  // namespace hg

@@ -20,7 +20,6 @@
 #include <cstdint>
 #include <map>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <vector>
 
@@ -134,9 +133,11 @@ class Fp8Scaling {
   std::map<std::string, Gemm> gemms_;
 };
 
-// One fp8 cast as an Fp8Observer sees it: which tensor, the format and scale it was cast with,
-// max |x| of its input, and what the cast did (NumericsStats of the scaled values: underflow =
-// flushed to zero, overflow = saturated to +-max).
+// One fp8 cast as a CastObserver (autograd/cast_observer.h) sees it: which tensor, the format
+// and scale it was cast with, max |x| of its input, and what the cast did (NumericsStats of the
+// scaled values: underflow = flushed to zero, overflow = saturated to +-max). While an observer
+// is installed, every Fp8Scaling::quantize that records its amax (training's casts, not
+// evaluation's) also counts these (a scalar pass) and reports them to it.
 struct Fp8Cast {
   std::string key;
   Fp8Role role = Fp8Role::kInput;
@@ -144,25 +145,5 @@ struct Fp8Cast {
   float scale = 1, amax = 0;
   precision::NumericsStats stats;
 };
-
-// While one lives, every Fp8Scaling::quantize that records its amax (training's casts, not
-// evaluation's) also counts what its cast did (a scalar pass) and reports it here; the numerics inspector installs one while it inspects a step. Global like
-// CastObserver (autograd/cast_observer.h), and at most one at a time.
-class Fp8Observer {
- public:
-  Fp8Observer();  // throws if another Fp8Observer is installed
-  ~Fp8Observer();
-  Fp8Observer(const Fp8Observer&) = delete;
-  Fp8Observer& operator=(const Fp8Observer&) = delete;
-
-  std::vector<Fp8Cast> take();  // the casts since construction or the previous take()
-  void add(Fp8Cast cast);
-
- private:
-  std::mutex mutex_;
-  std::vector<Fp8Cast> casts_;
-};
-
-Fp8Observer* fp8_observer();  // the installed observer, or nullptr
 
 }  // namespace hg

@@ -119,7 +119,6 @@ NumericsInspector::~NumericsInspector() {
 void NumericsInspector::begin_step(int64_t step) {
   current_ = nullptr;
   casts_.reset();
-  fp8_casts_.reset();
   last_output_ = Tensor();
   index_.clear();
   activation_names_.clear();
@@ -129,20 +128,18 @@ void NumericsInspector::begin_step(int64_t step) {
   steps_.push_back({.step = step});
   current_ = &steps_.back();
   casts_ = std::make_unique<CastObserver>();
-  fp8_casts_ = std::make_unique<Fp8Observer>();
 }
 
 const StepNumerics* NumericsInspector::end_step(bool skipped) {
   StepNumerics* step = current_;
   current_ = nullptr;
-  casts_.reset();
-  if (fp8_casts_ && step != nullptr) {
-    for (Fp8Cast& c : fp8_casts_->take()) {
+  if (casts_ && step != nullptr) {
+    for (Fp8Cast& c : casts_->take_fp8()) {
       add_fp8(step->fp8, {.key = std::move(c.key), .role = c.role, .format = c.format, .scale = c.scale,
                           .amax = c.amax, .stats = std::move(c.stats)});
     }
   }
-  fp8_casts_.reset();
+  casts_.reset();
   last_output_ = Tensor();
   anomaly_message_ = skipped && anomaly_ && !last_anomaly().op.empty() ? last_anomaly().message() : "";
   if (step == nullptr) return nullptr;

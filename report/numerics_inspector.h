@@ -14,8 +14,8 @@
 // gradient passed on unchanged, e.g. by add's backward), gets the stats of casting its values
 // as seen to fp16; for an f16 tensor that cast is exact and earlier losses show as zeros.
 //
-// Under fp8 (autograd/fp8_scaling.h) it also installs an Fp8Observer while it inspects a step and
-// keeps, per scaled GEMM operand, the amax, the scale and what the cast flushed or saturated.
+// Under fp8 (autograd/fp8_scaling.h) it also keeps, per scaled GEMM operand, the amax, the scale
+// and what the cast flushed or saturated, as its CastObserver receives them.
 //
 // With name_anomalies, anomaly mode records (without throwing) the first op whose forward output
 // or backward gradient held inf/NaN, so a skipped step names where the overflow began.
@@ -142,7 +142,6 @@ class NumericsInspector {
   std::unique_ptr<CastObserver> casts_;  // installed while a step is inspected
   Tensor last_output_;                   // the tensor observed last (op output or gradient)
   precision::NumericsStats last_cast_;   // what the roundings just before that observation did
-  std::unique_ptr<Fp8Observer> fp8_casts_;  // installed while a step is inspected
 };
 
 // The fp8 records of several steps merged per operand (Fp8Numerics::merge), in first-seen order.
