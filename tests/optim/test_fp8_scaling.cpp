@@ -22,6 +22,7 @@
 #include "io/checkpoint.h"
 #include "tests/temp_dir.h"
 #include "train/accelerator.h"
+#include "train/evaluation.h"
 #include "train/trainer.h"
 
 namespace hg {
@@ -390,6 +391,10 @@ TEST_CASE("an fp8 run resumed from a checkpoint continues bit for bit, scales an
   CHECK(resumed.fingerprint() == uninterrupted.fingerprint());
   CHECK(second.accelerator().mixed_precision().fp8()->state_dict() ==
         full.accelerator().mixed_precision().fp8()->state_dict());
+  // A model loaded for inference casts with the saved scales: its logits are the trainer's.
+  const train::InferenceModel loaded = train::load_for_inference((full_dir.path / "checkpoint-12").string());
+  const train::EvalPrediction reloaded = train::run_evaluation(*loaded.model, train_set, 32, *loaded.mixed_precision);
+  CHECK(reloaded.logits == full.predict(train_set).prediction.logits);
   // Without its scale state an fp8 checkpoint is refused, naming the file.
   std::filesystem::remove(checkpoint / io::kFp8File);
   nlohmann::json manifest = nlohmann::json::parse(testing::read_bytes(checkpoint / io::kManifestFile));
