@@ -94,8 +94,9 @@ int main(int argc, char** argv) {
   }
   std::printf(
       "(x, W, dY ->0%%: share of the GEMM inputs, weights and output gradients whose fp8 cast made a\n"
-      " nonzero value zero, over every linear layer and every %lld-th step from step 0, where every scale is\n"
-      " still 1; saturated: the largest share clamped to the format's max. n/a: no fp8 casts.)\n\n",
+      " nonzero value zero, over every linear layer and the inspected steps (one in %lld, from step 0,\n"
+      " where every scale is still 1); saturated: the largest share clamped to the format's max. n/a:\n"
+      " no fp8 casts.)\n\n",
       static_cast<long long>(inspect_every));
 
   const demos::RunResult &bf16 = runs[1], &plain = runs[2], &scaled = runs[3];
