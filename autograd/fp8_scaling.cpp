@@ -133,8 +133,8 @@ Fp8Operand Fp8Scaling::quantize(const std::string& key, Fp8Role role, const Tens
   }
   CastObserver* observer = record_amax ? cast_observer() : nullptr;  // training's casts only
   Fp8Cast cast{.key = key, .role = role, .format = format, .scale = s.scale, .amax = amax};
-  precision::round_to(format, values,
-                      {.rounding = {.saturate = true, .saturate_inf = true}, .stats = observer ? &cast.stats : nullptr});
+  const RoundingOptions saturating{.saturate = true, .saturate_inf = true};
+  precision::round_to(format, values, {.rounding = saturating, .stats = observer ? &cast.stats : nullptr});
   if (record_amax) s.amax_history[0] = std::fmax(s.amax_history[0], amax);
   if (observer != nullptr) observer->add_fp8(std::move(cast));
   return {Tensor::from_vector(values, x.shape()), 1.0f / s.scale};

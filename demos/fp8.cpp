@@ -73,8 +73,7 @@ int main(int argc, char** argv) {
   std::vector<demos::RunResult> runs;
   for (const demos::RunSpec& spec : specs) {
     runs.push_back(demos::train_language_id(
-        split, spec,
-        {.steps = flags.steps, .seed = flags.seed, .inspect_every = inspect_every, .model = flags.model}));
+        split, spec, {.steps = flags.steps, .seed = flags.seed, .inspect_every = inspect_every, .model = flags.model}));
     std::printf("  trained %-22s %6.1f s\n", spec.label.c_str(), runs.back().seconds);
     std::fflush(stdout);
   }
@@ -112,8 +111,8 @@ int main(int argc, char** argv) {
     }
     if (s == nullptr) continue;
     std::printf("%-40s %-11s %8.2f %8.2f %8.2f %8.2f %10g\n", p.key.c_str(), fp8_role_name(p.role),
-                100 * p.flushed_share(), 100 * p.saturated_share(), 100 * s->flushed_share(), 100 * s->saturated_share(),
-                double(s->scale));
+                100 * p.flushed_share(), 100 * p.saturated_share(), 100 * s->flushed_share(),
+                100 * s->saturated_share(), double(s->scale));
     if (p.role == Fp8Role::kGradOutput) {
       names.push_back(p.key);
       plain_dy.push_back(100 * p.flushed_share());
@@ -130,11 +129,13 @@ int main(int argc, char** argv) {
       "classes: chance is 14.3%%).\n",
       plain_loss, 100 * plain.test_accuracy, scaled_loss, 100 * scaled.test_accuracy, 100 * bf16.test_accuracy);
 
-  report::SvgPlot losses({.title = "Training loss, language id", .x_label = "step", .y_label = "loss (mean of 25 steps)"});
+  report::SvgPlot losses(
+      {.title = "Training loss, language id", .x_label = "step", .y_label = "loss (mean of 25 steps)"});
   for (const demos::RunResult& r : runs) losses.add_line(r.label, r.log_steps, r.losses);
   losses.save(flags.path("fp8-loss.svg"));
   report::SvgPlot lost({.title = "Output gradients flushed to zero by the e5m2 cast, per linear layer",
-                        .x_label = "linear layer (backward order)", .y_label = "flushed (%)"});
+                        .x_label = "linear layer (backward order)",
+                        .y_label = "flushed (%)"});
   lost.set_categories(names);
   lost.add_bars("fp8, no scaling", plain_dy);
   lost.add_bars("fp8, delayed scaling", scaled_dy);

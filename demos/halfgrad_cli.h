@@ -183,7 +183,8 @@ inline void resolve_train_options(const CLI::App& cmd, TrainOptions& o) {
     Fp8Recipe& r = a.mixed_precision.fp8;
     r.format = parse_fp8_format(o.fp8_format, "fp8_format (--fp8-format)");
     r.amax_history_len = o.fp8_amax_history_len;
-    r.amax_compute_algo = parse_fp8_amax_algo(o.fp8_amax_compute_algo, "fp8_amax_compute_algo (--fp8-amax-compute-algo)");
+    r.amax_compute_algo =
+        parse_fp8_amax_algo(o.fp8_amax_compute_algo, "fp8_amax_compute_algo (--fp8-amax-compute-algo)");
     r.margin = o.fp8_margin;
     r.scale = parse_fp8_scale(o.fp8_scale, "fp8_scale (--fp8-scale)");
     a.mixed_precision.validate();

@@ -120,7 +120,8 @@ Tensor linear_fp8(const std::shared_ptr<Fp8Scaling>& fp8, const Tensor& x0, cons
     }
   });
   // Recorded on x0 and W0 themselves: their gradients skip the autocast casts.
-  return record("linear", y.finish(dtype), {x0, w0, bias}, [fp8, key, x, w, x0, w0, bias, rows, in, out](const Tensor& dy) {
+  return record("linear", y.finish(dtype), {x0, w0, bias}, [fp8, key, x, w, x0, w0, bias, rows, in,
+                                                            out](const Tensor& dy) {
     const Fp8Operand g = fp8->quantize(key, Fp8Role::kGradOutput, dy, /*record_amax=*/true);
     auto scaled = [](Result& r, float scale_inv) {  // the GEMM of fp8 values -> the product's scale
       float* d = r.data();

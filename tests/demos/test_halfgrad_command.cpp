@@ -175,7 +175,8 @@ TEST_CASE("halfgrad train --precision fp8: the recipe flags, the checkpoint's sc
     std::string base = kTinyF32;
     if (flags.find("--precision") != std::string::npos) base.replace(base.find("--precision fp32"), 16, "");
     const testing::ProgramResult bad =
-        testing::run_program("halfgrad", "train" + base + flags + " --train " + dir / "train.tsv" + " --output-dir " + dir / "bad");
+        testing::run_program("halfgrad", "train" + base + flags + " --train " + dir / "train.tsv" +
+                                             " --output-dir " + dir / "bad");
     INFO(bad.output);
     CHECK(bad.exit_code == 1);
     CHECK_THAT(bad.output, Catch::Contains(message));

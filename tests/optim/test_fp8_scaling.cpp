@@ -3,7 +3,6 @@
 // the saturating cast, linear's fp8 GEMMs against a scalar oracle, the recipe's JSON and an old
 // checkpoint without it, the Accelerator's "fp8" mode, and a bit-exact resume.
 #include <catch2/catch.hpp>
-
 #include <cfloat>
 #include <cmath>
 #include <limits>
@@ -15,11 +14,11 @@
 #include "autograd/ops.h"
 #include "autograd/tape.h"
 #include "data/dataset.h"
+#include "io/checkpoint.h"
 #include "nn/text_classifier.h"
 #include "optim/adam.h"
 #include "optim/mixed_precision.h"
 #include "optim/param_groups.h"
-#include "io/checkpoint.h"
 #include "tests/temp_dir.h"
 #include "train/accelerator.h"
 #include "train/evaluation.h"
@@ -273,8 +272,7 @@ TEST_CASE("linear under fp8 equals a scalar oracle: fp8 operands, exact products
   REQUIRE_THROWS_WITH(linear(x, Tensor::ones({out, in}), b), Catch::Contains("has no name"));
 }
 
-TEST_CASE("fp8 options: parse, JSON round trip, an old checkpoint without the keys, bad values name the key",
-          "[fp8]") {
+TEST_CASE("fp8 options: parse, JSON round trip, an old checkpoint without the keys, bad values name the key", "[fp8]") {
   using optim::MixedPrecisionOptions;
   using optim::Precision;
   const MixedPrecisionOptions fp8 = optim::parse_mixed_precision("fp8");
@@ -288,7 +286,8 @@ TEST_CASE("fp8 options: parse, JSON round trip, an old checkpoint without the ke
                                              .amax_compute_algo = Fp8Recipe::AmaxAlgo::kMostRecent,
                                              .margin = 3,
                                              .scale = Fp8Recipe::Scale::kExact}};
-  for (const MixedPrecisionOptions& o : {fp8, custom, {.precision = Precision::kFp8, .fp8 = {.scale = Fp8Recipe::Scale::kNone}}}) {
+  for (const MixedPrecisionOptions& o :
+       {fp8, custom, {.precision = Precision::kFp8, .fp8 = {.scale = Fp8Recipe::Scale::kNone}}}) {
     const nlohmann::json j = optim::mixed_precision_to_json(o);
     INFO(j.dump());
     CHECK(j.at("fp8") == true);
@@ -297,7 +296,8 @@ TEST_CASE("fp8 options: parse, JSON round trip, an old checkpoint without the ke
   CHECK(optim::mixed_precision_to_json(custom).at("fp8_scale") == "exact");
   // Other modes write no fp8 key, and a checkpoint from before fp8 (no keys) reads as before.
   CHECK_FALSE(optim::mixed_precision_to_json({.precision = Precision::kBf16}).contains("fp8"));
-  CHECK(optim::mixed_precision_from_json({{"bf16", true}}, "old") == MixedPrecisionOptions{.precision = Precision::kBf16});
+  CHECK(optim::mixed_precision_from_json({{"bf16", true}}, "old") ==
+        MixedPrecisionOptions{.precision = Precision::kBf16});
   // {"fp8": true} alone: the default recipe.
   CHECK(optim::mixed_precision_from_json({{"fp8", true}}, "f") == fp8);
   REQUIRE_THROWS_WITH(optim::mixed_precision_from_json({{"fp8", true}, {"fp8_scale", "half"}}, "f.json"),
@@ -314,8 +314,8 @@ TEST_CASE("fp8 options: parse, JSON round trip, an old checkpoint without the ke
 
 TEST_CASE("fp8 through the Accelerator: bf16 elsewhere, no loss scaler, scales from the previous step's amaxes",
           "[fp8]") {
-  const nn::ClassifierConfig config{.vocab = 256, .max_len = 8, .d_model = 16, .heads = 2, .d_ff = 32, .layers = 1,
-                                    .classes = 3};
+  const nn::ClassifierConfig config{
+      .vocab = 256, .max_len = 8, .d_model = 16, .heads = 2, .d_ff = 32, .layers = 1, .classes = 3};
   nn::TextClassifier model(config, 1);
   optim::AdamW optimizer(optim::decay_groups(model.named_parameters(), 1e-3f, 0.01f));
   optim::MixedPrecisionOptions options = optim::parse_mixed_precision("fp8");
@@ -355,8 +355,8 @@ TEST_CASE("fp8 through the Accelerator: bf16 elsewhere, no loss scaler, scales f
 
 TEST_CASE("an fp8 run resumed from a checkpoint continues bit for bit, scales and histories included", "[fp8][train]") {
   const data::Dataset train_set = data::synthetic_dataset(200, 4, 1);
-  const nn::ClassifierConfig config{.vocab = 256, .max_len = 16, .d_model = 16, .heads = 2, .d_ff = 32, .layers = 1,
-                                    .classes = 4, .dropout = 0.1f};
+  const nn::ClassifierConfig config{
+      .vocab = 256, .max_len = 16, .d_model = 16, .heads = 2, .d_ff = 32, .layers = 1, .classes = 4, .dropout = 0.1f};
   const testing::TempDir full_dir("fp8_resume_full"), part_dir("fp8_resume_part");
   train::TrainingArguments args;
   args.output_dir = full_dir.path.string();
@@ -378,7 +378,9 @@ TEST_CASE("an fp8 run resumed from a checkpoint continues bit for bit, scales an
   {
     nn::TextClassifier first(config, 5);
     struct StopAt6 : train::TrainerCallback {
-      void on_step_end(const train::TrainerState& s, const nlohmann::json&) override { should_stop = s.global_step >= 6; }
+      void on_step_end(const train::TrainerState& s, const nlohmann::json&) override {
+        should_stop = s.global_step >= 6;
+      }
     };
     train::Trainer(first, part_args, train_set, nullptr, {}, {std::make_shared<StopAt6>()}).train();
   }
