@@ -140,6 +140,18 @@ Fp8Operand Fp8Scaling::quantize(const std::string& key, Fp8Role role, const Tens
   return {Tensor::from_vector(values, x.shape()), 1.0f / s.scale};
 }
 
+double Fp8Cast::flushed_share() const {
+  return stats.total() ? double(stats.underflow) / double(stats.total()) : 0.0;
+}
+double Fp8Cast::saturated_share() const {
+  return stats.total() ? double(stats.overflow) / double(stats.total()) : 0.0;
+}
+void Fp8Cast::merge(const Fp8Cast& later) {
+  amax = std::max(amax, later.amax);
+  scale = later.scale;
+  stats.merge(later.stats);
+}
+
 void Fp8Scaling::update() {
   for (auto& [key, gemm] : gemms_) {
     for (Fp8Role role : kFp8Roles) {

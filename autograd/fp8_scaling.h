@@ -137,13 +137,18 @@ class Fp8Scaling {
 // and scale it was cast with, max |x| of its input, and what the cast did (NumericsStats of the
 // scaled values: underflow = flushed to zero, overflow = saturated to +-max). While an observer
 // is installed, every Fp8Scaling::quantize that records its amax (training's casts, not
-// evaluation's) also counts these (a scalar pass) and reports them to it.
+// evaluation's) also counts these (a scalar pass) and reports them to it. Several casts of one
+// tensor (micro-batches, steps) merge into one record.
 struct Fp8Cast {
   std::string key;
   Fp8Role role = Fp8Role::kInput;
   precision::FloatFormat format = precision::kE4M3;
   float scale = 1, amax = 0;
   precision::NumericsStats stats;
+
+  double flushed_share() const;    // of the values: nonzero ones the cast made zero
+  double saturated_share() const;  // beyond the format's max, clamped to it
+  void merge(const Fp8Cast& later);  // amax: the larger; scale: the later cast's; stats summed
 };
 
 }  // namespace hg

@@ -18,7 +18,7 @@ namespace {
 // saturated; NaN for a run without fp8 casts.
 double lost_share(const demos::RunResult& r, Fp8Role role, bool saturated) {
   uint64_t part = 0, total = 0;
-  for (const report::Fp8Numerics& f : r.fp8) {
+  for (const Fp8Cast& f : r.fp8) {
     if (f.role != role) continue;
     part += saturated ? f.stats.overflow : f.stats.underflow;
     total += f.stats.total();
@@ -104,9 +104,9 @@ int main(int argc, char** argv) {
               "ds: scale");
   std::vector<std::string> names;
   std::vector<double> plain_dy, scaled_dy;
-  for (const report::Fp8Numerics& p : plain.fp8) {
-    const report::Fp8Numerics* s = nullptr;
-    for (const report::Fp8Numerics& c : scaled.fp8) {
+  for (const Fp8Cast& p : plain.fp8) {
+    const Fp8Cast* s = nullptr;
+    for (const Fp8Cast& c : scaled.fp8) {
       if (c.key == p.key && c.role == p.role) s = &c;
     }
     if (s == nullptr) continue;

@@ -61,7 +61,7 @@ struct RunResult {
   std::vector<double> weights_unchanged;      // per step, with track_weight_changes
   // fp8 mode: every scaled GEMM operand over the inspected steps (amax, last scale, flushed and
   // saturated counts), in first-seen order.
-  std::vector<report::Fp8Numerics> fp8;
+  std::vector<Fp8Cast> fp8;
   double seconds = 0;
 };
 

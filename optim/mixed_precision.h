@@ -82,8 +82,9 @@ struct MixedPrecisionOptions {
 };
 
 // The options the `halfgrad train` flags select: --precision (no | fp32 | fp16 | bf16 |
-// pure_fp16 | fp8; the fp8 recipe's flags set MixedPrecisionOptions::fp8 directly), --opt-level (O1 | O2) and --loss-scale (dynamic | none | a positive number). Throws
-// hg::Error naming the field, the flag and the value (validate() included).
+// pure_fp16 | fp8), --opt-level (O1 | O2) and --loss-scale (dynamic | none | a positive number);
+// the --fp8-* flags set the fp8 recipe (Fp8Recipe's parse functions) after it. Throws hg::Error
+// naming the field, the flag and the value (validate() included).
 MixedPrecisionOptions parse_mixed_precision(const std::string& precision, const std::string& opt_level = "O2",
                                             const std::string& loss_scale = "dynamic");
 

@@ -41,19 +41,11 @@ double TensorNumerics::headroom_log2() const {
   return abs_max > 0 ? std::log2(precision::finfo<half>().max / abs_max) : INFINITY;
 }
 
-double Fp8Numerics::flushed_share() const { return share(stats.underflow, stats.total()); }
-double Fp8Numerics::saturated_share() const { return share(stats.overflow, stats.total()); }
-void Fp8Numerics::merge(const Fp8Numerics& other) {
-  amax = std::max(amax, other.amax);
-  scale = other.scale;
-  stats.merge(other.stats);
-}
-
 namespace {
 
 // Merges `cast` into the record of its operand in `records`, or appends one.
-void add_fp8(std::vector<Fp8Numerics>& records, const Fp8Numerics& cast) {
-  for (Fp8Numerics& r : records) {
+void add_fp8(std::vector<Fp8Cast>& records, const Fp8Cast& cast) {
+  for (Fp8Cast& r : records) {
     if (r.key == cast.key && r.role == cast.role) return r.merge(cast);
   }
   records.push_back(cast);
@@ -61,10 +53,10 @@ void add_fp8(std::vector<Fp8Numerics>& records, const Fp8Numerics& cast) {
 
 }  // namespace
 
-std::vector<Fp8Numerics> merged_fp8(std::span<const StepNumerics> steps) {
-  std::vector<Fp8Numerics> all;
+std::vector<Fp8Cast> merged_fp8(std::span<const StepNumerics> steps) {
+  std::vector<Fp8Cast> all;
   for (const StepNumerics& s : steps) {
-    for (const Fp8Numerics& r : s.fp8) add_fp8(all, r);
+    for (const Fp8Cast& r : s.fp8) add_fp8(all, r);
   }
   return all;
 }
@@ -134,10 +126,7 @@ const StepNumerics* NumericsInspector::end_step(bool skipped) {
   StepNumerics* step = current_;
   current_ = nullptr;
   if (casts_ && step != nullptr) {
-    for (Fp8Cast& c : casts_->take_fp8()) {
-      add_fp8(step->fp8, {.key = std::move(c.key), .role = c.role, .format = c.format, .scale = c.scale,
-                          .amax = c.amax, .stats = std::move(c.stats)});
-    }
+    for (const Fp8Cast& c : casts_->take_fp8()) add_fp8(step->fp8, c);
   }
   casts_.reset();
   last_output_ = Tensor();
@@ -219,7 +208,7 @@ std::string numerics_table(const StepNumerics& step) {
                   "sat%");
     out += line;
   }
-  for (const Fp8Numerics& f : step.fp8) {
+  for (const Fp8Cast& f : step.fp8) {
     const std::string name = f.key + " " + fp8_role_name(f.role);
     std::snprintf(line, sizeof line, "  %-52.52s %-6s %9.2e %9.2e %6.2f %6.2f\n", name.c_str(), format_name(f.format),
                   f.amax, double(f.scale), 100 * f.flushed_share(), 100 * f.saturated_share());
@@ -259,7 +248,7 @@ nlohmann::json numerics_json(const StepNumerics& step) {
     }
   }
   nlohmann::json j = {{"step", step.step}, {"skipped", step.skipped}, {"anomaly", step.anomaly}, {"tensors", tensors}};
-  for (const Fp8Numerics& f : step.fp8) {
+  for (const Fp8Cast& f : step.fp8) {
     j["fp8"].push_back({{"key", f.key},
                         {"role", fp8_role_name(f.role)},
                         {"format", format_name(f.format)},

@@ -67,28 +67,14 @@ struct TensorNumerics {
   double headroom_log2() const;    // log2(65504 / abs_max): doublings left before fp16 overflows
 };
 
-// One fp8-scaled GEMM operand (key = the linear layer's module path) at one inspected step, its
-// casts merged (several micro-batches): the scale they used, max |x| before scaling, and
-// NumericsStats of the scaled values (underflow: flushed to zero; overflow: saturated to +-max).
-struct Fp8Numerics {
-  std::string key;
-  Fp8Role role = Fp8Role::kInput;
-  precision::FloatFormat format = precision::kE4M3;
-  float scale = 1;
-  double amax = 0;
-  precision::NumericsStats stats;
-
-  double flushed_share() const;    // nonzero values the cast made zero
-  double saturated_share() const;  // values beyond the format's max, clamped to it
-  void merge(const Fp8Numerics& other);  // amax: the larger; scale: other's (the later cast's)
-};
-
 struct StepNumerics {
   int64_t step = 0;
   bool skipped = false;
   std::string anomaly;  // when skipped: the first op that produced inf/NaN (Anomaly::message)
   std::vector<TensorNumerics> tensors;  // in the order first seen
-  std::vector<Fp8Numerics> fp8;         // fp8 mode: every scaled operand, in the order first cast
+  // fp8 mode: every scaled GEMM operand (key = the linear layer's module path), its casts of the
+  // step merged, in the order first cast.
+  std::vector<Fp8Cast> fp8;
   // Every tensor of `kind` merged.
   precision::NumericsStats merged(TensorKind kind) const;
   // The record of tensor `name` of `kind`, or null when the step saw none.
@@ -144,8 +130,8 @@ class NumericsInspector {
   precision::NumericsStats last_cast_;   // what the roundings just before that observation did
 };
 
-// The fp8 records of several steps merged per operand (Fp8Numerics::merge), in first-seen order.
-std::vector<Fp8Numerics> merged_fp8(std::span<const StepNumerics> steps);
+// The fp8 records of several steps merged per operand (Fp8Cast::merge), in first-seen order.
+std::vector<Fp8Cast> merged_fp8(std::span<const StepNumerics> steps);
 
 // The per-tensor table of one step: name, kind, dtype, abs-max, abs-min-nonzero, then the
 // shares (%) exactly zero before the cast, flushed to zero by it, subnormal after it, inf/NaN,
