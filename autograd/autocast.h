@@ -14,6 +14,9 @@
 // Casts of leaf tensors that require grad (the weights) are cached for the life of the guard,
 // so a weight used by several ops is rounded once per region (torch does the same). Outside a
 // guard ops run in their inputs' dtypes.
+//
+// A guard may also carry fp8 scaling (autograd/fp8_scaling.h): then `linear` computes its GEMMs
+// on fp8 operands with that state's per-tensor scales (the fp8 mode of optim/mixed_precision.h).
 #pragma once
 
 #include <initializer_list>
@@ -26,6 +29,8 @@
 
 namespace hg {
 
+class Fp8Scaling;
+
 enum class CastPolicy { kLowerPrecision, kFloat32, kNormalization, kPromote };
 
 // Where a guard stores the outputs of kNormalization ops. kInputDtype halves the bytes of the
@@ -36,7 +41,8 @@ enum class NormalizationOutputs { kFloat32, kInputDtype };
 class Autocast {
  public:
   explicit Autocast(DType dtype = DType::f16, bool enabled = true,
-                    NormalizationOutputs normalizations = NormalizationOutputs::kFloat32);
+                    NormalizationOutputs normalizations = NormalizationOutputs::kFloat32,
+                    std::shared_ptr<Fp8Scaling> fp8 = nullptr);
   ~Autocast();
   Autocast(const Autocast&) = delete;
   Autocast& operator=(const Autocast&) = delete;
@@ -53,6 +59,8 @@ class Autocast {
 DType autocast_dtype(CastPolicy policy, std::initializer_list<Tensor> inputs);
 // The autocast dtype in force, if any.
 std::optional<DType> active_autocast();
+// The fp8 scaling of the enabled guard in force, if any (linear's backward keeps it alive).
+std::shared_ptr<Fp8Scaling> active_fp8();
 // Casts `input` for an op of `policy`: a no-op when the dtype already matches; cached for
 // weights inside an autocast region.
 Tensor autocast_input(const Tensor& input, DType target);

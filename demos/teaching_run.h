@@ -73,6 +73,9 @@ struct RunResult {
   // f32 sum rounded once, as Optimizer::step rounds an f16 parameter.
   precision::Log2Histogram update_ratios;
   int64_t updates = 0, updates_lost_in_f16 = 0;
+  // fp8 mode: every scaled GEMM operand over the inspected steps (amax, last scale, flushed and
+  // saturated counts), in first-seen order.
+  std::vector<Fp8Cast> fp8;
   double seconds = 0;
 };
 
@@ -185,6 +188,7 @@ inline RunResult train_language_id(const data::Split& split, const RunSpec& spec
   r.param_grad_zero = share(params.input.zero, params.total());
   r.act_grad_zero = share(activations.input.zero, activations.total());
   r.act_grad_fp16_underflow = share(activations.underflow, activations.total());
+  r.fp8 = report::merged_fp8(inspector.steps());
   const train::EvalPrediction eval =
       train::run_evaluation(model, split.test, 256, accelerator.mixed_precision());
   int64_t correct = 0;

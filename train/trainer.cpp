@@ -305,6 +305,7 @@ std::string Trainer::save_checkpoint() {
   c.optimizer = parts_->optimizer->state_dict();
   c.scheduler = parts_->scheduler->state_dict();
   c.scaler = mp.scaler().state_dict();
+  if (const Fp8Scaling* fp8 = mp.fp8()) c.fp8 = fp8->state_dict();  // fp8_scaling.json
   c.rng = {{"dropout", {{"seed", model_.dropout_gen->seed()}, {"offset", model_.dropout_gen->offset()}}}};
   c.trainer_state = state_.to_json();
   c.trainer_state["training_args"] = args_.to_json();
@@ -347,6 +348,10 @@ void Trainer::restore(const std::string& dir) try {
   parts_->optimizer->load_state_dict(c.optimizer);
   parts_->scheduler->load_state_dict(c.scheduler);
   mp.scaler().load_state_dict(c.scaler);
+  if (Fp8Scaling* fp8 = mp.fp8()) {
+    check(!c.fp8.is_null(), dir, ": an fp8 run's checkpoint without ", io::kFp8File);
+    fp8->load_state_dict(c.fp8, dir + "/" + io::kFp8File);
+  }
   *model_.dropout_gen = Generator(c.rng.at("dropout").at("seed"), c.rng.at("dropout").at("offset"));
   const int64_t max_steps = state_.max_steps;  // this run's arguments say how far to train
   state_ = TrainerState::from_json(c.trainer_state, dir + "/trainer_state.json");

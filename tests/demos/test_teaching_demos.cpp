@@ -2,7 +2,8 @@
 // (seconds), prints its explanation and tables, writes its SVG figures, and the numbers it
 // prints say what the demo claims. The exact values are not pinned (they depend on every
 // kernel); the relations are: flush-to-zero zeroes more activation gradients than gradual
-// underflow, 1 + 2^-11 stays 1 in fp16, 70000 overflows fp16 but not bf16.
+// underflow, 1 + 2^-11 stays 1 in fp16, 70000 overflows fp16 but not bf16, delayed scaling
+// flushes fewer fp8 values than scales of 1.
 #include <catch2/catch.hpp>
 
 #include <filesystem>
@@ -139,6 +140,37 @@ TEST_CASE("formats demo: the value table and a short run under each autocast dty
     CHECK(v[0] < 2.5);
   }
   check_svg(dir.path / "formats-loss.svg", "class=\"series\"");
+}
+
+TEST_CASE("fp8 demo: delayed scaling flushes fewer fp8 gradients and weights than scales of 1", "[demo]") {
+  testing::TempDir dir("fp8_demo");
+  // Steps 0 and 2 inspected: at step 0 every scale is still 1, at step 2 the delayed scales apply.
+  const testing::ProgramResult r = testing::run_program(
+      "fp8", "--steps 3 --inspect-every 2 --eval-size 20 --out " + dir.path.string() + testing::demo_model_flag());
+  INFO(r.output);
+  REQUIRE(r.exit_code == 0);
+  CHECK_THAT(r.output, Catch::Contains("Transformer\nEngine multiplies each GEMM operand by its own scale"));
+  // columns: final loss, test acc, x ->0%, W ->0%, dY ->0%, saturated ("n/a" without fp8 casts)
+  const std::vector<double> f32 = row(r.output, "f32"), bf16 = row(r.output, "bf16"),
+                            plain = row(r.output, "fp8, no scaling"), scaled = row(r.output, "fp8, delayed scaling");
+  REQUIRE(f32.size() == 2);
+  REQUIRE(bf16.size() == 2);
+  REQUIRE(plain.size() == 6);
+  REQUIRE(scaled.size() == 6);
+  for (const auto& v : {f32, bf16, plain, scaled}) {
+    CHECK(v[0] > 0.5);  // a cross-entropy over 7 classes after 3 steps: near log 7 = 1.95
+    CHECK(v[0] < 2.5);
+  }
+  CHECK(plain[4] > 1.0);         // e5m2 holds nothing below 2^-16: unscaled gradients are lost
+  CHECK(scaled[4] < plain[4]);   // the grad_output scales lift them into range
+  CHECK(scaled[3] < plain[3]);   // and the weight scales lift small weights above e4m3's 2^-9
+  CHECK(plain[5] == 0.0);        // nothing reaches 448 unscaled
+  // Per tensor: the classifier head's output gradient, and the finding in one sentence.
+  const std::regex head_row(R"(\nhead\s+grad_output\s+[0-9.]+\s+[0-9.]+\s+[0-9.]+\s+[0-9.]+\s+\d)");
+  CHECK(std::regex_search(r.output, head_row));
+  CHECK_THAT(r.output, Catch::Contains("Finding: without scaling, fp8 flushed"));
+  check_svg(dir.path / "fp8-loss.svg", "class=\"series\"");
+  check_svg(dir.path / "fp8-lost.svg", "class=\"bar\"");
 }
 
 }  // namespace hg
