@@ -161,6 +161,24 @@ void Fp8Scaling::update() {
   }
 }
 
+std::vector<float> Fp8Scaling::staged_amaxes() const {
+  std::vector<float> amaxes;
+  amaxes.reserve(gemms_.size() * kFp8Roles.size());
+  for (const auto& [key, gemm] : gemms_) {
+    for (const Fp8TensorScale& s : gemm) amaxes.push_back(s.amax_history[0]);
+  }
+  return amaxes;
+}
+
+void Fp8Scaling::set_staged_amaxes(const std::vector<float>& amaxes) {
+  check(amaxes.size() == gemms_.size() * kFp8Roles.size(), "fp8 scaling: ", amaxes.size(),
+        " staged amaxes for ", gemms_.size() * kFp8Roles.size(), " scaled tensors");
+  size_t i = 0;
+  for (auto& [key, gemm] : gemms_) {
+    for (Fp8TensorScale& s : gemm) s.amax_history[0] = amaxes[i++];
+  }
+}
+
 namespace {
 
 // JSON has no inf: an infinite amax (the only non-finite value a history holds) is "inf".

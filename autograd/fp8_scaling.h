@@ -114,6 +114,11 @@ class Fp8Scaling {
   // After each optimizer step: every tensor's Fp8TensorScale::update. The new scales apply from
   // the next cast.
   void update();
+  // This step's staged amaxes (every tensor's amax_history[0], in key and role order), and
+  // replacing them: a data-parallel job takes their max over the ranks before update() (TE's
+  // reduce_amax), so every rank computes the same scales from the same amaxes.
+  std::vector<float> staged_amaxes() const;
+  void set_staged_amaxes(const std::vector<float>& amaxes);
 
   const Fp8Recipe& recipe() const { return recipe_; }
   using Gemm = std::array<Fp8TensorScale, 3>;  // indexed by Fp8Role

@@ -241,6 +241,20 @@ void DistributedDataParallel::reduce_gradients(const std::vector<Tensor>& params
   }
 }
 
+void DistributedDataParallel::reduce_amaxes(Fp8Scaling& fp8) {
+  if (size() == 1) return;
+  std::vector<float> amaxes = fp8.staged_amaxes();
+  const auto all = allgather(comm_, bytes_of(amaxes));
+  for (size_t r = 0; r < all.size(); ++r) {
+    const std::vector<float> other = values_of<float>(all[r]);
+    check(other.size() == amaxes.size(), "fp8 scaling: rank ", r, " cast ", other.size() / kFp8Roles.size(),
+          " GEMMs' operands this step, this rank ", amaxes.size() / kFp8Roles.size());
+    // Staged amaxes are never NaN (the casts skip NaN, as CUDA's fmaxf), so std::max is the max.
+    for (size_t i = 0; i < amaxes.size(); ++i) amaxes[i] = std::max(amaxes[i], other[i]);
+  }
+  fp8.set_staged_amaxes(amaxes);
+}
+
 void DistributedDataParallel::check_agreement(bool flag, const std::string& what) {
   if (size() == 1) return;
   const std::vector<uint8_t> flags = allgather_value(comm_, uint8_t(flag));
@@ -260,8 +274,14 @@ void DistributedDataParallel::check_replicas(const std::vector<std::pair<std::st
   for (const auto& [name, t] : tensors) {
     sums.push_back(fnv1a(t.bytes(), t.nbytes()));
   }
-  const std::string text = scalars.dump();
-  sums.push_back(fnv1a(text.data(), text.size()));
+  // One checksum per top-level scalar entry, so a difference names it ("scaler", "fp8_scaling")
+  // rather than printing the whole state (an fp8 amax history alone is 1024 numbers a tensor).
+  std::vector<std::string> scalar_names;
+  for (const auto& [key, value] : scalars.items()) {
+    const std::string text = value.dump();
+    scalar_names.push_back(key);
+    sums.push_back(fnv1a(text.data(), text.size()));
+  }
   const auto all = allgather(comm_, bytes_of(sums));
   const std::vector<uint64_t> first = values_of<uint64_t>(all[0]);
   for (size_t r = 1; r < all.size(); ++r) {
@@ -273,7 +293,8 @@ void DistributedDataParallel::check_replicas(const std::vector<std::pair<std::st
     }
     for (size_t i = 0; i < first.size(); ++i) {
       if (other[i] == first[i]) continue;
-      const std::string name = i < tensors.size() ? "tensor '" + tensors[i].first + "'" : "the scalar state " + text;
+      const std::string name = i < tensors.size() ? "tensor '" + tensors[i].first + "'"
+                                                  : "the state '" + scalar_names[i - tensors.size()] + "'";
       fail_agreed(comm_, "replica check at step " + std::to_string(step) + ": " + name + " on rank " +
                              std::to_string(r) + " differs from rank 0's: the replicas have diverged");
     }

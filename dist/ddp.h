@@ -34,6 +34,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "autograd/fp8_scaling.h"
 #include "autograd/generator.h"
 #include "autograd/tensor.h"
 #include "dist/communicator.h"
@@ -75,13 +76,19 @@ class DistributedDataParallel {
   void reduce_gradients(const std::vector<Tensor>& params);
   const ReduceStats& last_reduce() const { return last_; }
 
+  // fp8 training: replaces this step's staged amax of every scaled tensor by its max over the
+  // ranks (Transformer Engine's reduce_amax, an all-reduce with MAX), so every rank computes the
+  // same scales, and a checkpoint written by rank 0 holds every rank's state. A collective after
+  // backward, before Fp8Scaling::update(); a no-op on one rank.
+  void reduce_amaxes(Fp8Scaling& fp8);
   // Throws hg::Error on every rank (agreed) unless `flag` is the same on every rank: for
   // decisions every rank must take alike (skip a step), naming `what`.
   void check_agreement(bool flag, const std::string& what);
 
   // Compares a checksum of every named tensor (bits of the values as stored) and of `scalars`
-  // (JSON: loss scale, optimizer steps, ...) across ranks; throws (agreed) naming the first
-  // tensor that differs from rank 0's, the rank and `step`.
+  // (a JSON object: loss scale, optimizer steps, fp8 scales, ...) across ranks; throws (agreed)
+  // naming the first tensor or top-level entry of `scalars` that differs from rank 0's, the
+  // rank and `step`.
   void check_replicas(const std::vector<std::pair<std::string, Tensor>>& tensors, const nlohmann::json& scalars,
                       int64_t step);
 

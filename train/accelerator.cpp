@@ -22,7 +22,10 @@ void Accelerator::prepare_module(nn::Module& model, optim::Optimizer& optimizer,
   scheduler_ = scheduler;
   mp_ = std::make_unique<optim::MixedPrecision>(model, options_.mixed_precision);
   if (ddp_.size() > 1) {
-    mp_->set_gradient_reduction([this](optim::Optimizer& o) { ddp_.reduce_gradients(o.parameters()); });
+    mp_->set_gradient_reduction([this](optim::Optimizer& o) {
+      ddp_.reduce_gradients(o.parameters());
+      if (Fp8Scaling* fp8 = mp_->fp8()) ddp_.reduce_amaxes(*fp8);
+    });
   }
   if (optim::MasterWeights* masters = mp_->masters()) {
     // Re-point the optimizer from the (now f16) model parameters to their f32 masters.

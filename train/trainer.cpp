@@ -454,10 +454,12 @@ Trainer::StepOutcome Trainer::training_step(int64_t epoch, int64_t first_batch) 
     }
     const optim::OptimizerState optimizer_state = parts_->optimizer->state_dict();
     for (const auto& [name, t] : optimizer_state.tensors) tensors.emplace_back("optimizer " + name, t);
-    ddp.check_replicas(tensors,
-                       {{"optimizer", optimizer_state.meta}, {"scheduler", parts_->scheduler->state_dict()},
-                        {"scaler", mp.scaler().state_dict()}, {"dropout_offset", model_.dropout_gen->offset()}},
-                       state_.global_step);
+    nlohmann::json scalars = {{"optimizer", optimizer_state.meta},
+                              {"scheduler", parts_->scheduler->state_dict()},
+                              {"scaler", mp.scaler().state_dict()},
+                              {"dropout_offset", model_.dropout_gen->offset()}};
+    if (const Fp8Scaling* fp8 = mp.fp8()) scalars["fp8_scaling"] = fp8->state_dict();
+    ddp.check_replicas(tensors, scalars, state_.global_step);
   }
   state_.epoch = double(epoch) + double(end) / double(loader.num_batches());
   if (!step.stepped) ++state_.skipped_steps;

@@ -2,6 +2,9 @@
 # `halfgrad train` under mpirun with two ranks (registered by tests/CMakeLists.txt, label mpi):
 #   run              a small data-parallel run: exit 0, rank 0 alone prints the table, writes the
 #                    checkpoints and the log (with the wire's bytes and the fp16 cast's counts)
+#   fp8_scales_agree --precision fp8 with exact, most-recent scales (every amax difference
+#                    shows in the scales): the ranks take the max of their amaxes, so the replica
+#                    check, which compares the fp8 scale state too, passes at every step
 #   unreadable_data  rank 1's data file fails to read (a line without a tab) while rank 0's reads:
 #                    every rank stops with one message naming rank 1 and the file, exit 1, no hang;
 #                    then rank 1's file is missing (the command line rejects it before MPI starts):
@@ -38,6 +41,11 @@ case $test_name in
     grep -q '"ddp_bytes_per_step"' "$tmp/out/log.jsonl" || fail "the log has no ddp_bytes_per_step"
     grep -q '"ddp_wire":{"flushed"' "$tmp/out/log.jsonl" || fail "the log has no fp16 wire counts"
     [ "$(grep -c '"step":3[,}]' "$tmp/out/log.jsonl")" -eq 1 ] || fail "step 3 is logged more than once"
+    ;;
+  fp8_scales_agree)
+    launch "$np" 2 "$halfgrad" "${small[@]}" --max-steps 6 --precision fp8 --fp8-scale exact \
+      --fp8-amax-compute-algo most_recent --ddp-check-every 1 --output-dir "$tmp/out" || fail "exit code $?"
+    [ -f "$tmp/out/checkpoint-6/fp8_scaling.json" ] || fail "checkpoint-6 holds no fp8 scale state"
     ;;
   unreadable_data)
     printf 'en\thello\nde\thallo\n' >"$tmp/good.tsv"
