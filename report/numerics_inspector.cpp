@@ -122,6 +122,10 @@ void NumericsInspector::begin_step(int64_t step) {
   casts_ = std::make_unique<CastObserver>();
 }
 
+void NumericsInspector::note_wire(const WireNumerics& wire) {
+  if (current_ != nullptr) current_->ddp_wire = wire;
+}
+
 const StepNumerics* NumericsInspector::end_step(bool skipped) {
   StepNumerics* step = current_;
   current_ = nullptr;
@@ -214,6 +218,15 @@ std::string numerics_table(const StepNumerics& step) {
                   f.amax, double(f.scale), 100 * f.flushed_share(), 100 * f.saturated_share());
     out += line;
   }
+  if (const auto& w = step.ddp_wire) {
+    const double n = double(std::max<uint64_t>(w->values, 1));
+    std::snprintf(line, sizeof line,
+                  "  gradient wire %s (this rank's g / W times the loss scale): %llu values, %.2f%% flushed to zero, %.2f%% "
+                  "subnormal, %.2f%% overflowed\n",
+                  w->format.c_str(), static_cast<unsigned long long>(w->values), 100 * double(w->flushed) / n,
+                  100 * double(w->subnormal) / n, 100 * double(w->overflowed) / n);
+    out += line;
+  }
   return out;
 }
 
@@ -257,6 +270,13 @@ nlohmann::json numerics_json(const StepNumerics& step) {
                         {"count", f.stats.total()},
                         {"flushed", f.flushed_share()},
                         {"saturated", f.saturated_share()}});
+  }
+  if (const auto& w = step.ddp_wire) {
+    j["ddp_wire"] = {{"format", w->format},
+                     {"values", w->values},
+                     {"flushed", w->flushed},
+                     {"subnormal", w->subnormal},
+                     {"overflowed", w->overflowed}};
   }
   return j;
 }
@@ -307,6 +327,13 @@ void InspectorCallback::on_train_begin(const train::TrainerState& state, const t
 }
 
 void InspectorCallback::on_step_end(const train::TrainerState& state, const nlohmann::json& step_info) {
+  if (const auto it = step_info.find("ddp_wire"); it != step_info.end()) {
+    inspector_->note_wire({.format = it->at("format").get<std::string>(),
+                           .values = it->at("values").get<uint64_t>(),
+                           .flushed = it->at("flushed").get<uint64_t>(),
+                           .subnormal = it->at("subnormal").get<uint64_t>(),
+                           .overflowed = it->at("overflowed").get<uint64_t>()});
+  }
   if (const StepNumerics* step = inspector_->end_step(!step_info.at("stepped").get<bool>())) {
     std::printf("%s", numerics_table(*step).c_str());
     std::ofstream out(std::filesystem::path(output_dir_) / "numerics.jsonl", std::ios::app);

@@ -67,6 +67,13 @@ struct TensorNumerics {
   double headroom_log2() const;    // log2(65504 / abs_max): doublings left before fp16 overflows
 };
 
+// Data-parallel training with a 16-bit wire format (dist/ddp.h): what this rank's cast of its
+// gradients (divided by the world size, still loss-scaled) to the wire format did in one step.
+struct WireNumerics {
+  std::string format;  // "fp16" | "bf16"
+  uint64_t values = 0, flushed = 0, subnormal = 0, overflowed = 0;
+};
+
 struct StepNumerics {
   int64_t step = 0;
   bool skipped = false;
@@ -75,6 +82,7 @@ struct StepNumerics {
   // fp8 mode: every scaled GEMM operand (key = the linear layer's module path), its casts of the
   // step merged, in the order first cast.
   std::vector<Fp8Cast> fp8;
+  std::optional<WireNumerics> ddp_wire;  // set by the Trainer's step_info under mpirun, 16-bit wire
   // Every tensor of `kind` merged.
   precision::NumericsStats merged(TensorKind kind) const;
   // The record of tensor `name` of `kind`, or null when the step saw none.
@@ -101,6 +109,8 @@ class NumericsInspector {
 
   // Opens step `step`; tensors are recorded only if step % every == 0.
   void begin_step(int64_t step);
+  // Records the gradient wire cast of the step being inspected (no-op when none is).
+  void note_wire(const WireNumerics& wire);
   // Closes the step; `skipped`: the loss scaler skipped it (then the anomaly, if any, is named).
   // Returns the step's record if it was inspected, else nullptr.
   const StepNumerics* end_step(bool skipped);
@@ -140,12 +150,14 @@ std::vector<Fp8Cast> merged_fp8(std::span<const StepNumerics> steps);
 // When the step has MX figures (InspectorOptions::mx), four more columns: the RMS relative error
 // and the share flushed to zero (%) under MXFP8 and under MXFP4. Under fp8 a second table
 // follows: per scaled operand, its format, amax, scale and the shares (%) its cast flushed to
-// zero and saturated.
+// zero and saturated. Under mpirun with a 16-bit wire format a last line says what this rank's
+// cast of the gradients to the wire format flushed, made subnormal and overflowed.
 std::string numerics_table(const StepNumerics& step);
 // One JSON object: step, skipped, anomaly, and per tensor every number of the table plus the
 // non-empty histogram bins {"log2 bin": count}; with MX figures also "mxfp8" and "mxfp4", each
 // {"rms_relative_error", "flushed", "clamped"}; under fp8 also "fp8": per operand {"key", "role",
-// "format", "amax", "scale", "count", "flushed", "saturated"}.
+// "format", "amax", "scale", "count", "flushed", "saturated"}; under a 16-bit wire format also
+// "ddp_wire": {"format", "values", "flushed", "subnormal", "overflowed"}.
 nlohmann::json numerics_json(const StepNumerics& step);
 
 // Micikevicius et al. 2018, Figure 3: share of values per log2|x| bin, fp16's underflow,

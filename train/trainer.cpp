@@ -483,8 +483,17 @@ bool Trainer::end_step(const StepOutcome& step, bool& interrupted) {
   ++window.steps;
   window.wire.merge(accelerator_->ddp().last_reduce().wire);
   if (!step.stepped) ++window.skipped;
-  const nlohmann::json step_info = {{"step", state_.global_step}, {"loss", step.loss},
-                                    {"scale", step.scale}, {"stepped", step.stepped}, {"grad_norm", step.grad_norm}};
+  nlohmann::json step_info = {{"step", state_.global_step}, {"loss", step.loss},
+                              {"scale", step.scale}, {"stepped", step.stepped}, {"grad_norm", step.grad_norm}};
+  if (const dist::DistributedDataParallel& ddp = accelerator_->ddp();
+      ddp.size() > 1 && ddp.options().wire != dist::WireFormat::kF32) {
+    const precision::NumericsStats& w = ddp.last_reduce().wire;  // this step's cast to the wire format
+    step_info["ddp_wire"] = {{"format", dist::wire_format_name(ddp.options().wire)},
+                             {"values", w.total()},
+                             {"flushed", w.underflow},
+                             {"subnormal", w.subnormal},
+                             {"overflowed", w.overflow}};
+  }
   for (auto& c : callbacks_) {
     c->on_step_end(state_, step_info);
     stop = stop || c->should_stop;

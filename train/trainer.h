@@ -78,7 +78,8 @@ class TrainerCallback {
   virtual ~TrainerCallback() = default;
   virtual void on_train_begin(const TrainerState&, const TrainingArguments&) {}
   // step_info: {"step", "loss" (this step's: the mean over its micro-batches), "scale", "stepped",
-  // "grad_norm"}.
+  // "grad_norm"}; under mpirun with --ddp-comm fp16|bf16 also "ddp_wire": {"format", "values",
+  // "flushed", "subnormal", "overflowed"}, this rank's cast of its gradients to the wire format.
   virtual void on_step_end(const TrainerState&, const nlohmann::json& step_info) { (void)step_info; }
   virtual void on_log(const TrainerState&, const nlohmann::json& logs) { (void)logs; }
   virtual void on_evaluate(const TrainerState&, const Metrics& metrics) { (void)metrics; }

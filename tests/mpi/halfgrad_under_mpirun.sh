@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # `halfgrad train` under mpirun with two ranks (registered by tests/CMakeLists.txt, label mpi):
 #   run              a small data-parallel run: exit 0, rank 0 alone prints the table, writes the
-#                    checkpoints and the log (with the wire's bytes and the fp16 cast's counts)
+#                    checkpoints and the log (with the wire's bytes and the fp16 cast's counts),
+#                    and --inspect reports the fp16 cast of the gradients
 #   fp8_scales_agree --precision fp8 with exact, most-recent scales (every amax difference
 #                    shows in the scales): the ranks take the max of their amaxes, so the replica
 #                    check, which compares the fp8 scale state too, passes at every step
@@ -34,12 +35,17 @@ count() { grep -c -- "$1" "$tmp/out.txt"; }
 case $test_name in
   run)
     launch "$np" 2 "$halfgrad" "${small[@]}" --max-steps 6 --logging-steps 3 --save-steps 3 --ddp-comm fp16 \
-      --ddp-check-every 2 --output-dir "$tmp/out" || fail "exit code $?"
+      --ddp-check-every 2 --inspect 3 --output-dir "$tmp/out" || fail "exit code $?"
     [ "$(count 'epoch     step train_loss')" -eq 1 ] || fail "the table header is not printed exactly once"
     [ "$(count 'x 2 processes, --ddp-comm fp16')" -eq 1 ] || fail "the model line does not show the 2 processes"
     [ -f "$tmp/out/checkpoint-6/trainer_state.json" ] || fail "rank 0 wrote no checkpoint-6"
     grep -q '"ddp_bytes_per_step"' "$tmp/out/log.jsonl" || fail "the log has no ddp_bytes_per_step"
     grep -q '"ddp_wire":{"flushed"' "$tmp/out/log.jsonl" || fail "the log has no fp16 wire counts"
+    # --inspect 3: steps 3 and 6 are inspected (rank 0 prints), each with the wire's line and JSON
+    [ "$(count 'gradient wire fp16 (this rank.s g / W times the loss scale): [1-9][0-9]* values')" -eq 2 ] ||
+      fail "the inspector does not report the fp16 wire cast of steps 3 and 6"
+    [ "$(grep -c '"ddp_wire":{"flushed"' "$tmp/out/numerics.jsonl")" -eq 2 ] ||
+      fail "numerics.jsonl has no wire counts for steps 3 and 6"
     [ "$(grep -c '"step":3[,}]' "$tmp/out/log.jsonl")" -eq 1 ] || fail "step 3 is logged more than once"
     ;;
   fp8_scales_agree)
