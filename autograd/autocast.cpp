@@ -10,6 +10,7 @@ struct Autocast::State {
   DType dtype;
   bool enabled;
   NormalizationOutputs normalizations;
+  Accumulation accumulation;
   // Weight casts of this region, keyed by (tensor, target dtype); the cached cast stays on the
   // tape, so every use of it sends its gradient back through one cast node. An entry from an
   // earlier tape generation (a backward ran, and an optimizer may have changed the weight
@@ -26,8 +27,8 @@ namespace {
 thread_local Autocast::State* t_state = nullptr;
 }
 
-Autocast::Autocast(DType dtype, bool enabled, NormalizationOutputs normalizations)
-    : state_(std::make_unique<State>(State{dtype, enabled, normalizations, {}})), previous_(t_state) {
+Autocast::Autocast(DType dtype, bool enabled, NormalizationOutputs normalizations, Accumulation accumulation)
+    : state_(std::make_unique<State>(State{dtype, enabled, normalizations, accumulation, {}})), previous_(t_state) {
   t_state = state_.get();
 }
 
@@ -36,6 +37,10 @@ Autocast::~Autocast() { t_state = previous_; }
 std::optional<DType> active_autocast() {
   if (t_state == nullptr || !t_state->enabled) return std::nullopt;
   return t_state->dtype;
+}
+
+Accumulation active_accumulation() {
+  return t_state != nullptr && t_state->enabled ? t_state->accumulation : Accumulation::kF32;
 }
 
 DType promote(DType a, DType b) { return a == b ? a : DType::f32; }

@@ -21,6 +21,7 @@ struct TrainOptions {
   std::string train_file, eval_file, resume, pooling = "mean";
   // Parsed into args.mixed_precision once, by resolve_train_options.
   std::string precision = "fp16", opt_level = "O2", loss_scale = "dynamic";
+  std::string accumulate = "f32";  // --accumulate, into args.mixed_precision.accumulation
   bool fp16 = false, bf16 = false;
   int threads = 0;
   // The main job's recipe (docs/classifier.md, the sweep): a fastText-like bag of hashed char
@@ -63,6 +64,9 @@ inline void add_train_flags(CLI::App& app, TrainOptions& o) {
       ->capture_default_str()
       ->check(CLI::IsMember({"O1", "O2"}));
   app.add_option("--loss-scale", o.loss_scale, "dynamic | none | a static scale")->capture_default_str();
+  app.add_option("--accumulate", o.accumulate, "GEMMs and sums accumulate in f32 | f16 | f16-blocked (fp16 only)")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"f32", "f16", "f16-blocked"}));
   app.add_option("--epochs", a.num_train_epochs, "training epochs")
       ->capture_default_str()
       ->check(CLI::Range(1e-3, 1e6));
@@ -141,7 +145,7 @@ inline void add_train_flags(CLI::App& app, TrainOptions& o) {
 }
 
 // Completes `o` after `cmd` (the train subcommand) parsed it, before any data is read: parses
-// --precision (or --fp16/--bf16), --opt-level and --loss-scale into args.mixed_precision, lets a
+// --precision (or --fp16/--bf16), --opt-level, --loss-scale and --accumulate into args.mixed_precision, lets a
 // flag that only works under one strategy select it (--save-steps selects --save-strategy steps,
 // --eval-steps --eval-strategy steps), and rejects a flag that would have
 // no effect (a conflicting explicit strategy, --eval-strategy without evaluation data, both
@@ -160,6 +164,9 @@ inline void resolve_train_options(const CLI::App& cmd, TrainOptions& o) {
           "): drop ", flag);
   }
   a.mixed_precision = optim::parse_mixed_precision(o.precision, o.opt_level, o.loss_scale);
+  // --accumulate: validate() names the flag when the precision has no f16 products to accumulate.
+  a.mixed_precision.accumulation = optim::parse_accumulation(o.accumulate, "accumulate (--accumulate)");
+  a.mixed_precision.validate();
 
   // A step count selects its strategy; under another explicit strategy it would be ignored.
   for (const auto& [steps, strategy_flag, strategy] :

@@ -79,6 +79,26 @@ void MixedPrecisionOptions::validate() const {
         limits.max_scale, "] (init_scale <= max_scale)");
   check(s.kind != LossScaling::Kind::kDynamic || s.growth_interval >= 1,
         "loss_scale: the dynamic scaler's growth_interval must be >= 1, got ", s.growth_interval);
+  check(accumulation == Accumulation::kF32 || scales_loss(precision), "accumulate (--accumulate) ",
+        accumulation_name(accumulation), " applies to fp16 and pure_fp16 only: f32 and bf16 runs have no f16 products "
+        "to accumulate (and bf16's range would overflow an f16 accumulator)");
+}
+
+// Accumulation (--accumulate, the JSON key "accumulate").
+const char* accumulation_name(Accumulation accumulation) {
+  switch (accumulation) {
+    case Accumulation::kF32: return "f32";
+    case Accumulation::kF16: return "f16";
+    case Accumulation::kF16Blocked: return "f16-blocked";
+  }
+  return "?";
+}
+
+Accumulation parse_accumulation(const std::string& text, const std::string& field) {
+  for (const Accumulation a : {Accumulation::kF32, Accumulation::kF16, Accumulation::kF16Blocked}) {
+    if (text == accumulation_name(a)) return a;
+  }
+  fail(field, ": unknown accumulation '", text, "' (expected f32, f16 or f16-blocked)");
 }
 
 MixedPrecisionOptions parse_mixed_precision(const std::string& precision, const std::string& opt_level,
@@ -113,12 +133,13 @@ nlohmann::json mixed_precision_to_json(const MixedPrecisionOptions& options) {
   if (s.kind == LossScaling::Kind::kDynamic && s.growth_interval != defaults.growth_interval) {
     j["loss_scale_growth_interval"] = s.growth_interval;
   }
+  if (o.accumulation != Accumulation::kF32) j["accumulate"] = accumulation_name(o.accumulation);
   return j;
 }
 
 bool is_mixed_precision_key(const std::string& key) {
   for (const char* k : {"fp16", "bf16", "fp16_opt_level", "pure_fp16", "loss_scale", "loss_scale_init",
-                        "loss_scale_growth_interval", "normalization_outputs"}) {
+                        "loss_scale_growth_interval", "normalization_outputs", "accumulate"}) {
     if (key == k) return true;
   }
   return false;
@@ -164,6 +185,9 @@ MixedPrecisionOptions mixed_precision_from_json(const nlohmann::json& j, const s
           "' (expected float32 or input_dtype)");
     o.normalization_outputs = where == "float32" ? NormalizationOutputs::kFloat32 : NormalizationOutputs::kInputDtype;
   }
+  if (const nlohmann::json* v = get("accumulate", T::string, "\"f32\", \"f16\" or \"f16-blocked\"")) {
+    o.accumulation = parse_accumulation(v->get<std::string>(), source + ": key 'accumulate'");
+  }
   try {
     o.validate();
   } catch (const Error& e) {
@@ -200,7 +224,8 @@ nn::NamedTensors MixedPrecision::optimizer_parameters() const {
 }
 
 Autocast MixedPrecision::autocast() const {
-  return Autocast(autocast_.value_or(DType::f16), autocast_.has_value(), *options_.normalization_outputs);
+  return Autocast(autocast_.value_or(DType::f16), autocast_.has_value(), *options_.normalization_outputs,
+                  options_.accumulation);
 }
 void MixedPrecision::unscale_gradients(Optimizer& optimizer) {
   if (unscaled_) return;

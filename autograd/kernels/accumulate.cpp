@@ -21,61 +21,65 @@ HWY_BEFORE_NAMESPACE();
 namespace hg::kernels::HWY_NAMESPACE {
 namespace hn = hwy::HWY_NAMESPACE;
 
-// acc + t rounded once into f16, lane by lane (accumulate.h: TwoSum, round to odd in f32, then
-// round to nearest even into f16 with precision/'s exact conversions).
+// acc + t rounded once into f16, lane by lane (accumulate.h): TwoSum gives s + e = acc + t
+// exactly; the exact sum rounded to odd in f32 is its truncation towards zero (s, or s's lower
+// neighbour in magnitude when e has the opposite sign) with the last bit set if e != 0; then
+// round to nearest even into f16 by precision/'s exact conversions. A non-finite s has a NaN e
+// (inf - inf inside TwoSum), which `inexact` leaves out, so s is rounded as is.
 template <class D>
 HWY_INLINE hn::Vec<D> AddF16(D d, hn::Vec<D> acc, hn::Vec<D> t) {
   namespace hp = hg::precision::HWY_NAMESPACE;
   const hn::RebindToUnsigned<D> du;
   const auto s = hn::Add(acc, t);
   const auto t_part = hn::Sub(s, acc);
-  const auto e = hn::Add(hn::Sub(acc, hn::Sub(s, t_part)), hn::Sub(t, t_part));  // s + e = acc + t
+  const auto e = hn::Add(hn::Sub(acc, hn::Sub(s, t_part)), hn::Sub(t, t_part));
   const auto s_bits = hn::BitCast(du, s);
-  const auto inexact = hn::RebindMask(du, hn::And(hn::Ne(e, hn::Zero(d)), hn::IsFinite(s)));
-  const auto even = hn::Eq(hn::And(s_bits, hn::Set(du, 1u)), hn::Zero(du));
-  // The neighbour towards e: one up in magnitude when e has s's sign, else one down (s != 0
-  // here: an f32 sum that rounds to zero is exact).
-  const auto away = hn::Eq(hn::ShiftRight<31>(hn::Xor(hn::BitCast(du, e), s_bits)), hn::Zero(du));
-  const auto neighbour = hn::Add(s_bits, hn::IfThenElse(away, hn::Set(du, 1u), hn::Set(du, ~0u)));
-  const auto odd = hn::BitCast(d, hn::IfThenElse(hn::And(inexact, even), neighbour, s_bits));
-  return hp::PromoteF16ToF32(d, hp::DemoteF32ToF16(d, odd));
+  const auto sticky = hn::IfThenElseZero(hn::RebindMask(du, hn::Gt(hn::Abs(e), hn::Zero(d))), hn::Set(du, 1u));
+  const auto opposite = hn::ShiftRight<31>(hn::Xor(hn::BitCast(du, e), s_bits));  // 1: |acc + t| < |s|
+  const auto odd = hn::Or(hn::Sub(s_bits, hn::And(opposite, sticky)), sticky);
+  return hp::PromoteF16ToF32(d, hp::DemoteF32ToF16(d, hn::BitCast(d, odd)));
 }
 
-constexpr size_t kTile = 4;  // vectors of C, independent chains advanced together
+// Vectors of C advanced together (independent chains hide AddF16's latency): 8 with AVX-512's
+// 32 registers, 4 otherwise.
+#if HWY_ARCH_X86 && HWY_TARGET <= HWY_AVX3
+constexpr size_t kTile = 8;
+#else
+constexpr size_t kTile = 4;
+#endif
 
-// Columns [j0, j0 + vectors * lanes) of row i of C, vectors <= kTile, each column one chain.
-template <class D>
-HWY_INLINE void ChainTile(D d, size_t vectors, float* HWY_RESTRICT c, const float* HWY_RESTRICT a,
-                          const float* HWY_RESTRICT b, size_t ldb, size_t k, size_t block, bool accumulate) {
-  using V = hn::Vec<D>;
+// Columns [0, V * lanes) of row i of C, each column one chain; kBlock: 0 (kF16) or the block.
+template <size_t V, size_t kBlock, class D>
+HWY_INLINE void ChainTile(D d, float* HWY_RESTRICT c, const float* HWY_RESTRICT a, const float* HWY_RESTRICT b,
+                          size_t ldb, size_t k, bool accumulate) {
+  using Vec = hn::Vec<D>;
   const size_t L = hn::Lanes(d);
-  V acc[kTile], carry[kTile];
-  for (size_t v = 0; v < vectors; ++v) {
-    const V start = accumulate ? hn::LoadU(d, c + v * L) : hn::Zero(d);
+  Vec acc[V], carry[V];
+  for (size_t v = 0; v < V; ++v) {
+    const Vec start = accumulate ? hn::LoadU(d, c + v * L) : hn::Zero(d);
     carry[v] = start;
-    acc[v] = block != 0 ? hn::Zero(d) : AddF16(d, hn::Zero(d), start);  // RN16(C): exact for 0
+    acc[v] = kBlock != 0 ? hn::Zero(d) : AddF16(d, hn::Zero(d), start);  // RN16(C): exact for 0
   }
   for (size_t p = 0; p < k; ++p) {
-    const V ap = hn::Set(d, a[p]);
+    const Vec ap = hn::Set(d, a[p]);
     const float* HWY_RESTRICT bp = b + p * ldb;
-    for (size_t v = 0; v < vectors; ++v) acc[v] = AddF16(d, acc[v], hn::Mul(ap, hn::LoadU(d, bp + v * L)));
-    if (block != 0 && (p + 1) % block == 0) {
-      for (size_t v = 0; v < vectors; ++v) {
+    for (size_t v = 0; v < V; ++v) acc[v] = AddF16(d, acc[v], hn::Mul(ap, hn::LoadU(d, bp + v * L)));
+    if (kBlock != 0 && (p + 1) % kBlock == 0) {
+      for (size_t v = 0; v < V; ++v) {
         carry[v] = hn::Add(carry[v], acc[v]);
         acc[v] = hn::Zero(d);
       }
     }
   }
-  const bool partial = block != 0 && k % block != 0;  // a last, shorter block still to carry
-  for (size_t v = 0; v < vectors; ++v) {
-    hn::StoreU(block == 0 ? acc[v] : partial ? hn::Add(carry[v], acc[v]) : carry[v], d, c + v * L);
+  const bool partial = kBlock != 0 && k % kBlock != 0;  // a last, shorter block still to carry
+  for (size_t v = 0; v < V; ++v) {
+    hn::StoreU(kBlock == 0 ? acc[v] : partial ? hn::Add(carry[v], acc[v]) : carry[v], d, c + v * L);
   }
 }
 
-// Rows [i0, i1) of C (M,N) = A (M,K) B (K,N), row-major with strides k, ldb and ldc. The last
-// n mod Lanes columns run as one whole vector over a zero-padded copy of B's tail columns.
-void GemmF16RowsImpl(float* HWY_RESTRICT c, size_t ldc, const float* HWY_RESTRICT a, const float* HWY_RESTRICT b,
-                     size_t ldb, size_t i0, size_t i1, size_t n, size_t k, size_t block, bool accumulate) {
+template <size_t kBlock>
+void GemmF16Rows(float* HWY_RESTRICT c, size_t ldc, const float* HWY_RESTRICT a, const float* HWY_RESTRICT b,
+                 size_t ldb, size_t i0, size_t i1, size_t n, size_t k, bool accumulate) {
   const hn::ScalableTag<float> d;
   const size_t L = hn::Lanes(d);
   const size_t full = n / L * L, tail = n - full;
@@ -84,14 +88,25 @@ void GemmF16RowsImpl(float* HWY_RESTRICT c, size_t ldc, const float* HWY_RESTRIC
   HWY_ALIGN float tail_c[hn::MaxLanes(d)] = {};
   for (size_t i = i0; i < i1; ++i) {
     float* HWY_RESTRICT ci = c + i * ldc;
+    const float* HWY_RESTRICT ai = a + i * k;
     size_t j = 0;
-    for (; j + kTile * L <= n; j += kTile * L) ChainTile(d, kTile, ci + j, a + i * k, b + j, ldb, k, block, accumulate);
-    for (; j < full; j += L) ChainTile(d, 1, ci + j, a + i * k, b + j, ldb, k, block, accumulate);
+    for (; j + kTile * L <= n; j += kTile * L) ChainTile<kTile, kBlock>(d, ci + j, ai, b + j, ldb, k, accumulate);
+    for (; j < full; j += L) ChainTile<1, kBlock>(d, ci + j, ai, b + j, ldb, k, accumulate);
     if (tail == 0) continue;
     std::copy_n(ci + full, tail, tail_c);
-    ChainTile(d, 1, tail_c, a + i * k, tail_b.data(), L, k, block, accumulate);
+    ChainTile<1, kBlock>(d, tail_c, ai, tail_b.data(), L, k, accumulate);
     std::copy_n(tail_c, tail, ci + full);
   }
+}
+
+// Rows [i0, i1) of C (M,N) = A (M,K) B (K,N), row-major with strides k, ldb and ldc; block: 0
+// (kF16) or kF16AccumulationBlock. The last n mod Lanes columns run as one whole vector over a
+// zero-padded copy of B's tail columns.
+void GemmF16RowsImpl(float* HWY_RESTRICT c, size_t ldc, const float* HWY_RESTRICT a, const float* HWY_RESTRICT b,
+                     size_t ldb, size_t i0, size_t i1, size_t n, size_t k, size_t block, bool accumulate) {
+  constexpr size_t kBlock = size_t(kF16AccumulationBlock);
+  if (block == 0) return GemmF16Rows<0>(c, ldc, a, b, ldb, i0, i1, n, k, accumulate);
+  GemmF16Rows<kBlock>(c, ldc, a, b, ldb, i0, i1, n, k, accumulate);
 }
 
 }  // namespace hg::kernels::HWY_NAMESPACE
