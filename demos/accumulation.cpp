@@ -56,7 +56,11 @@ double dot_error(int64_t k, bool positive, Accumulation mode, uint64_t seed) {
 int main(int argc, char** argv) {
   CLI::App app{"accumulation: f32 against f16 accumulation, in a dot product and in training"};
   demos::DemoFlags flags{.steps = 300, .model = "small"};
+  int max_log2_k = 16;
   demos::add_demo_flags(app, flags);
+  app.add_option("--max-log2-k", max_log2_k, "the longest dot product of (a) is 2^N terms")
+      ->capture_default_str()
+      ->check(CLI::Range(4, 20));
   CLI11_PARSE(app, argc, argv);
   flags.apply();
 
@@ -72,7 +76,7 @@ int main(int argc, char** argv) {
   std::printf("%8s | %11s %11s %11s | %11s %11s %11s\n", "K", "f32", "f16", "f16-blocked", "f32", "f16", "f16-blocked");
   std::vector<double> log_k;
   std::vector<std::vector<double>> errors(6);  // (positive, mixed) x mode
-  for (int e = 4; e <= 16; e += 1) {
+  for (int e = 4; e <= max_log2_k; ++e) {
     const int64_t k = int64_t{1} << e;
     log_k.push_back(double(e));
     std::printf("%8lld |", static_cast<long long>(k));
