@@ -124,6 +124,12 @@ void gemm_f16(float* c, int64_t ldc, const float* a, const float* b, int64_t ldb
   check(m >= 0 && n >= 0 && k >= 0 && ldc >= n && ldb >= n, "gemm_f16: bad sizes m = ", m, ", n = ", n, ", k = ", k,
         ", ldb = ", ldb, ", ldc = ", ldc);
   if (m == 0 || n == 0) return;
+  std::vector<float> zeros;  // K = 0: the chains start and end at C (or 0); a and b may be null
+  if (k == 0) {
+    zeros.assign(size_t(n), 0.0f);
+    a = b = zeros.data();
+    ldb = n;
+  }
   const size_t block = mode == Accumulation::kF16Blocked ? size_t(kF16AccumulationBlock) : 0;
   // Rows in fixed groups of 8, any thread: each element is one chain, so no bit depends on the
   // thread count.

@@ -99,6 +99,10 @@ TEST_CASE("accumulation reaches sum and mean over all elements, a contiguous and
     CHECK(sum(ones({kLong, 3}), 0).to_vector() == std::vector<float>(3, e));  // columns
     // f16 inputs are summed the same way (widened exactly).
     CHECK(sum(Tensor::full({kLong}, 1.0f, DType::f16)).item() == e);
+    // Sums over nothing are 0, as in f32.
+    CHECK(sum(Tensor::zeros({0, 3}), 0).to_vector() == std::vector<float>(3, 0.0f));
+    CHECK(sum(Tensor::zeros({3, 0}), 1).to_vector() == std::vector<float>(3, 0.0f));
+    CHECK(matmul(Tensor::zeros({2, 0}), Tensor::zeros({0, 3})).to_vector() == std::vector<float>(6, 0.0f));
   }
 }
 
