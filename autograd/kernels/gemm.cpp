@@ -426,6 +426,7 @@ namespace {
 // op(x): (rows, cols) widened to f32, row-major with row stride `cols`.
 std::vector<float> widen_op(const GemmOperand& x, int64_t rows, int64_t cols) {
   std::vector<float> out(size_t(rows * cols));
+  if (out.empty()) return out;  // never read: x.data may be null
   if (!x.transposed) {
     for (int64_t r = 0; r < rows; ++r) load_f32(&out[size_t(r * cols)], x.data, x.dtype, r * x.ld, cols);
     return out;
