@@ -10,6 +10,7 @@ struct Autocast::State {
   DType dtype;
   bool enabled;
   NormalizationOutputs normalizations;
+  std::shared_ptr<Fp8Scaling> fp8;
   Accumulation accumulation;
   // Weight casts of this region, keyed by (tensor, target dtype); the cached cast stays on the
   // tape, so every use of it sends its gradient back through one cast node. An entry from an
@@ -27,8 +28,10 @@ namespace {
 thread_local Autocast::State* t_state = nullptr;
 }
 
-Autocast::Autocast(DType dtype, bool enabled, NormalizationOutputs normalizations, Accumulation accumulation)
-    : state_(std::make_unique<State>(State{dtype, enabled, normalizations, accumulation, {}})), previous_(t_state) {
+Autocast::Autocast(DType dtype, bool enabled, NormalizationOutputs normalizations, std::shared_ptr<Fp8Scaling> fp8,
+                   Accumulation accumulation)
+    : state_(std::make_unique<State>(State{dtype, enabled, normalizations, std::move(fp8), accumulation, {}})),
+      previous_(t_state) {
   t_state = state_.get();
 }
 
@@ -37,6 +40,11 @@ Autocast::~Autocast() { t_state = previous_; }
 std::optional<DType> active_autocast() {
   if (t_state == nullptr || !t_state->enabled) return std::nullopt;
   return t_state->dtype;
+}
+
+std::shared_ptr<Fp8Scaling> active_fp8() {
+  if (t_state == nullptr || !t_state->enabled) return nullptr;
+  return t_state->fp8;
 }
 
 Accumulation active_accumulation() {

@@ -21,6 +21,9 @@
 // Casts of leaf tensors that require grad (the weights) are cached for the life of the guard,
 // so a weight used by several ops is rounded once per region (torch does the same). Outside a
 // guard ops run in their inputs' dtypes.
+//
+// A guard may also carry fp8 scaling (autograd/fp8_scaling.h): then `linear` computes its GEMMs
+// on fp8 operands with that state's per-tensor scales (the fp8 mode of optim/mixed_precision.h).
 #pragma once
 
 #include <initializer_list>
@@ -33,6 +36,8 @@
 #include "autograd/tensor.h"
 
 namespace hg {
+
+class Fp8Scaling;
 
 enum class CastPolicy { kLowerPrecision, kFloat32, kNormalization, kPromote };
 
@@ -47,6 +52,7 @@ class Autocast {
  public:
   explicit Autocast(DType dtype = DType::f16, bool enabled = true,
                     NormalizationOutputs normalizations = NormalizationOutputs::kFloat32,
+                    std::shared_ptr<Fp8Scaling> fp8 = nullptr,
                     Accumulation accumulation = Accumulation::kF32);
   ~Autocast();
   Autocast(const Autocast&) = delete;
@@ -64,6 +70,8 @@ class Autocast {
 DType autocast_dtype(CastPolicy policy, std::initializer_list<Tensor> inputs);
 // The autocast dtype in force, if any.
 std::optional<DType> active_autocast();
+// The fp8 scaling of the enabled guard in force, if any (linear's backward keeps it alive).
+std::shared_ptr<Fp8Scaling> active_fp8();
 // How the sums of ops run now accumulate: the innermost enabled guard's, else kF32. An op reads
 // it once, when it runs, and its backward closure captures that value.
 Accumulation active_accumulation();

@@ -4,6 +4,7 @@
 #include <atomic>
 #include <utility>
 
+#include "autograd/fp8_scaling.h"
 #include "base/error.h"
 
 namespace hg {
@@ -28,6 +29,16 @@ precision::NumericsStats CastObserver::take() {
 void CastObserver::add(const precision::NumericsStats& stats) {
   std::lock_guard lock(mutex_);
   stats_.merge(stats);
+}
+
+std::vector<Fp8Cast> CastObserver::take_fp8() {
+  std::lock_guard lock(mutex_);
+  return std::exchange(fp8_, {});
+}
+
+void CastObserver::add_fp8(Fp8Cast cast) {
+  std::lock_guard lock(mutex_);
+  fp8_.push_back(std::move(cast));
 }
 
 CastObserver* cast_observer() { return g_observer.load(std::memory_order_relaxed); }

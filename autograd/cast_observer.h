@@ -3,7 +3,9 @@
 // counts what the rounding did, in precision::NumericsStats terms: the f32 values' histogram,
 // nonzero -> zero (underflow), subnormal results, overflow. Once a value is stored in f16 its
 // lost small values are plain zeros; only the cast itself can tell "flushed" from "was zero".
-// The numerics inspector (report/numerics_inspector.h) reads it per op.
+// The numerics inspector (report/numerics_inspector.h) reads it per op. It also receives the fp8
+// operand casts of fp8 training (autograd/fp8_scaling.h), each with its tensor and scale, kept
+// apart from those counts.
 //
 // Global, not per thread: narrow runs on OpenMP worker threads, whose counts are merged under
 // a mutex. Install and remove it between ops on the thread that runs them; narrowings on other
@@ -12,10 +14,13 @@
 #pragma once
 
 #include <mutex>
+#include <vector>
 
 #include "precision/numerics_stats.h"
 
 namespace hg {
+
+struct Fp8Cast;  // autograd/fp8_scaling.h
 
 class CastObserver {
  public:
@@ -28,10 +33,15 @@ class CastObserver {
   precision::NumericsStats take();
   // Merges one narrowing's counts (called by kernels::store_rounded, from any thread).
   void add(const precision::NumericsStats& stats);
+  // The fp8 casts since construction or the previous take_fp8(); add_fp8 is called by
+  // Fp8Scaling::quantize.
+  std::vector<Fp8Cast> take_fp8();
+  void add_fp8(Fp8Cast cast);
 
  private:
   std::mutex mutex_;
   precision::NumericsStats stats_;
+  std::vector<Fp8Cast> fp8_;
 };
 
 // The installed observer, or nullptr (a relaxed atomic load).

@@ -131,6 +131,7 @@ int main(int argc, char** argv) {
                               {"config", config},
                               {"precision", precision},
                               {"threads", threads},
+                              {"parameters", model.parameter_count()},
                               {"ms_per_step", median},
                               {"best_ms", sorted.front()},
                               {"gflops", step_flops(c) / (median * 1e-3) / 1e9},

@@ -13,6 +13,8 @@ DataLoader::DataLoader(const Dataset& dataset, const Tokenizer& tokenizer, DataL
     : options_(options) {
   check(options.batch_size >= 1, "DataLoader: batch_size must be >= 1, got ", options.batch_size);
   check(options.max_len >= 1, "DataLoader: max_len must be >= 1, got ", options.max_len);
+  check(options.num_replicas >= 1 && options.rank >= 0 && options.rank < options.num_replicas,
+        "DataLoader: rank ", options.rank, " of ", options.num_replicas, " replicas");
   check(!dataset.examples.empty(), dataset.source, ": the data set is empty");
   for (const Example& e : dataset.examples) {
     bool cut = false;
@@ -28,20 +30,28 @@ DataLoader::DataLoader(const Dataset& dataset, const Tokenizer& tokenizer, DataL
 void DataLoader::set_epoch(int64_t epoch) {
   order_.resize(sequences_.size());
   std::iota(order_.begin(), order_.end(), 0);
-  if (!options_.shuffle) return;
-  Generator gen(options_.seed, uint64_t(epoch) << 40);
-  for (size_t i = order_.size(); i > 1; --i) std::swap(order_[i - 1], order_[gen.next_u32() % i]);
+  if (options_.shuffle) {
+    Generator gen(options_.seed, uint64_t(epoch) << 40);
+    for (size_t i = order_.size(); i > 1; --i) std::swap(order_[i - 1], order_[gen.next_u32() % i]);
+  }
+  const size_t replicas = size_t(options_.num_replicas);
+  if (replicas == 1) return;
+  const size_t n = order_.size(), padded = (n + replicas - 1) / replicas * replicas;
+  for (size_t i = n; i < padded; ++i) order_.push_back(order_[i - n]);  // n >= 1: wraps as needed
+  std::vector<int64_t> shard;
+  for (size_t i = size_t(options_.rank); i < padded; i += replicas) shard.push_back(order_[i]);
+  order_ = std::move(shard);
 }
 
 int64_t DataLoader::num_batches() const {
-  const int64_t n = size(), b = options_.batch_size;
+  const int64_t n = shard_size(), b = options_.batch_size;
   return options_.drop_last ? n / b : (n + b - 1) / b;
 }
 
 Batch DataLoader::batch(int64_t index) const {
   check(index >= 0 && index < num_batches(), "DataLoader: batch ", index, " of ", num_batches());
   const int64_t begin = index * options_.batch_size;
-  const int64_t end = std::min(size(), begin + options_.batch_size);
+  const int64_t end = std::min(shard_size(), begin + options_.batch_size);
   Batch b;
   int64_t longest = 0;
   for (int64_t i = begin; i < end; ++i) longest = std::max<int64_t>(longest, int64_t(sequences_[size_t(order_[size_t(i)])].size()));

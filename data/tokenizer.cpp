@@ -71,7 +71,11 @@ std::vector<int32_t> Tokenizer::encode(std::string_view text, int64_t max_len, b
 
 // computeSubwords over "<" + word + ">", with n counting characters.
 void Tokenizer::char_ngrams(std::string_view word, std::vector<int32_t>& ids) const {
-  const std::string marked = "<" + std::string(word) + ">";
+  // Appended, not "<" + std::string(word) + ">": GCC 12 warns -Wrestrict on that expression
+  // at -O2 (GCC bug 105329, a false positive in the inlined operator+).
+  std::string marked;
+  marked.reserve(word.size() + 2);
+  marked.append("<").append(word).append(">");
   const std::vector<std::string_view> chars = utf8_chars(marked);
   const size_t count = chars.size();
   for (size_t i = 0; i < count; ++i) {

@@ -6,6 +6,7 @@
 // Every error is one line on stderr and exit code 1 (a bad command line: CLI11's codes, 100-127);
 // train checks all its flags before it reads data. docs/training.md is the reference.
 // Ctrl-C during training saves a checkpoint of the step in progress and exits with 130.
+// `mpirun -np N halfgrad train ...` trains data-parallel (docs/distributed.md): rank 0 prints.
 #include <omp.h>
 #include <unistd.h>
 
@@ -21,6 +22,7 @@
 #include "base/error.h"
 #include "base/parallel.h"
 #include "data/dataset.h"
+#include "dist/communicator.h"
 #include "demos/halfgrad_cli.h"
 #include "io/checkpoint.h"
 #include "io/model_config.h"
@@ -100,39 +102,58 @@ std::string truncation_note(int64_t truncated, const std::string& kind, int64_t 
 // Every flag is checked (resolve_train_options, ClassifierConfig::validate) before the data is
 // read or the model built.
 int run_train(const CLI::App& cmd, cli::TrainOptions& o) {
-  cli::resolve_train_options(cmd, o);
+  dist::Communicator& world = dist::world();
+  // Every other rank computes what rank 0 prints: it keeps quiet (its errors still reach stderr).
+  if (world.rank() != 0 && std::freopen("/dev/null", "w", stdout) == nullptr) fail("cannot silence stdout");
   train::TrainingArguments& a = o.args;
   nn::ClassifierConfig config;  // config.classes is the data's, below
-  config.vocab = data::Tokenizer(a.tokenizer, o.pooling == "cls").vocab_size();
-  if (a.tokenizer.kind != data::TokenizerKind::kBytes) {  // a bag of hashed n-grams over 2^16+ rows
-    config.position_embedding = nn::PositionEmbedding::kNone;
-    config.sparse_embedding = true;
+  // A flag or file that fails on one rank fails on every rank with its message (dist::agree),
+  // before the Trainer compares the ranks' settings and anything waits for a failed rank.
+  dist::agree(world, [&] {
+    cli::resolve_train_options(cmd, o);
+    for (const char* flag : {"--ddp-comm", "--ddp-check-every"}) {
+      check(world.size() > 1 || cmd.get_option(flag)->count() == 0, flag,
+            " applies to data-parallel runs (mpirun -np N with N >= 2): drop it");
+    }
+    config.vocab = data::Tokenizer(a.tokenizer, o.pooling == "cls").vocab_size();
+    if (a.tokenizer.kind != data::TokenizerKind::kBytes) {  // a bag of hashed n-grams over 2^16+ rows
+      config.position_embedding = nn::PositionEmbedding::kNone;
+      config.sparse_embedding = true;
+    }
+    config.max_len = o.max_len;
+    config.d_model = o.d_model;
+    config.heads = o.heads;
+    config.d_ff = o.d_ff;
+    config.layers = o.layers;
+    config.dropout = o.dropout;
+    config.pooling = o.pooling == "cls" ? nn::Pooling::kCls : nn::Pooling::kMean;
+    config.validate();
+    if (!o.resume.empty()) {  // a broken checkpoint fails now, not after the data is read (restore reads it again)
+      const io::Checkpoint c = io::load_checkpoint(o.resume);
+      io::model_config_from_json(c.config, o.resume + "/config.json");
+    }
+  });
+  if (o.threads > 0) {
+    omp_set_num_threads(o.threads);
+  } else if (world.size() > 1 && std::getenv("OMP_NUM_THREADS") == nullptr) {
+    // The ranks on one machine share its cores (OMPI_COMM_WORLD_LOCAL_SIZE: how many there are).
+    const char* local = std::getenv("OMPI_COMM_WORLD_LOCAL_SIZE");
+    omp_set_num_threads(std::max(1, omp_get_num_procs() / std::max(1, local ? std::atoi(local) : 1)));
   }
-  config.max_len = o.max_len;
-  config.d_model = o.d_model;
-  config.heads = o.heads;
-  config.d_ff = o.d_ff;
-  config.layers = o.layers;
-  config.dropout = o.dropout;
-  config.pooling = o.pooling == "cls" ? nn::Pooling::kCls : nn::Pooling::kMean;
-  config.validate();
-  if (!o.resume.empty()) {  // a broken checkpoint fails now, not after the data is read (restore reads it again)
-    const io::Checkpoint c = io::load_checkpoint(o.resume);
-    io::model_config_from_json(c.config, o.resume + "/config.json");
-  }
-  if (o.threads > 0) omp_set_num_threads(o.threads);
 
   data::Dataset train_set, eval_set;
   const bool has_eval = o.train_file.empty() || !o.eval_file.empty();
-  if (o.train_file.empty()) {
-    data::Split split = data::language_id_dataset(
-        {.train_per_language = o.train_per_language, .test_per_language = o.test_per_language, .seed = a.seed});
-    train_set = std::move(split.train);
-    eval_set = std::move(split.test);
-  } else {
-    train_set = data::read_tsv(o.train_file);
-    if (has_eval) eval_set = data::read_tsv(o.eval_file, &train_set.label_names);
-  }
+  dist::agree(world, [&] {
+    if (o.train_file.empty()) {
+      data::Split split = data::language_id_dataset(
+          {.train_per_language = o.train_per_language, .test_per_language = o.test_per_language, .seed = a.seed});
+      train_set = std::move(split.train);
+      eval_set = std::move(split.test);
+    } else {
+      train_set = data::read_tsv(o.train_file);
+      if (has_eval) eval_set = data::read_tsv(o.eval_file, &train_set.label_names);
+    }
+  });
   std::printf("%s\n", train_set.summary().c_str());
   if (has_eval) std::printf("%s\n", eval_set.summary().c_str());
 
@@ -140,27 +161,34 @@ int run_train(const CLI::App& cmd, cli::TrainOptions& o) {
   nn::TextClassifier model(config, a.seed);
   std::printf(
       "model: %lld parameters (d_model %lld, heads %lld, layers %lld, d_ff %lld, max_len %lld, tokenizer %s); "
-      "precision %s%s; %d threads\n",
+      "precision %s%s; %d threads%s\n",
       static_cast<long long>(model.parameter_count()), static_cast<long long>(config.d_model),
       static_cast<long long>(config.heads), static_cast<long long>(config.layers), static_cast<long long>(config.d_ff),
       static_cast<long long>(config.max_len), o.tokenizer.c_str(), o.precision.c_str(),
       a.mixed_precision.precision == optim::Precision::kFp16 ? (" " + o.opt_level + ", loss scale " + o.loss_scale).c_str() : "",
-      omp_get_max_threads());
+      omp_get_max_threads(),
+      world.size() > 1 ? (" x " + std::to_string(world.size()) + " processes, --ddp-comm " + a.ddp_comm).c_str() : "");
 
   std::vector<std::shared_ptr<train::TrainerCallback>> callbacks;
-  callbacks.push_back(std::make_shared<ConsoleCallback>(has_eval && a.eval_strategy != "no"));
+  // The console and the inspector print and write files: rank 0's job. Early stopping decides
+  // from metrics every rank holds alike (the Trainer gathers them), so every rank runs it.
+  if (world.rank() == 0) callbacks.push_back(std::make_shared<ConsoleCallback>(has_eval && a.eval_strategy != "no"));
   if (o.early_stopping > 0) callbacks.push_back(std::make_shared<train::EarlyStoppingCallback>(a, o.early_stopping));
-  if (o.inspect > 0) callbacks.push_back(std::make_shared<report::InspectorCallback>(
+  if (o.inspect > 0 && world.rank() == 0) {
+    callbacks.push_back(std::make_shared<report::InspectorCallback>(
         report::InspectorOptions{.every = o.inspect, .mx = o.inspect_mx}, a.output_dir));
+  }
   train::Trainer trainer(model, a, train_set, has_eval ? &eval_set : nullptr, {}, callbacks);
   // A step count past the end of the run would silently do nothing (known now that the data is).
   const int64_t steps = trainer.state().max_steps, eval_every = a.eval_steps > 0 ? a.eval_steps : a.logging_steps;
-  check(a.save_strategy != "steps" || a.save_steps <= steps, "--save-steps ", a.save_steps, " is more than the run's ",
-        steps, " optimizer steps: no checkpoint would be saved; give --save-steps <= ", steps,
-        " or --save-strategy epoch");
-  check(a.eval_strategy != "steps" || eval_every <= steps, a.eval_steps > 0 ? "--eval-steps " : "--logging-steps ",
-        eval_every, " is more than the run's ", steps, " optimizer steps: nothing would be evaluated; give at most ",
-        steps);
+  dist::agree(world, [&] {  // the same on every rank; agreed, so rank 0 alone prints it
+    check(a.save_strategy != "steps" || a.save_steps <= steps, "--save-steps ", a.save_steps,
+          " is more than the run's ", steps, " optimizer steps: no checkpoint would be saved; give --save-steps <= ",
+          steps, " or --save-strategy epoch");
+    check(a.eval_strategy != "steps" || eval_every <= steps, a.eval_steps > 0 ? "--eval-steps " : "--logging-steps ",
+          eval_every, " is more than the run's ", steps,
+          " optimizer steps: nothing would be evaluated; give at most ", steps);
+  });
   const int64_t truncated = trainer.truncated_train_texts();
   if (truncated > 0) std::printf("%s", truncation_note(truncated, "training", config.max_len).c_str());
   const train::TrainOutput out = trainer.train(o.resume);
@@ -249,6 +277,28 @@ int run_predict(const std::string& checkpoint, std::vector<std::string> texts, b
   return 0;
 }
 
+// One line on stderr, exit code 1. Under several ranks: an error every rank agreed on
+// (dist::agree, the Trainer's checks) is printed by rank 0 and every rank exits; an error on one
+// rank alone, while the others may wait in a collective, names the rank and aborts the job.
+int report_error(const std::exception& e) {
+  dist::Communicator* world = nullptr;
+  try {
+    world = &dist::world();
+  } catch (const std::exception&) {  // e is that error: built without MPI, launched by mpirun
+  }
+  if (world == nullptr || world->size() == 1) {
+    std::fprintf(stderr, "halfgrad: error: %s\n", e.what());
+    return 1;
+  }
+  if (world->failure_agreed()) {
+    if (world->rank() == 0) std::fprintf(stderr, "halfgrad: error: %s\n", e.what());
+    return 1;
+  }
+  std::fprintf(stderr, "halfgrad: error on rank %d of %d: %s\n", world->rank(), world->size(), e.what());
+  world->abort(1);
+  return 1;  // not reached (abort is [[noreturn]], which a virtual call does not carry)
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -272,7 +322,6 @@ int main(int argc, char** argv) {
     }
     return run_train(*cl.train_cmd, cl.train);  // `halfgrad` and `halfgrad train` alike
   } catch (const std::exception& e) {
-    std::fprintf(stderr, "halfgrad: error: %s\n", e.what());
-    return 1;
+    return report_error(e);
   }
 }

@@ -23,6 +23,9 @@ struct TrainOptions {
   std::string precision = "fp16", opt_level = "O2", loss_scale = "dynamic";
   std::string accumulate = "f32";  // --accumulate, into args.mixed_precision.accumulation
   bool fp16 = false, bf16 = false;
+  // --precision fp8's delayed-scaling recipe (Fp8Recipe's fields, TE's defaults).
+  std::string fp8_format = "hybrid", fp8_amax_compute_algo = "max", fp8_scale = "pow2";
+  int64_t fp8_amax_history_len = 1024, fp8_margin = 0;
   int threads = 0;
   // The main job's recipe (docs/classifier.md, the sweep): a fastText-like bag of hashed char
   // 1..5-grams over 2^18 buckets (sparse row gradients make their size cost nothing per step),
@@ -55,9 +58,9 @@ inline void add_train_flags(CLI::App& app, TrainOptions& o) {
   app.add_option("--train", o.train_file, "training data, label<TAB>text per line (default: the language-id set)")
       ->check(CLI::ExistingFile);
   app.add_option("--eval", o.eval_file, "evaluation data (default with --train: none)")->check(CLI::ExistingFile);
-  app.add_option("--precision", o.precision, "fp32 | fp16 | bf16 | pure_fp16")
+  app.add_option("--precision", o.precision, "fp32 | fp16 | bf16 | pure_fp16 | fp8")
       ->capture_default_str()
-      ->check(CLI::IsMember({"fp32", "fp16", "bf16", "pure_fp16"}));
+      ->check(CLI::IsMember({"fp32", "fp16", "bf16", "pure_fp16", "fp8"}));
   app.add_flag("--fp16", o.fp16, "shorthand for --precision fp16");
   app.add_flag("--bf16", o.bf16, "shorthand for --precision bf16");
   app.add_option("--opt-level", o.opt_level, "fp16 master weights: O1 (f32 model) | O2 (f16 model, f32 masters)")
@@ -67,6 +70,16 @@ inline void add_train_flags(CLI::App& app, TrainOptions& o) {
   app.add_option("--accumulate", o.accumulate, "GEMMs and sums accumulate in f32 | f16 | f16-blocked (fp16 only)")
       ->capture_default_str()
       ->check(CLI::IsMember({"f32", "f16", "f16-blocked"}));
+  app.add_option("--fp8-format", o.fp8_format, "fp8: hybrid (e4m3 forward, e5m2 gradients) | e4m3")
+      ->capture_default_str();
+  app.add_option("--fp8-amax-history-len", o.fp8_amax_history_len, "fp8: amax history length per tensor")
+      ->capture_default_str();
+  app.add_option("--fp8-amax-compute-algo", o.fp8_amax_compute_algo,
+                 "fp8: max (over the history) | most_recent")
+      ->capture_default_str();
+  app.add_option("--fp8-margin", o.fp8_margin, "fp8: scales are divided by 2^margin")->capture_default_str();
+  app.add_option("--fp8-scale", o.fp8_scale, "fp8: pow2 (a power of two, exact) | exact (fp8_max / amax) | none (1)")
+      ->capture_default_str();
   app.add_option("--epochs", a.num_train_epochs, "training epochs")
       ->capture_default_str()
       ->check(CLI::Range(1e-3, 1e6));
@@ -106,6 +119,15 @@ inline void add_train_flags(CLI::App& app, TrainOptions& o) {
   app.add_option("--early-stopping", o.early_stopping, "stop after N evaluations without improvement")
       ->check(CLI::PositiveNumber);
   app.add_flag("--detect-anomaly", a.detect_anomaly, "name the first op that produces inf/NaN");
+  app.add_option("--ddp-comm", a.ddp_comm,
+                 "under mpirun: the gradients' wire format, f32 | fp16 | bf16 (16-bit: cast while still "
+                 "loss-scaled; docs/distributed.md)")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"f32", "fp16", "bf16"}));
+  app.add_option("--ddp-check-every", a.ddp_check_every,
+                 "under mpirun: every N steps compare every rank's parameters, masters and optimizer state, "
+                 "stopping at the first that differs")
+      ->check(CLI::PositiveNumber);
   app.add_option("--inspect", o.inspect,
                  "every N steps print per-tensor fp16 numerics (zeros, underflow, subnormals, headroom) and append "
                  "them to output_dir/numerics.jsonl; a skipped step names its first inf/NaN op")
@@ -145,7 +167,8 @@ inline void add_train_flags(CLI::App& app, TrainOptions& o) {
 }
 
 // Completes `o` after `cmd` (the train subcommand) parsed it, before any data is read: parses
-// --precision (or --fp16/--bf16), --opt-level, --loss-scale and --accumulate into args.mixed_precision, lets a
+// --precision (or --fp16/--bf16), --opt-level, --loss-scale, --accumulate and the --fp8-* recipe
+// into args.mixed_precision, lets a
 // flag that only works under one strategy select it (--save-steps selects --save-strategy steps,
 // --eval-steps --eval-strategy steps), and rejects a flag that would have
 // no effect (a conflicting explicit strategy, --eval-strategy without evaluation data, both
@@ -164,6 +187,21 @@ inline void resolve_train_options(const CLI::App& cmd, TrainOptions& o) {
           "): drop ", flag);
   }
   a.mixed_precision = optim::parse_mixed_precision(o.precision, o.opt_level, o.loss_scale);
+  for (const char* flag :
+       {"--fp8-format", "--fp8-amax-history-len", "--fp8-amax-compute-algo", "--fp8-margin", "--fp8-scale"}) {
+    check(o.precision == "fp8" || !given(flag), flag, " applies to --precision fp8 only (this run is ", o.precision,
+          "): drop ", flag);
+  }
+  if (o.precision == "fp8") {
+    Fp8Recipe& r = a.mixed_precision.fp8;
+    r.format = parse_fp8_format(o.fp8_format, "fp8_format (--fp8-format)");
+    r.amax_history_len = o.fp8_amax_history_len;
+    r.amax_compute_algo =
+        parse_fp8_amax_algo(o.fp8_amax_compute_algo, "fp8_amax_compute_algo (--fp8-amax-compute-algo)");
+    r.margin = o.fp8_margin;
+    r.scale = parse_fp8_scale(o.fp8_scale, "fp8_scale (--fp8-scale)");
+    a.mixed_precision.validate();
+  }
   // --accumulate: validate() names the flag when the precision has no f16 products to accumulate.
   a.mixed_precision.accumulation = optim::parse_accumulation(o.accumulate, "accumulate (--accumulate)");
   a.mixed_precision.validate();

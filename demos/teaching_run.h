@@ -8,8 +8,10 @@
 #include <omp.h>
 
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <filesystem>
+#include <limits>
 #include <memory>
 #include <optional>
 #include <string>
@@ -17,12 +19,15 @@
 
 #include "autograd/ops.h"
 #include "autograd/rounding_scope.h"
+#include "base/error.h"
 #include "data/data_loader.h"
 #include "data/dataset.h"
 #include "nn/text_classifier.h"
 #include "optim/adam.h"
 #include "optim/lr_scheduler.h"
 #include "optim/param_groups.h"
+#include "precision/convert.h"
+#include "precision/numerics_stats.h"
 #include "train/accelerator.h"
 #include "train/evaluation.h"
 #include "report/numerics_inspector.h"
@@ -34,6 +39,10 @@ struct RunSpec {
   optim::MixedPrecisionOptions mixed_precision;  // the Accelerator's (f32 by default)
   bool flush_to_zero = false;          // RoundingScope::flush_to_zero() around the whole run
   bool track_weight_changes = false;   // share of model weight elements an optimizer step changed
+  // At every optimizer step, every element's update u (the change of the optimizer's f32
+  // parameter, the master under O2) against the f16 weight w it started from. Needs f32
+  // optimizer parameters (f32 or O2 runs): in pure fp16 a lost update leaves no trace.
+  bool track_updates = false;
 };
 
 struct RunSettings {
@@ -59,6 +68,14 @@ struct RunResult {
   std::vector<double> scales, skipped_steps;  // scale of every step; steps that were skipped
   std::string first_anomaly;                  // of the first skipped step, if any
   std::vector<double> weights_unchanged;      // per step, with track_weight_changes
+  // With track_updates: log2 histogram of |u| / |w| (u = 0 in its zero bin, u != 0 to w = 0 in
+  // its inf bin); nonzero updates, and those a pure fp16 step would lose: f16(w + u) == w, the
+  // f32 sum rounded once, as Optimizer::step rounds an f16 parameter.
+  precision::Log2Histogram update_ratios;
+  int64_t updates = 0, updates_lost_in_f16 = 0;
+  // fp8 mode: every scaled GEMM operand over the inspected steps (amax, last scale, flushed and
+  // saturated counts), in first-seen order.
+  std::vector<Fp8Cast> fp8;
   double seconds = 0;
 };
 
@@ -101,6 +118,14 @@ inline RunResult train_language_id(const data::Split& split, const RunSpec& spec
     if (spec.track_weight_changes) {
       for (const Tensor& p : model.parameters()) before.push_back(p.to_vector());
     }
+    std::vector<std::vector<float>> masters_before;
+    if (spec.track_updates) {
+      for (const Tensor& p : optimizer.parameters()) {
+        check(p.dtype() == DType::f32, "demo run '", spec.label, "': track_updates needs f32 optimizer parameters (f32 or O2), got ",
+              dtype_name(p.dtype()));
+        masters_before.push_back(p.to_vector());
+      }
+    }
     inspector.begin_step(step);
     const Tensor loss = cross_entropy(prepared.forward(batch.ids, batch.attention_mask), batch.labels);
     r.scales.push_back(accelerator.mixed_precision().scaler().get_scale());
@@ -122,6 +147,28 @@ inline RunResult train_language_id(const data::Split& split, const RunSpec& spec
       }
       if (stepped) r.weights_unchanged.push_back(double(same) / double(total));
     }
+    if (spec.track_updates && stepped) {
+      const std::vector<Tensor> params = optimizer.parameters();
+      for (size_t i = 0; i < params.size(); ++i) {
+        const std::vector<float> after = params[i].to_vector();
+        const std::vector<float>& master = masters_before[i];
+        std::vector<float> w = master, u(w.size()), sum(w.size());
+        precision::round_to(precision::kBinary16, w);
+        for (size_t j = 0; j < w.size(); ++j) {
+          u[j] = after[j] - master[j];  // exact while the step changes the master by less than a factor 2 (Sterbenz)
+          sum[j] = w[j] + u[j];
+        }
+        precision::round_to(precision::kBinary16, sum);
+        for (size_t j = 0; j < w.size(); ++j) {
+          r.update_ratios.add(u[j] == 0.0f   ? 0.0f
+                              : w[j] == 0.0f ? std::numeric_limits<float>::infinity()
+                                             : std::fabs(u[j]) / std::fabs(w[j]));
+          if (u[j] == 0.0f) continue;
+          ++r.updates;
+          r.updates_lost_in_f16 += sum[j] == w[j] ? 1 : 0;
+        }
+      }
+    }
     window += loss.item();
     if (++window_n == settings.log_every || step + 1 == settings.steps) {
       r.log_steps.push_back(double(step + 1));
@@ -141,6 +188,7 @@ inline RunResult train_language_id(const data::Split& split, const RunSpec& spec
   r.param_grad_zero = share(params.input.zero, params.total());
   r.act_grad_zero = share(activations.input.zero, activations.total());
   r.act_grad_fp16_underflow = share(activations.underflow, activations.total());
+  r.fp8 = report::merged_fp8(inspector.steps());
   const train::EvalPrediction eval =
       train::run_evaluation(model, split.test, 256, accelerator.mixed_precision());
   int64_t correct = 0;

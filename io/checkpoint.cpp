@@ -148,6 +148,7 @@ void write_contents(const fs::path& dir, int64_t step, const Checkpoint& checkpo
   sizes[kScaler] = write_json(dir / kScaler, checkpoint.scaler);
   sizes[kRng] = write_json(dir / kRng, checkpoint.rng);
   sizes[kTrainerState] = write_json(dir / kTrainerState, checkpoint.trainer_state);
+  if (!checkpoint.fp8.is_null()) sizes[kFp8File] = write_json(dir / kFp8File, checkpoint.fp8);
   write_json(dir / kManifestFile,
              {{"format", kManifestFormat}, {"version", kManifestVersion}, {"step", step}, {"files", sizes}});
 }
@@ -228,7 +229,9 @@ void verify_checkpoint(const fs::path& dir) {
   check(version == kManifestVersion, where, ": version ", version.dump(), ", this halfgrad reads version ",
         kManifestVersion);
   const nlohmann::json files = manifest.contains("files") ? manifest["files"] : nlohmann::json();
-  for (const std::string& name : data_files()) {
+  std::vector<std::string> names = data_files();
+  if (files.is_object() && files.contains(kFp8File)) names.push_back(kFp8File);  // optional: fp8 runs
+  for (const std::string& name : names) {
     check(files.is_object() && files.contains(name) && files[name].is_number_unsigned(), where,
           ": does not record the size of ", name);
     const uint64_t recorded = files[name].get<uint64_t>(), actual = size_of(dir / name);
@@ -257,6 +260,7 @@ Checkpoint load_checkpoint(const fs::path& dir) {
   out.scaler = read_json(dir / kScaler);
   out.rng = read_json(dir / kRng);
   out.trainer_state = read_json(dir / kTrainerState);
+  if (read_json(dir / kManifestFile)["files"].contains(kFp8File)) out.fp8 = read_json(dir / kFp8File);
   return out;
 }
 

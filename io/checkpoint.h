@@ -6,6 +6,8 @@
 //     optimizer.safetensors  optimizer state tensors ("state.<param index>.<name>")
 //     optimizer.json         optimizer scalars (steps, hyperparameters, groups)
 //     scheduler.json, scaler.json, rng_state.json, trainer_state.json
+//     fp8_scaling.json       fp8 runs only: every fp8 scale and amax history
+//                            (Fp8Scaling::state_dict); optional, so older checkpoints load
 //     checkpoint.json        manifest written last: every file above and its size
 // A checkpoint is written into output_dir/.tmp-checkpoint-<step>-<pid>/ (each file to a
 // temporary name, fsync'ed, renamed), the directory is fsync'ed and renamed into place
@@ -37,11 +39,14 @@ struct Checkpoint {
   nlohmann::json scaler;            // -> scaler.json
   nlohmann::json rng;               // -> rng_state.json
   nlohmann::json trainer_state;     // -> trainer_state.json
+  nlohmann::json fp8;               // -> fp8_scaling.json when not null (fp8 runs)
 };
 
-// The files of a complete checkpoint directory, the manifest (kManifestFile) last.
+// The files every complete checkpoint directory has, the manifest (kManifestFile) last; an fp8
+// run's also has kFp8File, which the manifest then lists.
 const std::vector<std::string>& checkpoint_files();
 inline constexpr const char* kManifestFile = "checkpoint.json";
+inline constexpr const char* kFp8File = "fp8_scaling.json";
 
 // Writes output_dir/checkpoint-<step>/ atomically (see above), replacing a checkpoint of the same
 // step, and returns its path. Creates output_dir if needed and first removes stale temporary

@@ -6,6 +6,7 @@
 #include "autograd/ops/shape_ops.h"
 #include "autograd/tape.h"
 #include "base/error.h"
+#include "base/fingerprint.h"
 
 namespace hg::nn {
 
@@ -79,11 +80,8 @@ StateDict Module::state_dict() const {
 }
 
 uint64_t Module::fingerprint() const {
-  uint64_t h = 0xcbf29ce484222325ull;
-  auto mix = [&h](const void* data, size_t n) {
-    const auto* bytes = static_cast<const unsigned char*>(data);
-    for (size_t i = 0; i < n; ++i) h = (h ^ bytes[i]) * 0x100000001b3ull;
-  };
+  uint64_t h = kFnv1aOffset;
+  auto mix = [&h](const void* data, size_t n) { h = fnv1a(data, n, h); };
   for (const auto& [name, tensor] : named_parameters()) {
     mix(name.data(), name.size());
     const DType dtype = tensor.dtype();

@@ -15,11 +15,9 @@ MasterWeights::MasterWeights(std::vector<Tensor> model_params) : model_(std::mov
 }
 
 void MasterWeights::copy_grads_to_masters() {
-  sparse_rows_.assign(model_.size(), std::nullopt);
   for (size_t i = 0; i < model_.size(); ++i) {
     if (const SparseRows* s = model_[i].sparse_grad()) {
       masters_[i].set_sparse_grad({s->rows, Tensor::from_vector(s->values.to_vector(), s->values.shape(), DType::f32)});
-      sparse_rows_[i] = s->rows;
     } else {
       const Tensor g = model_[i].grad();
       masters_[i].set_grad(g.defined() ? Tensor::from_vector(g.to_vector(), g.shape(), DType::f32) : Tensor());
@@ -32,9 +30,9 @@ void MasterWeights::copy_step_to_model() {
   for (size_t i = 0; i < model_.size(); ++i) {
     const Tensor& p = model_[i];
     const std::span<const float> master = masters_[i].f32();
-    if (i < sparse_rows_.size() && sparse_rows_[i]) {
+    if (const SparseRows* g = masters_[i].sparse_grad()) {
       const size_t c = size_t(p.size(1));
-      for (const int64_t row : *sparse_rows_[i]) p.assign_nearest(master.subspan(size_t(row) * c, c), int64_t(row * c));
+      for (const int64_t row : g->rows) p.assign_nearest(master.subspan(size_t(row) * c, c), int64_t(row * c));
     } else {
       p.assign_nearest(master);
     }

@@ -6,11 +6,12 @@
 //   optimizer step on the masters (unscaled, clipped there)
 //   after the step:  copy_step_to_model()  (masters rounded once into the f16 parameters)
 // A row-sparse gradient (autograd/sparse_rows.h) stays row-sparse on the master, and after the
-// step only its rows are copied back: the optimizer updates no others (optimizer.h).
+// step only the master gradient's rows are copied back: the optimizer updates no others
+// (optimizer.h). They are read from the master at that point, so rows that a data-parallel
+// reduction added to the master's gradient (dist/ddp.h: other ranks' rows) are copied too.
 #pragma once
 
 #include <cstdint>
-#include <optional>
 #include <vector>
 
 #include "autograd/tensor.h"
@@ -26,9 +27,9 @@ class MasterWeights {
   const std::vector<Tensor>& model_params() const { return model_; }
 
   void copy_grads_to_masters();  // and drops the model's gradients
-  // After an optimizer step on those gradients: rounds into the model what the step can have
-  // changed -- every element of a parameter without a row-sparse gradient, the gradient's rows
-  // of one with.
+  // After an optimizer step on the masters' gradients (before they are zeroed): rounds into the
+  // model what the step can have changed -- every element of a parameter whose master has no
+  // row-sparse gradient, the gradient's rows of one that has.
   void copy_step_to_model();
   // Rounds every element of every master into the model (after masters were set by other means,
   // e.g. loaded from a checkpoint).
@@ -36,9 +37,6 @@ class MasterWeights {
 
  private:
   std::vector<Tensor> model_, masters_;
-  // Per parameter, the rows of the row-sparse gradient last copied to its master (the rows
-  // copy_step_to_model() copies back), or nullopt: every element.
-  std::vector<std::optional<std::vector<int64_t>>> sparse_rows_;
 };
 
 }  // namespace hg::optim

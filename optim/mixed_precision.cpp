@@ -62,6 +62,7 @@ MixedPrecisionOptions MixedPrecisionOptions::resolved() const {
   // Fields a mode ignores take one value, so that equal numerics compare equal.
   if (precision != Precision::kFp16) r.opt_level = OptLevel::kO2;
   if (!scales_loss(precision)) r.loss_scaling = {LossScaling::Kind::kNone};
+  if (precision != Precision::kFp8) r.fp8 = {};
   if (!r.normalization_outputs) {
     r.normalization_outputs = f16_model ? NormalizationOutputs::kInputDtype : NormalizationOutputs::kFloat32;
   }
@@ -79,8 +80,11 @@ void MixedPrecisionOptions::validate() const {
         limits.max_scale, "] (init_scale <= max_scale)");
   check(s.kind != LossScaling::Kind::kDynamic || s.growth_interval >= 1,
         "loss_scale: the dynamic scaler's growth_interval must be >= 1, got ", s.growth_interval);
+  check(precision == Precision::kFp8 || fp8 == Fp8Recipe{},
+        "fp8 recipe (--fp8-*): applies to precision fp8 only: this mode has no fp8 GEMMs");
+  fp8.validate();
   check(accumulation == Accumulation::kF32 || scales_loss(precision), "accumulate (--accumulate) ",
-        accumulation_name(accumulation), " applies to fp16 and pure_fp16 only: f32 and bf16 runs have no f16 products "
+        accumulation_name(accumulation), " applies to fp16 and pure_fp16 only: f32, bf16 and fp8 runs have no f16 products "
         "to accumulate (and bf16's range would overflow an f16 accumulator)");
 }
 
@@ -108,7 +112,9 @@ MixedPrecisionOptions parse_mixed_precision(const std::string& precision, const 
   else if (precision == "fp16" || precision == "f16") o.precision = Precision::kFp16;
   else if (precision == "bf16") o.precision = Precision::kBf16;
   else if (precision == "pure_fp16") o.precision = Precision::kPureFp16;
-  else fail("precision (--precision): unknown precision '", precision, "' (expected no, fp32, fp16, bf16 or pure_fp16)");
+  else if (precision == "fp8") o.precision = Precision::kFp8;
+  else fail("precision (--precision): unknown precision '", precision,
+            "' (expected no, fp32, fp16, bf16, pure_fp16 or fp8)");
   if (opt_level == "O1") o.opt_level = OptLevel::kO1;
   else if (opt_level == "O2") o.opt_level = OptLevel::kO2;
   else fail("fp16_opt_level (--opt-level): unknown opt level '", opt_level, "' (expected O1 or O2)");
@@ -133,13 +139,23 @@ nlohmann::json mixed_precision_to_json(const MixedPrecisionOptions& options) {
   if (s.kind == LossScaling::Kind::kDynamic && s.growth_interval != defaults.growth_interval) {
     j["loss_scale_growth_interval"] = s.growth_interval;
   }
+  if (o.precision == Precision::kFp8) {
+    j["fp8"] = true;
+    j["fp8_format"] = fp8_format_name(o.fp8.format);
+    j["fp8_amax_history_len"] = o.fp8.amax_history_len;
+    j["fp8_amax_compute_algo"] = fp8_amax_algo_name(o.fp8.amax_compute_algo);
+    j["fp8_margin"] = o.fp8.margin;
+    j["fp8_scale"] = fp8_scale_name(o.fp8.scale);
+  }
   if (o.accumulation != Accumulation::kF32) j["accumulate"] = accumulation_name(o.accumulation);
   return j;
 }
 
 bool is_mixed_precision_key(const std::string& key) {
   for (const char* k : {"fp16", "bf16", "fp16_opt_level", "pure_fp16", "loss_scale", "loss_scale_init",
-                        "loss_scale_growth_interval", "normalization_outputs", "accumulate"}) {
+                        "loss_scale_growth_interval", "normalization_outputs", "fp8", "fp8_format",
+                        "fp8_amax_history_len", "fp8_amax_compute_algo", "fp8_margin", "fp8_scale",
+                        "accumulate"}) {
     if (key == k) return true;
   }
   return false;
@@ -161,10 +177,15 @@ MixedPrecisionOptions mixed_precision_from_json(const nlohmann::json& j, const s
     return v != nullptr && v->get<bool>();
   };
   MixedPrecisionOptions o;
-  const bool fp16 = flag("fp16"), bf16 = flag("bf16"), pure = flag("pure_fp16");
+  const bool fp16 = flag("fp16"), bf16 = flag("bf16"), pure = flag("pure_fp16"), fp8 = flag("fp8");
   check(!(fp16 && bf16), source, ": keys 'fp16' and 'bf16' are both true: give one");
   check(!pure || fp16, source, ": key 'pure_fp16' is true but 'fp16' is not (pure fp16 is an fp16 mode)");
-  o.precision = pure ? Precision::kPureFp16 : fp16 ? Precision::kFp16 : bf16 ? Precision::kBf16 : Precision::kNo;
+  check(!fp8 || !(fp16 || bf16), source, ": key 'fp8' is true with 'fp16' or 'bf16': give one");
+  o.precision = pure  ? Precision::kPureFp16
+                : fp16 ? Precision::kFp16
+                : bf16 ? Precision::kBf16
+                : fp8  ? Precision::kFp8
+                       : Precision::kNo;
   if (const nlohmann::json* v = get("fp16_opt_level", T::string, "\"O1\" or \"O2\"")) {
     const std::string& level = v->get_ref<const std::string&>();
     check(level == "O1" || level == "O2", source, ": key 'fp16_opt_level' is '", level, "' (expected O1 or O2)");
@@ -187,6 +208,21 @@ MixedPrecisionOptions mixed_precision_from_json(const nlohmann::json& j, const s
   }
   if (const nlohmann::json* v = get("accumulate", T::string, "\"f32\", \"f16\" or \"f16-blocked\"")) {
     o.accumulation = parse_accumulation(v->get<std::string>(), source + ": key 'accumulate'");
+  }
+  if (const nlohmann::json* v = get("fp8_format", T::string, "\"hybrid\" or \"e4m3\"")) {
+    o.fp8.format = parse_fp8_format(v->get<std::string>(), source + ": key 'fp8_format'");
+  }
+  if (const nlohmann::json* v = get("fp8_amax_history_len", T::number_integer, "an integer")) {
+    o.fp8.amax_history_len = v->get<int64_t>();
+  }
+  if (const nlohmann::json* v = get("fp8_amax_compute_algo", T::string, "\"max\" or \"most_recent\"")) {
+    o.fp8.amax_compute_algo = parse_fp8_amax_algo(v->get<std::string>(), source + ": key 'fp8_amax_compute_algo'");
+  }
+  if (const nlohmann::json* v = get("fp8_margin", T::number_integer, "an integer")) {
+    o.fp8.margin = v->get<int64_t>();
+  }
+  if (const nlohmann::json* v = get("fp8_scale", T::string, "\"pow2\", \"exact\" or \"none\"")) {
+    o.fp8.scale = parse_fp8_scale(v->get<std::string>(), source + ": key 'fp8_scale'");
   }
   try {
     o.validate();
@@ -212,6 +248,11 @@ MixedPrecision::MixedPrecision(nn::Module& model, const MixedPrecisionOptions& o
       autocast_ = DType::f16;
       model.to(DType::f16);
       break;
+    case Precision::kFp8:
+      autocast_ = DType::bf16;
+      fp8_ = std::make_shared<Fp8Scaling>(options_.fp8);
+      model.named_parameters();  // names every weight: the fp8 scales are keyed by them
+      break;
   }
 }
 
@@ -224,12 +265,13 @@ nn::NamedTensors MixedPrecision::optimizer_parameters() const {
 }
 
 Autocast MixedPrecision::autocast() const {
-  return Autocast(autocast_.value_or(DType::f16), autocast_.has_value(), *options_.normalization_outputs,
+  return Autocast(autocast_.value_or(DType::f16), autocast_.has_value(), *options_.normalization_outputs, fp8_,
                   options_.accumulation);
 }
 void MixedPrecision::unscale_gradients(Optimizer& optimizer) {
   if (unscaled_) return;
   if (masters_) masters_->copy_grads_to_masters();
+  if (reduce_) reduce_(optimizer);
   scaler_.unscale(optimizer, /*allow_fp16=*/options_.precision == Precision::kPureFp16);
   unscaled_ = true;
 }
@@ -251,6 +293,7 @@ bool MixedPrecision::finish_step(Optimizer& optimizer) {
   }
   if (masters_ && stepped) masters_->copy_step_to_model();
   scaler_.update();
+  if (fp8_) fp8_->update();  // the next step's fp8 scales, from the amaxes up to this one's
   unscaled_ = false;
   grad_norm_.reset();
   return stepped;

@@ -11,6 +11,12 @@
 //   bf16       f32 model; autocast to bf16; no scaling (bf16 has f32's range)
 //   pure_fp16  f16 model and optimizer on the f16 weights, no masters: every update smaller
 //              than half an ulp of its weight is lost (what the master_weights demo shows)
+//   fp8        the bf16 mode (f32 model, which is its own master copy; autocast to bf16) with
+//              every linear layer's GEMM on fp8 operands under delayed per-tensor scaling
+//              (autograd/fp8_scaling.h, recipe in MixedPrecisionOptions::fp8), as Transformer
+//              Engine runs fp8_autocast inside a bf16 autocast; no loss scaling: the grad_output
+//              tensors' own scales keep the e5m2 gradients in range, per tensor (TE has no loss
+//              scaler either). The scales update after each optimizer step.
 // Loss scaling of the fp16 modes can be overridden: dynamic (GradScaler defaults), none, or a
 // static scale.
 //
@@ -23,6 +29,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -30,6 +37,7 @@
 #include <nlohmann/json.hpp>
 
 #include "autograd/autocast.h"
+#include "autograd/fp8_scaling.h"
 #include "nn/module.h"
 #include "optim/grad_scaler.h"
 #include "optim/master_weights.h"
@@ -37,7 +45,7 @@
 
 namespace hg::optim {
 
-enum class Precision { kNo, kFp16, kBf16, kPureFp16 };
+enum class Precision { kNo, kFp16, kBf16, kPureFp16, kFp8 };
 enum class OptLevel { kO1, kO2 };
 
 // The loss scaling of the fp16 modes (fp16, pure_fp16). The other modes never scale: f32 and
@@ -57,27 +65,32 @@ struct MixedPrecisionOptions {
   // the mode's -- the input dtype for an f16 model (fp16 O2, pure_fp16), as apex's O2 runs them;
   // f32 otherwise, as torch.autocast does.
   std::optional<NormalizationOutputs> normalization_outputs;
+  // fp8 only: the delayed-scaling recipe (TE's DelayedScaling, its defaults).
+  Fp8Recipe fp8;
   // How GEMMs and sums accumulate (autograd/kernels/accumulate.h): f32 (the default, and
   // Micikevicius et al.'s third technique), or f16 rounded after every addition, plain or in
   // blocks with an f32 carry. fp16 and pure_fp16 only: the modes whose products are f16.
   Accumulation accumulation = Accumulation::kF32;
 
   // These options with every unset field replaced by the mode's value, and the fields the mode
-  // ignores at one value (opt level O2 unless fp16, loss scaling none unless fp16 or pure_fp16):
+  // ignores at one value (opt level O2 unless fp16, loss scaling none unless fp16 or pure_fp16,
+  // the fp8 recipe at its defaults unless fp8):
   // the one place where a default that depends on the mode is decided. MixedPrecision runs the
   // resolved options, and two options compute the same way exactly when their resolved forms are
   // equal. Validates first.
   MixedPrecisionOptions resolved() const;
   // Throws hg::Error naming the field and the `halfgrad train` flag that sets it: a static loss
-  // scale outside GradScaler's range, or one given to a mode that does not scale; f16
-  // accumulation in a mode without f16 products.
+  // scale outside GradScaler's range, or one given to a mode that does not scale; an fp8 recipe
+  // out of range (Fp8Recipe::validate) or given to another mode; f16 accumulation in a mode
+  // without f16 products.
   void validate() const;
   bool operator==(const MixedPrecisionOptions&) const = default;
 };
 
 // The options the `halfgrad train` flags select: --precision (no | fp32 | fp16 | bf16 |
-// pure_fp16), --opt-level (O1 | O2) and --loss-scale (dynamic | none | a positive number). Throws
-// hg::Error naming the field, the flag and the value (validate() included).
+// pure_fp16 | fp8), --opt-level (O1 | O2) and --loss-scale (dynamic | none | a positive number);
+// the --fp8-* flags set the fp8 recipe (Fp8Recipe's parse functions) after it. Throws hg::Error
+// naming the field, the flag and the value (validate() included).
 MixedPrecisionOptions parse_mixed_precision(const std::string& precision, const std::string& opt_level = "O2",
                                             const std::string& loss_scale = "dynamic");
 
@@ -92,13 +105,13 @@ Accumulation parse_accumulation(const std::string& text, const std::string& fiel
 // | the static scale, as --loss-scale takes it; "none" for f32 and bf16; "loss_scale_init" and
 // "loss_scale_growth_interval" only when a dynamic scaler's differ from GradScaler's defaults)
 // and "normalization_outputs" ("float32" | "input_dtype"); "accumulate" (accumulation_name) only
-// when not f32. Written resolved, so a checkpoint states what it ran.
+// when not f32; in fp8 mode only, "fp8": true with the recipe as "fp8_format" ("hybrid" |
+// "e4m3"), "fp8_amax_history_len", "fp8_amax_compute_algo" ("max" | "most_recent"), "fp8_margin"
+// and "fp8_scale" ("pow2" | "exact" | "none"). Written resolved, so a checkpoint states what it ran.
 nlohmann::json mixed_precision_to_json(const MixedPrecisionOptions& options);
 // Whether `key` is one of the keys above.
 bool is_mixed_precision_key(const std::string& key);
 // Reads the keys above from the object `j`, ignoring any other key; a missing key keeps
-// MixedPrecisionOptions' default ("normalization_outputs": the mode's; "accumulate": f32), so
-// the training_args of checkpoints written before those keys existed still load. A
 // mistyped or invalid value is an hg::Error naming `source` (the file and object) and the key.
 MixedPrecisionOptions mixed_precision_from_json(const nlohmann::json& j, const std::string& source);
 
@@ -125,9 +138,13 @@ class MixedPrecision {
   // unscale_gradients(), clip_gradients() and finish_step() in turn (for callers that clip
   // separately, like Accelerator).
   StepResult step(Optimizer& optimizer, float max_grad_norm = 0.0f);
-  // Moves the gradients where the optimizer reads them (O2: into the f32 masters) and divides
-  // out the loss scale. Idempotent within one step.
+  // Moves the gradients where the optimizer reads them (O2: into the f32 masters), runs the
+  // gradient reduction if one is set, and divides out the loss scale. Idempotent within one step.
   void unscale_gradients(Optimizer& optimizer);
+  // A function run on the optimizer's gradients once per step, where they are still multiplied
+  // by the loss scale: data-parallel training averages them across processes there
+  // (dist/ddp.h), so that a 16-bit wire format carries the scaled values.
+  void set_gradient_reduction(std::function<void(Optimizer&)> reduce) { reduce_ = std::move(reduce); }
   // Clips the optimizer's (unscaled) gradients to max_norm; returns the norm before clipping.
   float clip_gradients(Optimizer& optimizer, float max_norm);
   // Steps unless a gradient was inf/NaN, (O2) rounds the masters into the model, updates the
@@ -140,6 +157,9 @@ class MixedPrecision {
   const GradScaler& scaler() const { return scaler_; }
   MasterWeights* masters() { return masters_.get(); }
   std::optional<DType> autocast_dtype() const { return autocast_; }
+  // The fp8 scale state (fp8 mode), else null; its state_dict goes into checkpoints.
+  Fp8Scaling* fp8() { return fp8_.get(); }
+  const Fp8Scaling* fp8() const { return fp8_.get(); }
 
  private:
   nn::Module& model_;
@@ -147,6 +167,8 @@ class MixedPrecision {
   std::optional<DType> autocast_;
   GradScaler scaler_;
   std::unique_ptr<MasterWeights> masters_;
+  std::function<void(Optimizer&)> reduce_;
+  std::shared_ptr<Fp8Scaling> fp8_;  // fp8 mode; shared with the autocast guards and linear's backward
   bool unscaled_ = false;  // within the current step
   // The unscaled gradients' norm before clipping, once step() or clip_gradients() computed it in
   // the current step: finish_step() checks it for inf/NaN instead of computing it again.

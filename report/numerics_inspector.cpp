@@ -41,6 +41,26 @@ double TensorNumerics::headroom_log2() const {
   return abs_max > 0 ? std::log2(precision::finfo<half>().max / abs_max) : INFINITY;
 }
 
+namespace {
+
+// Merges `cast` into the record of its operand in `records`, or appends one.
+void add_fp8(std::vector<Fp8Cast>& records, const Fp8Cast& cast) {
+  for (Fp8Cast& r : records) {
+    if (r.key == cast.key && r.role == cast.role) return r.merge(cast);
+  }
+  records.push_back(cast);
+}
+
+}  // namespace
+
+std::vector<Fp8Cast> merged_fp8(std::span<const StepNumerics> steps) {
+  std::vector<Fp8Cast> all;
+  for (const StepNumerics& s : steps) {
+    for (const Fp8Cast& r : s.fp8) add_fp8(all, r);
+  }
+  return all;
+}
+
 NumericsStats StepNumerics::merged(TensorKind kind) const {
   NumericsStats all;
   for (const TensorNumerics& t : tensors) {
@@ -105,6 +125,9 @@ void NumericsInspector::begin_step(int64_t step) {
 const StepNumerics* NumericsInspector::end_step(bool skipped) {
   StepNumerics* step = current_;
   current_ = nullptr;
+  if (casts_ && step != nullptr) {
+    for (const Fp8Cast& c : casts_->take_fp8()) add_fp8(step->fp8, c);
+  }
   casts_.reset();
   last_output_ = Tensor();
   anomaly_message_ = skipped && anomaly_ && !last_anomaly().op.empty() ? last_anomaly().message() : "";
@@ -180,6 +203,17 @@ std::string numerics_table(const StepNumerics& step) {
     }
     out += "\n";
   }
+  if (!step.fp8.empty()) {
+    std::snprintf(line, sizeof line, "  %-52s %-6s %9s %9s %6s %6s\n", "fp8 operand", "format", "amax", "scale", "->0%",
+                  "sat%");
+    out += line;
+  }
+  for (const Fp8Cast& f : step.fp8) {
+    const std::string name = f.key + " " + fp8_role_name(f.role);
+    std::snprintf(line, sizeof line, "  %-52.52s %-6s %9.2e %9.2e %6.2f %6.2f\n", name.c_str(), format_name(f.format),
+                  f.amax, double(f.scale), 100 * f.flushed_share(), 100 * f.saturated_share());
+    out += line;
+  }
   return out;
 }
 
@@ -213,7 +247,18 @@ nlohmann::json numerics_json(const StepNumerics& step) {
       }
     }
   }
-  return {{"step", step.step}, {"skipped", step.skipped}, {"anomaly", step.anomaly}, {"tensors", tensors}};
+  nlohmann::json j = {{"step", step.step}, {"skipped", step.skipped}, {"anomaly", step.anomaly}, {"tensors", tensors}};
+  for (const Fp8Cast& f : step.fp8) {
+    j["fp8"].push_back({{"key", f.key},
+                        {"role", fp8_role_name(f.role)},
+                        {"format", format_name(f.format)},
+                        {"amax", std::isfinite(f.amax) ? nlohmann::json(f.amax) : nlohmann::json("inf")},
+                        {"scale", f.scale},
+                        {"count", f.stats.total()},
+                        {"flushed", f.flushed_share()},
+                        {"saturated", f.saturated_share()}});
+  }
+  return j;
 }
 
 SvgPlot histogram_figure(const std::string& title, const std::vector<std::string>& names,

@@ -14,6 +14,9 @@
 // gradient passed on unchanged, e.g. by add's backward), gets the stats of casting its values
 // as seen to fp16; for an f16 tensor that cast is exact and earlier losses show as zeros.
 //
+// Under fp8 (autograd/fp8_scaling.h) it also keeps, per scaled GEMM operand, the amax, the scale
+// and what the cast flushed or saturated, as its CastObserver receives them.
+//
 // With name_anomalies, anomaly mode records (without throwing) the first op whose forward output
 // or backward gradient held inf/NaN, so a skipped step names where the overflow began.
 // Output: a compact text table, one JSON object per inspected step (a JSONL line), SVG figures.
@@ -22,6 +25,7 @@
 #include <cstdint>
 #include <memory>
 #include <optional>
+#include <span>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -29,6 +33,7 @@
 #include <nlohmann/json.hpp>
 
 #include "autograd/cast_observer.h"
+#include "autograd/fp8_scaling.h"
 #include "autograd/tape.h"
 #include "autograd/tensor.h"
 #include "precision/fidelity.h"
@@ -67,6 +72,9 @@ struct StepNumerics {
   bool skipped = false;
   std::string anomaly;  // when skipped: the first op that produced inf/NaN (Anomaly::message)
   std::vector<TensorNumerics> tensors;  // in the order first seen
+  // fp8 mode: every scaled GEMM operand (key = the linear layer's module path), its casts of the
+  // step merged, in the order first cast.
+  std::vector<Fp8Cast> fp8;
   // Every tensor of `kind` merged.
   precision::NumericsStats merged(TensorKind kind) const;
   // The record of tensor `name` of `kind`, or null when the step saw none.
@@ -122,16 +130,22 @@ class NumericsInspector {
   precision::NumericsStats last_cast_;   // what the roundings just before that observation did
 };
 
+// The fp8 records of several steps merged per operand (Fp8Cast::merge), in first-seen order.
+std::vector<Fp8Cast> merged_fp8(std::span<const StepNumerics> steps);
+
 // The per-tensor table of one step: name, kind, dtype, abs-max, abs-min-nonzero, then the
 // shares (%) exactly zero before the cast, flushed to zero by it, subnormal after it, inf/NaN,
 // and the headroom to fp16's max in doublings, e.g.
 //   encoder.layers.0.attn.k_proj.bias  grad  f32  5.61e-04  7.15e-06  0.00  0.00  31.25  0.00  26.8
 // When the step has MX figures (InspectorOptions::mx), four more columns: the RMS relative error
-// and the share flushed to zero (%) under MXFP8 and under MXFP4.
+// and the share flushed to zero (%) under MXFP8 and under MXFP4. Under fp8 a second table
+// follows: per scaled operand, its format, amax, scale and the shares (%) its cast flushed to
+// zero and saturated.
 std::string numerics_table(const StepNumerics& step);
 // One JSON object: step, skipped, anomaly, and per tensor every number of the table plus the
 // non-empty histogram bins {"log2 bin": count}; with MX figures also "mxfp8" and "mxfp4", each
-// {"rms_relative_error", "flushed", "clamped"}.
+// {"rms_relative_error", "flushed", "clamped"}; under fp8 also "fp8": per operand {"key", "role",
+// "format", "amax", "scale", "count", "flushed", "saturated"}.
 nlohmann::json numerics_json(const StepNumerics& step);
 
 // Micikevicius et al. 2018, Figure 3: share of values per log2|x| bin, fp16's underflow,

@@ -7,7 +7,9 @@
 
 namespace hg::train {
 
-Accelerator::Accelerator(AcceleratorOptions options) : options_(std::move(options)) {
+Accelerator::Accelerator(AcceleratorOptions options)
+    : options_(std::move(options)),
+      ddp_(options_.communicator ? *options_.communicator : dist::world(), options_.ddp) {
   check(options_.gradient_accumulation_steps >= 1, "Accelerator: gradient_accumulation_steps must be >= 1, got ",
         options_.gradient_accumulation_steps);
   options_.mixed_precision.validate();  // early, not only at prepare()
@@ -19,6 +21,9 @@ void Accelerator::prepare_module(nn::Module& model, optim::Optimizer& optimizer,
   optimizer_ = &optimizer;
   scheduler_ = scheduler;
   mp_ = std::make_unique<optim::MixedPrecision>(model, options_.mixed_precision);
+  if (ddp_.size() > 1) {
+    mp_->set_gradient_reduction([this](optim::Optimizer& o) { ddp_.reduce_gradients(o.parameters()); });
+  }
   if (optim::MasterWeights* masters = mp_->masters()) {
     // Re-point the optimizer from the (now f16) model parameters to their f32 masters.
     const std::vector<Tensor>& model_params = masters->model_params();
@@ -51,6 +56,12 @@ float Accelerator::clip_grad_norm(float max_norm) { return mp_->clip_gradients(*
 
 bool Accelerator::step() {
   check(mp_ != nullptr, "Accelerator: call prepare() first");
+  if (ddp_.size() > 1) {
+    // Every rank unscaled the same reduced bits, so found_inf agrees by construction; a rank
+    // that disagrees would diverge silently, so it is checked (one byte per rank).
+    mp_->unscale_gradients(*optimizer_);
+    ddp_.check_agreement(mp_->scaler().found_inf(), "whether the gradients hold inf/NaN (found_inf)");
+  }
   const bool stepped = mp_->finish_step(*optimizer_);
   skipped_ = !stepped;
   if (stepped && scheduler_ != nullptr) scheduler_->step();

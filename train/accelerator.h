@@ -11,6 +11,12 @@
 //
 // prepare() re-points the optimizer at the f32 master copies when O2 creates them, so an
 // optimizer built over model.parameters() before prepare() is correct after it.
+//
+// Launched by mpirun with several processes (dist::world()), it is data-parallel as
+// Accelerate's DDP: each process feeds its own shard of the data, and the step averages the
+// gradients across processes (dist::DistributedDataParallel, after backward, before unscaling)
+// so every process applies the same update; num_processes(), process_index() and
+// is_main_process() say where this process stands.
 #pragma once
 
 #include <cstdint>
@@ -18,6 +24,8 @@
 #include <optional>
 
 #include "autograd/autocast.h"
+#include "dist/communicator.h"
+#include "dist/ddp.h"
 #include "nn/module.h"
 #include "optim/lr_scheduler.h"
 #include "optim/mixed_precision.h"
@@ -28,6 +36,8 @@ namespace hg::train {
 struct AcceleratorOptions {
   optim::MixedPrecisionOptions mixed_precision;  // f32 by default
   int64_t gradient_accumulation_steps = 1;
+  dist::DdpOptions ddp;  // the gradient reduction's wire format and buckets
+  dist::Communicator* communicator = nullptr;  // null: dist::world()
 };
 
 class Accelerator;
@@ -71,6 +81,12 @@ class Accelerator {
   bool step();
   bool optimizer_step_was_skipped() const { return skipped_; }
 
+  // The data-parallel job (Accelerate's names): 1, 0 and true in a single process.
+  int num_processes() const { return ddp_.size(); }
+  int process_index() const { return ddp_.rank(); }
+  bool is_main_process() const { return ddp_.rank() == 0; }
+  dist::DistributedDataParallel& ddp() { return ddp_; }
+
   optim::MixedPrecision& mixed_precision() { return *mp_; }
   const optim::MixedPrecision& mixed_precision() const { return *mp_; }
   const AcceleratorOptions& options() const { return options_; }
@@ -80,6 +96,7 @@ class Accelerator {
   void prepare_module(nn::Module& model, optim::Optimizer& optimizer, optim::LrScheduler* scheduler);
 
   AcceleratorOptions options_;
+  dist::DistributedDataParallel ddp_;
   nn::Module* model_ = nullptr;
   optim::Optimizer* optimizer_ = nullptr;
   optim::LrScheduler* scheduler_ = nullptr;

@@ -65,6 +65,10 @@ InferenceModel load_for_inference(const std::string& dir) {
     fail(dir, "/model.safetensors: ", e.what());
   }
   m.mixed_precision = std::make_unique<optim::MixedPrecision>(*m.model, options);  // O2: the model -> f16
+  if (Fp8Scaling* fp8 = m.mixed_precision->fp8()) {  // fp8: the scales training ended with
+    check(!c.fp8.is_null(), dir, ": an fp8 run's checkpoint without ", io::kFp8File);
+    fp8->load_state_dict(c.fp8, dir + "/" + io::kFp8File);
+  }
   return m;
 }
 

@@ -41,7 +41,7 @@ struct InferenceModel {
 
 // Reads config.json (model, labels, tokenizer), model.safetensors (the weights: the f32 masters
 // of an O2 run) and the mixed-precision options of trainer_state.json's training_args, and
-// prepares the model as training did (fp16 O2: an f16 model). A checkpoint without
+// prepares the model as training did (fp16 O2: an f16 model; fp8: the scales of fp8_scaling.json). A checkpoint without
 // training_args runs in f32. Throws hg::Error naming the file at fault, and refuses inf or NaN
 // weights (else the predictions would be silently NaN).
 InferenceModel load_for_inference(const std::string& checkpoint_dir);

@@ -8,12 +8,17 @@
 #include <cmath>
 #include <csignal>
 #include <cstdio>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <optional>
+#include <span>
 
 #include "autograd/ops.h"
 #include "autograd/tape.h"
 #include "base/error.h"
+#include "base/fingerprint.h"
+#include "dist/communicator.h"
 #include "io/checkpoint.h"
 #include "io/model_config.h"
 #include "optim/adam.h"
@@ -124,6 +129,71 @@ void load_weights(optim::MixedPrecision& mp, const nn::StateDict& weights, const
   if (optim::MasterWeights* masters = mp.masters()) masters->copy_masters_to_model();
 }
 
+// What every rank must hold alike before a data-parallel run starts: the arguments, the model's
+// config, and fingerprints of the data sets (their texts and labels).
+nlohmann::json run_identity(const TrainingArguments& args, const nlohmann::json& model_config,
+                            const data::Dataset& train, const data::Dataset* eval) {
+  auto digest = [](const data::Dataset& d) {
+    uint64_t h = kFnv1aOffset;
+    for (const data::Example& e : d.examples) {
+      h = fnv1a(e.text.data(), e.text.size() + 1, h);  // the terminating '\0' separates texts
+      h = fnv1a(&e.label, sizeof e.label, h);
+    }
+    return std::to_string(d.size()) + " examples, fingerprint " + std::to_string(h);
+  };
+  return {{"training_args", args.to_json()},
+          {"model", model_config},
+          {"train_data", digest(train)},
+          {"eval_data", eval ? digest(*eval) : "none"}};
+}
+
+// Predictions over `d`: under several ranks rank r runs examples r, r + W, ... and every rank
+// gathers the others', so each holds the single-process result's layout (examples in order;
+// the loss the mean of the ranks' summed losses, added in rank order).
+EvalPrediction sharded_evaluation(Accelerator& acc, nn::TextClassifier& model, const data::Dataset& d,
+                                  int64_t batch_size, const data::TokenizerConfig& tokenizer) {
+  const int world = acc.num_processes(), rank = acc.process_index();
+  if (world == 1) return run_evaluation(model, d, batch_size, acc.mixed_precision(), tokenizer);
+  data::Dataset shard;
+  shard.source = d.source;
+  shard.label_names = d.label_names;
+  for (size_t i = size_t(rank); i < d.examples.size(); i += size_t(world)) shard.examples.push_back(d.examples[i]);
+  EvalPrediction mine;
+  mine.classes = model.config.classes;
+  if (!shard.examples.empty()) mine = run_evaluation(model, shard, batch_size, acc.mixed_precision(), tokenizer);
+  dist::Communicator& comm = acc.ddp().communicator();
+  const std::vector<double> losses = dist::allgather_value(comm, mine.loss * double(shard.size()));
+  const std::vector<int64_t> truncated = dist::allgather_value(comm, mine.truncated);
+  auto gather = [&](const auto& values) {
+    using T = typename std::decay_t<decltype(values)>::value_type;
+    std::vector<std::vector<T>> out;
+    for (const auto& bytes : dist::allgather(comm, std::as_bytes(std::span(values)))) {
+      out.emplace_back(bytes.size() / sizeof(T));
+      if (!bytes.empty()) std::memcpy(out.back().data(), bytes.data(), bytes.size());
+    }
+    return out;
+  };
+  const auto logits = gather(mine.logits);
+  const auto predictions = gather(mine.predictions);
+  const auto labels = gather(mine.label_ids);
+  EvalPrediction p;
+  p.classes = mine.classes;
+  const size_t k = size_t(p.classes);
+  for (size_t i = 0; i < d.examples.size(); ++i) {
+    const size_t r = i % size_t(world), j = i / size_t(world);
+    p.logits.insert(p.logits.end(), logits[r].begin() + std::ptrdiff_t(j * k), logits[r].begin() + std::ptrdiff_t((j + 1) * k));
+    p.predictions.push_back(predictions[r][j]);
+    p.label_ids.push_back(labels[r][j]);
+  }
+  double loss_sum = 0;
+  for (int r = 0; r < world; ++r) {
+    loss_sum += losses[size_t(r)];
+    p.truncated += truncated[size_t(r)];
+  }
+  p.loss = loss_sum / double(d.size());
+  return p;
+}
+
 }  // namespace
 
 struct Trainer::Parts {
@@ -133,6 +203,7 @@ struct Trainer::Parts {
     double loss = 0;
     int64_t steps = 0, skipped = 0;
     bool warned = false;
+    precision::NumericsStats wire;  // data-parallel: what the 16-bit gradient casts did
   };
   data::Tokenizer tokenizer;
   std::unique_ptr<data::DataLoader> loader;
@@ -144,22 +215,37 @@ struct Trainer::Parts {
 
 Trainer::Trainer(nn::TextClassifier& model, TrainingArguments args, const data::Dataset& train_dataset,
                  const data::Dataset* eval_dataset, ComputeMetrics compute_metrics,
-                 std::vector<std::shared_ptr<TrainerCallback>> callbacks)
+                 std::vector<std::shared_ptr<TrainerCallback>> callbacks, dist::Communicator* communicator)
     : model_(model), args_(std::move(args)), train_dataset_(train_dataset), eval_dataset_(eval_dataset),
       compute_metrics_(compute_metrics ? compute_metrics : classification_metrics),
       callbacks_(std::move(callbacks)), parts_(std::make_unique<Parts>()) {
-  // Custom metrics' names are known only after an evaluation: maybe_evaluate_and_save checks them.
-  args_.validate(compute_metrics ? std::vector<std::string>{} : TrainingArguments::standard_metrics());
-  check(args_.eval_strategy == "no" || eval_dataset_ != nullptr, "Trainer: eval_strategy '", args_.eval_strategy,
-        "' needs an eval dataset");
-  check(int64_t(train_dataset.label_names.size()) == model.config.classes, "Trainer: the training set has ",
-        train_dataset.label_names.size(), " classes but the model has ", model.config.classes);
-  parts_->tokenizer = data::Tokenizer(args_.tokenizer, model.config.pooling == nn::Pooling::kCls);
-  check(parts_->tokenizer.vocab_size() <= model.config.vocab, "Trainer: the tokenizer needs vocab ",
-        parts_->tokenizer.vocab_size(), ", the model has ", model.config.vocab);
+  // Under several ranks, a check that fails on one fails on all, and the ranks must then run the
+  // same arguments, model and data, before any step that could wait for a rank running another.
+  dist::Communicator& comm = communicator ? *communicator : dist::world();
+  dist::agree(comm, [&] {
+    // Custom metrics' names are known only after an evaluation: maybe_evaluate_and_save checks them.
+    args_.validate(compute_metrics ? std::vector<std::string>{} : TrainingArguments::standard_metrics());
+    check(args_.eval_strategy == "no" || eval_dataset_ != nullptr, "Trainer: eval_strategy '", args_.eval_strategy,
+          "' needs an eval dataset");
+    check(int64_t(train_dataset.label_names.size()) == model.config.classes, "Trainer: the training set has ",
+          train_dataset.label_names.size(), " classes but the model has ", model.config.classes);
+    parts_->tokenizer = data::Tokenizer(args_.tokenizer, model.config.pooling == nn::Pooling::kCls);
+    check(parts_->tokenizer.vocab_size() <= model.config.vocab, "Trainer: the tokenizer needs vocab ",
+          parts_->tokenizer.vocab_size(), ", the model has ", model.config.vocab);
+  });
+  dist::check_same(comm,
+                   run_identity(args_, io::model_config_to_json({model.config, train_dataset.label_names, args_.tokenizer}),
+                                train_dataset, eval_dataset),
+                   "the runs' arguments, model or data");
+  accelerator_ = std::make_unique<Accelerator>(AcceleratorOptions{
+      .mixed_precision = args_.mixed_precision,
+      .gradient_accumulation_steps = args_.gradient_accumulation_steps,
+      .ddp = {.wire = dist::parse_wire_format(args_.ddp_comm)},
+      .communicator = &comm});
   parts_->loader = std::make_unique<data::DataLoader>(
       train_dataset, parts_->tokenizer,
-      data::DataLoaderOptions{args_.per_device_train_batch_size, true, false, args_.seed, model.config.max_len});
+      data::DataLoaderOptions{args_.per_device_train_batch_size, true, false, args_.seed, model.config.max_len,
+                              accelerator_->num_processes(), accelerator_->process_index()});
   state_.max_steps = args_.max_steps > 0 ? args_.max_steps
                                          : int64_t(std::ceil(args_.num_train_epochs * double(steps_per_epoch())));
   parts_->optimizer = std::make_unique<optim::AdamW>(
@@ -168,9 +254,6 @@ Trainer::Trainer(nn::TextClassifier& model, TrainingArguments args, const data::
                                                 : int64_t(std::ceil(args_.warmup_ratio * double(state_.max_steps)));
   parts_->scheduler = std::make_unique<optim::LrScheduler>(*parts_->optimizer, optim::parse_schedule(args_.lr_scheduler_type),
                                                            warmup, state_.max_steps);
-  accelerator_ = std::make_unique<Accelerator>(
-      AcceleratorOptions{.mixed_precision = args_.mixed_precision,
-                         .gradient_accumulation_steps = args_.gradient_accumulation_steps});
   accelerator_->prepare(model, *parts_->optimizer, parts_->scheduler.get());
 }
 
@@ -187,7 +270,7 @@ void Trainer::log(nlohmann::json entry) {
   entry["step"] = state_.global_step;
   entry["epoch"] = state_.epoch;
   state_.log_history.push_back(entry);
-  if (parts_->log_file.is_open()) parts_->log_file << entry.dump() << '\n' << std::flush;
+  if (parts_->log_file.is_open()) parts_->log_file << entry.dump() << '\n' << std::flush;  // rank 0 only
   for (auto& c : callbacks_) c->on_log(state_, entry);
 }
 
@@ -207,8 +290,7 @@ PredictionOutput Trainer::predict(const data::Dataset& dataset) {
   check(dataset.label_names.size() == train_dataset_.label_names.size(), dataset.source, ": ",
         dataset.label_names.size(), " classes, the model was trained on ", train_dataset_.label_names.size());
   PredictionOutput out;
-  out.prediction = run_evaluation(model_, dataset, args_.per_device_eval_batch_size, accelerator_->mixed_precision(),
-                                  args_.tokenizer);
+  out.prediction = sharded_evaluation(*accelerator_, model_, dataset, args_.per_device_eval_batch_size, args_.tokenizer);
   out.metrics["test_loss"] = out.prediction.loss;
   for (const auto& [key, value] : compute_metrics_(out.prediction)) out.metrics["test_" + key] = value;
   return out;
@@ -223,13 +305,19 @@ std::string Trainer::save_checkpoint() {
   c.optimizer = parts_->optimizer->state_dict();
   c.scheduler = parts_->scheduler->state_dict();
   c.scaler = mp.scaler().state_dict();
+  if (const Fp8Scaling* fp8 = mp.fp8()) c.fp8 = fp8->state_dict();  // fp8_scaling.json
   c.rng = {{"dropout", {{"seed", model_.dropout_gen->seed()}, {"offset", model_.dropout_gen->offset()}}}};
   c.trainer_state = state_.to_json();
   c.trainer_state["training_args"] = args_.to_json();
-  const std::filesystem::path dir = io::save_checkpoint(args_.output_dir, state_.global_step, c);
-  std::filesystem::path keep;
-  if (!state_.best_model_checkpoint.empty()) keep = state_.best_model_checkpoint;
-  if (args_.save_total_limit > 0) io::rotate_checkpoints(args_.output_dir, args_.save_total_limit, keep);
+  // Rank 0 writes for every rank (the replicas are identical); the others learn whether it could.
+  std::filesystem::path dir = std::filesystem::path(args_.output_dir) / ("checkpoint-" + std::to_string(state_.global_step));
+  dist::agree(accelerator_->ddp().communicator(), [&] {
+    if (!accelerator_->is_main_process()) return;
+    dir = io::save_checkpoint(args_.output_dir, state_.global_step, c);
+    std::filesystem::path keep;
+    if (!state_.best_model_checkpoint.empty()) keep = state_.best_model_checkpoint;
+    if (args_.save_total_limit > 0) io::rotate_checkpoints(args_.output_dir, args_.save_total_limit, keep);
+  });
   return dir.string();
 }
 
@@ -260,6 +348,10 @@ void Trainer::restore(const std::string& dir) try {
   parts_->optimizer->load_state_dict(c.optimizer);
   parts_->scheduler->load_state_dict(c.scheduler);
   mp.scaler().load_state_dict(c.scaler);
+  if (Fp8Scaling* fp8 = mp.fp8()) {
+    check(!c.fp8.is_null(), dir, ": an fp8 run's checkpoint without ", io::kFp8File);
+    fp8->load_state_dict(c.fp8, dir + "/" + io::kFp8File);
+  }
   *model_.dropout_gen = Generator(c.rng.at("dropout").at("seed"), c.rng.at("dropout").at("offset"));
   const int64_t max_steps = state_.max_steps;  // this run's arguments say how far to train
   state_ = TrainerState::from_json(c.trainer_state, dir + "/trainer_state.json");
@@ -297,10 +389,14 @@ void Trainer::maybe_evaluate_and_save(bool epoch_end) {
 
 // Resumes from `checkpoint` if given (a bad one leaves output_dir untouched), opens the log.
 void Trainer::begin_training(const std::string& checkpoint) {
-  if (!checkpoint.empty()) restore(checkpoint);
-  std::filesystem::create_directories(args_.output_dir);
-  parts_->log_file.open(std::filesystem::path(args_.output_dir) / "log.jsonl", std::ios::app);
-  check(parts_->log_file.good(), args_.output_dir, "/log.jsonl: cannot open for writing");
+  dist::Communicator& comm = accelerator_->ddp().communicator();
+  if (!checkpoint.empty()) dist::agree(comm, [&] { restore(checkpoint); });
+  dist::agree(comm, [&] {
+    if (!accelerator_->is_main_process()) return;  // only rank 0 logs
+    std::filesystem::create_directories(args_.output_dir);
+    parts_->log_file.open(std::filesystem::path(args_.output_dir) / "log.jsonl", std::ios::app);
+    check(parts_->log_file.good(), args_.output_dir, "/log.jsonl: cannot open for writing");
+  });
   parts_->window = {};
 }
 
@@ -322,6 +418,8 @@ Trainer::StepOutcome Trainer::training_step(int64_t epoch, int64_t first_batch) 
   optim::MixedPrecision& mp = accelerator_->mixed_precision();
   const int64_t end = std::min(loader.num_batches(), first_batch + args_.gradient_accumulation_steps);
   StepOutcome step;  // step.loss: summed over this step's micro-batches, then their mean
+  dist::DistributedDataParallel& ddp = accelerator_->ddp();
+  ddp.begin_step(*model_.dropout_gen);
   for (int64_t micro = first_batch; micro < end; ++micro) {
     const data::Batch batch = loader.batch(micro);
     Tensor loss;
@@ -338,10 +436,29 @@ Trainer::StepOutcome Trainer::training_step(int64_t epoch, int64_t first_batch) 
     step.loss += value;
   }
   step.loss /= double(end - first_batch);
+  if (ddp.size() > 1) {  // the global batch's loss, as one process would log it (shards are equal)
+    double sum = 0;
+    for (const double loss : dist::allgather_value(ddp.communicator(), step.loss)) sum += loss;
+    step.loss = sum / double(ddp.size());
+  }
   step.scale = mp.scaler().get_scale();
   step.grad_norm = args_.max_grad_norm > 0 ? accelerator_->clip_grad_norm(args_.max_grad_norm) : 0.0f;
   step.stepped = accelerator_->step();
+  ddp.end_step(*model_.dropout_gen);
   ++state_.global_step;
+  if (args_.ddp_check_every > 0 && state_.global_step % args_.ddp_check_every == 0) {
+    std::vector<std::pair<std::string, Tensor>> tensors;
+    for (const auto& [name, t] : model_.named_parameters()) tensors.emplace_back("model " + name, t);
+    if (mp.masters()) {
+      for (const auto& [name, t] : mp.optimizer_parameters()) tensors.emplace_back("master " + name, t);
+    }
+    const optim::OptimizerState optimizer_state = parts_->optimizer->state_dict();
+    for (const auto& [name, t] : optimizer_state.tensors) tensors.emplace_back("optimizer " + name, t);
+    ddp.check_replicas(tensors,
+                       {{"optimizer", optimizer_state.meta}, {"scheduler", parts_->scheduler->state_dict()},
+                        {"scaler", mp.scaler().state_dict()}, {"dropout_offset", model_.dropout_gen->offset()}},
+                       state_.global_step);
+  }
   state_.epoch = double(epoch) + double(end) / double(loader.num_batches());
   if (!step.stepped) ++state_.skipped_steps;
   if (std::isfinite(step.loss)) {  // an inf/NaN loss (a step the scaler skips) would poison the means
@@ -362,6 +479,7 @@ bool Trainer::end_step(const StepOutcome& step, bool& interrupted) {
   bool stop = false;
   window.loss += step.loss;
   ++window.steps;
+  window.wire.merge(accelerator_->ddp().last_reduce().wire);
   if (!step.stepped) ++window.skipped;
   const nlohmann::json step_info = {{"step", state_.global_step}, {"loss", step.loss},
                                     {"scale", step.scale}, {"stepped", step.stepped}, {"grad_norm", step.grad_norm}};
@@ -370,16 +488,27 @@ bool Trainer::end_step(const StepOutcome& step, bool& interrupted) {
     stop = stop || c->should_stop;
   }
   if (state_.global_step % args_.logging_steps == 0) {
-    log({{"loss", window.loss / double(window.steps)}, {"learning_rate", parts_->scheduler->last_lr()},
-         {"grad_norm", step.grad_norm}, {"loss_scale", scaler.get_scale()}, {"skipped_steps", window.skipped}});
+    nlohmann::json entry = {{"loss", window.loss / double(window.steps)}, {"learning_rate", parts_->scheduler->last_lr()},
+                            {"grad_norm", step.grad_norm}, {"loss_scale", scaler.get_scale()},
+                            {"skipped_steps", window.skipped}};
+    const dist::DistributedDataParallel& ddp = accelerator_->ddp();
+    if (ddp.size() > 1) {  // the wire: this rank's bytes per step, and what a 16-bit cast lost
+      entry["ddp_bytes_per_step"] = ddp.last_reduce().bytes;
+      if (ddp.options().wire != dist::WireFormat::kF32) {
+        entry["ddp_wire"] = {{"values", window.wire.total()}, {"flushed", window.wire.underflow},
+                             {"subnormal", window.wire.subnormal}, {"overflowed", window.wire.overflow}};
+      }
+    }
+    log(entry);
     window.loss = 0;
     window.steps = 0;
     window.skipped = 0;
+    window.wire = {};
   }
   std::string warning;
   if (!window.warned && !(warning = scaler.health_warning()).empty()) {
     if (!last_anomaly().op.empty()) warning += "; anomaly mode: " + last_anomaly().message();
-    std::fprintf(stderr, "warning: %s\n", warning.c_str());
+    if (accelerator_->is_main_process()) std::fprintf(stderr, "warning: %s\n", warning.c_str());
     log({{"warning", warning}});
     window.warned = true;
   }
@@ -438,7 +567,8 @@ TrainOutput Trainer::train(const std::string& resume_from_checkpoint) {
   const auto start = std::chrono::steady_clock::now();
   const int64_t start_step = state_.global_step, per_epoch = steps_per_epoch();
   bool stop = false, interrupted = false;
-  const SigintGuard sigint;
+  std::optional<SigintGuard> sigint;  // several ranks: mpirun handles Ctrl-C (it ends the job)
+  if (accelerator_->num_processes() == 1) sigint.emplace();
   model_.train();
   for (int64_t epoch = state_.global_step / per_epoch; !stop && state_.global_step < state_.max_steps; ++epoch) {
     for (int64_t b = begin_epoch(epoch); b < parts_->loader->num_batches() && !stop;

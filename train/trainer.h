@@ -10,6 +10,13 @@
 // levels run the same step. Checkpoints (output_dir/checkpoint-<step>/) hold everything a
 // resume needs -- weights (the f32 masters in O2), optimizer, scheduler, scaler, dropout RNG
 // and trainer state -- so resuming continues bit for bit as if never interrupted.
+//
+// Launched by mpirun with several processes (docs/distributed.md), every process runs this same
+// loop on its shard of each epoch (per_device_train_batch_size is per process) and the
+// Accelerator averages the gradients, so the replicas stay identical. The ranks first check
+// that they run the same arguments, model and data; only rank 0 writes the log and the
+// checkpoints (any world size can resume them); evaluation shards the data and gathers the
+// predictions, so every rank reports the same metrics. Ctrl-C is left to mpirun there.
 #pragma once
 
 #include <cstdint>
@@ -109,9 +116,10 @@ struct PredictionOutput {
 
 class Trainer {
  public:
+  // `communicator`: the data-parallel job (null: dist::world(), the job mpirun launched).
   Trainer(nn::TextClassifier& model, TrainingArguments args, const data::Dataset& train_dataset,
           const data::Dataset* eval_dataset = nullptr, ComputeMetrics compute_metrics = {},
-          std::vector<std::shared_ptr<TrainerCallback>> callbacks = {});
+          std::vector<std::shared_ptr<TrainerCallback>> callbacks = {}, dist::Communicator* communicator = nullptr);
   ~Trainer();
 
   // Trains (resuming from a checkpoint directory when given) and returns the summary. While it

@@ -5,6 +5,7 @@
 #include <cmath>
 
 #include "base/error.h"
+#include "dist/ddp.h"
 #include "io/model_config.h"
 #include "optim/lr_scheduler.h"
 
@@ -56,6 +57,12 @@ void TrainingArguments::validate(const std::vector<std::string>& metric_names) c
   } catch (const Error& e) {
     fail(at, e.what());
   }
+  try {
+    dist::parse_wire_format(ddp_comm);
+  } catch (const Error& e) {
+    fail(at, e.what());
+  }
+  check(ddp_check_every >= 0, at, "ddp_check_every (--ddp-check-every) must be >= 0, got ", ddp_check_every);
   check(gradient_accumulation_steps >= 1, at, "gradient_accumulation_steps (--grad-accum) must be >= 1, got ",
         gradient_accumulation_steps);
   check(!load_best_model_at_end || (eval_strategy != "no" && save_strategy == eval_strategy), at,
@@ -109,6 +116,8 @@ nlohmann::json TrainingArguments::to_json() const {
                       {"gradient_accumulation_steps", gradient_accumulation_steps},
                       {"seed", seed},
                       {"detect_anomaly", detect_anomaly},
+                      {"ddp_comm", ddp_comm},
+                      {"ddp_check_every", ddp_check_every},
                       {"tokenizer", io::tokenizer_config_to_json(tokenizer)}};
   if (greater_is_better) j["greater_is_better"] = *greater_is_better;
   j.update(optim::mixed_precision_to_json(mixed_precision));  // HF's flat layout: "fp16", "bf16", ...
@@ -144,6 +153,8 @@ TrainingArguments TrainingArguments::from_json(const nlohmann::json& j, const st
       else if (key == "gradient_accumulation_steps") a.gradient_accumulation_steps = value;
       else if (key == "seed") a.seed = value;
       else if (key == "detect_anomaly") a.detect_anomaly = value;
+      else if (key == "ddp_comm") a.ddp_comm = value;
+      else if (key == "ddp_check_every") a.ddp_check_every = value;
       else if (key == "tokenizer") a.tokenizer = io::tokenizer_config_from_json(value, source);  // absent: bytes
       else fail(source, ": training_args: unknown key '", key, "'");
     } catch (const nlohmann::json::exception& e) {

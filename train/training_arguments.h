@@ -45,6 +45,11 @@ struct TrainingArguments {
   uint64_t seed = 42;
   bool detect_anomaly = false;  // name the first op that produces inf/NaN
   data::TokenizerConfig tokenizer;  // bytes by default; saved in config.json with the model
+  // Data-parallel runs (launched by mpirun; docs/distributed.md): the gradients' wire format
+  // ("f32" | "fp16" | "bf16", dist/ddp.h) and, when > 0, a check every N steps that every
+  // rank's parameters, masters and optimizer state are still identical.
+  std::string ddp_comm = "f32";
+  int64_t ddp_check_every = 0;
 
   // The metrics every evaluation reports with the default compute_metrics (classification_metrics).
   static std::vector<std::string> standard_metrics() { return {"loss", "accuracy", "f1"}; }

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "autograd/autocast.h"
+#include "autograd/fp8_scaling.h"
 #include "autograd/kernels/gemm.h"
 #include "autograd/rounding_scope.h"
 #include "autograd/tape.h"
@@ -96,12 +97,65 @@ Tensor matmul_impl(const Tensor& a0, const Tensor& b0, bool tb, const char* op) 
 Tensor matmul(const Tensor& a, const Tensor& b) { return matmul_impl(a, b, false, "matmul"); }
 Tensor matmul_transposed(const Tensor& a, const Tensor& b) { return matmul_impl(a, b, true, "matmul_transposed"); }
 
+namespace {
+
+// linear under fp8 scaling (autograd/fp8_scaling.h): x and W cast to fp8 from their stored
+// values (no autocast rounding first), one f32 GEMM of the fp8 values, the result times
+// scale_inv_x * scale_inv_w (one f32 product) plus the bias in f32, rounded once into the
+// autocast dtype. Backward casts dY with the grad_output scale and multiplies it with the same
+// fp8 x and W (TE's dgrad and wgrad GEMMs); the bias gradient sums the unquantized dY, as TE's
+// fused cast + bgrad kernel does.
+Tensor linear_fp8(const std::shared_ptr<Fp8Scaling>& fp8, const Tensor& x0, const Tensor& w0, const Tensor& bias0,
+                  int64_t rows, int64_t in, int64_t out) {
+  const DType dtype = autocast_dtype(CastPolicy::kLowerPrecision, {x0, w0, bias0});
+  const Tensor bias = bias0.defined() ? autocast_input(bias0, dtype) : Tensor();
+  const std::string key = Fp8Scaling::key_of(w0);
+  const Fp8Operand x = fp8->quantize(key, Fp8Role::kInput, x0, grad_enabled());
+  const Fp8Operand w = fp8->quantize(key, Fp8Role::kWeight, w0, grad_enabled());
+  Result y(x0.shape().with(-1, out));
+  kernels::gemm(y.data(), out, operand(x.values, in, false), operand(w.values, in, true), rows, out, in);
+  const float scale_inv = x.scale_inv * w.scale_inv;
+  const std::vector<float> b = bias.defined() ? bias.to_vector() : std::vector<float>(size_t(out), 0.0f);
+  float* yd = y.data();
+  maybe_parallel(use_team(rows * out, kParallelElements), [&] {
+#pragma omp for schedule(static)
+    for (int64_t r = 0; r < rows; ++r) {
+      for (int64_t c = 0; c < out; ++c) yd[r * out + c] = yd[r * out + c] * scale_inv + b[size_t(c)];
+    }
+  });
+  // Recorded on x0 and W0 themselves: their gradients skip the autocast casts.
+  return record("linear", y.finish(dtype), {x0, w0, bias}, [fp8, key, x, w, x0, w0, bias, rows, in,
+                                                            out](const Tensor& dy) {
+    const Fp8Operand g = fp8->quantize(key, Fp8Role::kGradOutput, dy, /*record_amax=*/true);
+    auto scaled = [](Result& r, float scale_inv) {  // the GEMM of fp8 values -> the product's scale
+      float* d = r.data();
+      for (int64_t i = 0, n = r.f32.numel(); i < n; ++i) d[i] *= scale_inv;
+    };
+    if (x0.requires_grad()) {  // dX (R,in) = dY (R,out) W (out,in)
+      Result dx(x0.shape());
+      kernels::gemm(dx.data(), in, operand(g.values, out, false), operand(w.values, in, false), rows, in, out);
+      scaled(dx, g.scale_inv * w.scale_inv);
+      accumulate_grad(x0, dx.finish(x0.dtype()));
+    }
+    if (w0.requires_grad()) {  // dW (out,in) = dY^T (out,R) X (R,in)
+      Result dw(w0.shape());
+      kernels::gemm(dw.data(), in, operand(g.values, out, true), operand(x.values, in, false), out, in, rows);
+      scaled(dw, g.scale_inv * x.scale_inv);
+      accumulate_grad(w0, dw.finish(w0.dtype()));
+    }
+    if (bias.defined()) accumulate_grad(bias, dy);
+  });
+}
+
+}  // namespace
+
 Tensor linear(const Tensor& x0, const Tensor& w0, const Tensor& bias0) {
   check(w0.ndim() == 2 && x0.ndim() >= 1 && x0.shape()[-1] == w0.shape()[1], "linear: input ",
         x0.shape(), " does not match weight ", w0.shape(), " (out_features, in_features)");
   const int64_t in = w0.shape()[1], out = w0.shape()[0], rows = x0.numel() / std::max<int64_t>(1, in);
   check(!bias0.defined() || (bias0.ndim() == 1 && bias0.shape()[0] == out), "linear: bias ",
         bias0.defined() ? bias0.shape() : Shape(), " does not match weight ", w0.shape());
+  if (std::shared_ptr<Fp8Scaling> fp8 = active_fp8()) return linear_fp8(fp8, x0, w0, bias0, rows, in, out);
   const DType dtype = autocast_dtype(CastPolicy::kLowerPrecision, {x0, w0, bias0});
   const Tensor x = autocast_input(x0, dtype), w = autocast_input(w0, dtype);
   const Tensor bias = bias0.defined() ? autocast_input(bias0, dtype) : Tensor();

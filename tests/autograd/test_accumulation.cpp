@@ -28,14 +28,14 @@ constexpr Accumulation kAll[] = {Accumulation::kF32, Accumulation::kF16, Accumul
 TEST_CASE("accumulation: active only inside an enabled guard, innermost wins", "[accumulate]") {
   CHECK(active_accumulation() == Accumulation::kF32);
   {
-    const Autocast outer(DType::f16, true, NormalizationOutputs::kFloat32, Accumulation::kF16);
+    const Autocast outer(DType::f16, true, NormalizationOutputs::kFloat32, nullptr, Accumulation::kF16);
     CHECK(active_accumulation() == Accumulation::kF16);
     {
-      const Autocast inner(DType::f16, true, NormalizationOutputs::kFloat32, Accumulation::kF16Blocked);
+      const Autocast inner(DType::f16, true, NormalizationOutputs::kFloat32, nullptr, Accumulation::kF16Blocked);
       CHECK(active_accumulation() == Accumulation::kF16Blocked);
     }
     CHECK(active_accumulation() == Accumulation::kF16);
-    const Autocast disabled(DType::f16, false, NormalizationOutputs::kFloat32, Accumulation::kF16);
+    const Autocast disabled(DType::f16, false, NormalizationOutputs::kFloat32, nullptr, Accumulation::kF16);
     CHECK(active_accumulation() == Accumulation::kF32);
   }
   CHECK(active_accumulation() == Accumulation::kF32);
@@ -53,7 +53,7 @@ TEST_CASE("accumulation reaches matmul and matmul_transposed forward and each ba
     Tensor a_t = ones({1, 1}, true);
     Tensor y;
     {
-      const Autocast guard(DType::f16, true, NormalizationOutputs::kFloat32, mode);
+      const Autocast guard(DType::f16, true, NormalizationOutputs::kFloat32, nullptr, mode);
       forward = matmul(ones({1, kLong}), ones({kLong, 1}));
       // Each product's gradient reaches its (1,1) leaf through a sum of 1 or K ones, exact in f16;
       // the adds are elementwise (no accumulation).
@@ -75,7 +75,7 @@ TEST_CASE("accumulation reaches batched matmul and linear forward, weight and bi
     Tensor w = ones({1, 1}, true), bias = Tensor::zeros({1}).set_requires_grad();
     Tensor batched, wide, y;
     {
-      const Autocast guard(DType::f16, true, NormalizationOutputs::kFloat32, mode);
+      const Autocast guard(DType::f16, true, NormalizationOutputs::kFloat32, nullptr, mode);
       batched = matmul(ones({2, 1, kLong}), ones({2, kLong, 1}));  // two (1,K) x (K,1)
       wide = linear(ones({1, kLong}), ones({1, kLong}), Tensor::zeros({1}));  // y = x w^T + b, over K
       y = linear(ones({kLong, 1}), w, bias);  // (K,1): dW and db sum over the K rows
@@ -91,7 +91,7 @@ TEST_CASE("accumulation reaches batched matmul and linear forward, weight and bi
 TEST_CASE("accumulation reaches sum and mean over all elements, a contiguous and a strided dim", "[accumulate]") {
   for (const Accumulation mode : kAll) {
     INFO("mode " << int(mode));
-    const Autocast guard(DType::f16, true, NormalizationOutputs::kFloat32, mode);
+    const Autocast guard(DType::f16, true, NormalizationOutputs::kFloat32, nullptr, mode);
     const float e = expected(mode);
     CHECK(sum(ones({kLong})).item() == e);
     CHECK(mean(ones({kLong})).item() == e / float(kLong));

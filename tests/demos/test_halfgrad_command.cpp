@@ -137,6 +137,67 @@ TEST_CASE("the train_loss column and summary are means of the step losses and th
   CHECK(read_log(dir.path / "resumed/log.jsonl").train_loss == log.train_loss);
 }
 
+TEST_CASE("halfgrad train --precision fp8: the recipe flags, the checkpoint's scales, the inspector's fp8 table",
+          "[demo][cli]") {
+  const TempDir dir("fp8_flags");
+  data::write_tsv(data::synthetic_dataset(16, 2, 3), dir / "train.tsv");
+  std::string tiny = kTinyF32;
+  tiny.replace(tiny.find("--precision fp32"), 16, "--precision fp8");
+  const testing::ProgramResult r =
+      halfgrad("train" + tiny + " --max-steps 4 --save-steps 4 --inspect 2 --fp8-amax-history-len 8 --fp8-scale exact"
+               " --fp8-margin 1 --train " + dir / "train.tsv" + " --output-dir " + dir / "out");
+  // The inspector's second table: per scaled operand, format, amax, scale, flushed, saturated.
+  CHECK(std::regex_search(r.output, std::regex(R"(fp8 operand\s+format\s+amax\s+scale\s+->0%\s+sat%)")));
+  CHECK(std::regex_search(r.output, std::regex(R"(\n  head grad_output\s+e5m2\s)")));
+  CHECK(std::regex_search(r.output, std::regex(R"(\n  encoder.layers.0.ff.fc1 input\s+e4m3\s)")));
+  const fs::path checkpoint = dir.path / "out/checkpoint-4";
+  const nlohmann::json args =
+      nlohmann::json::parse(testing::read_bytes(checkpoint / "trainer_state.json")).at("training_args");
+  CHECK(args.at("fp8") == true);
+  CHECK(args.at("fp8_scale") == "exact");
+  CHECK(args.at("fp8_margin") == 1);
+  CHECK(args.at("fp8_amax_history_len") == 8);
+  CHECK(args.at("fp8_format") == "hybrid");
+  const nlohmann::json scales = nlohmann::json::parse(testing::read_bytes(checkpoint / io::kFp8File));
+  CHECK(scales.at("head").at("grad_output").at("amax_history").size() == 8);
+  // exact, margin 1 (max over the window): scale = 448 / 2 / amax, so scale * amax = 224 within
+  // the two f32 roundings of the quotient and the product.
+  const nlohmann::json& w = scales.at("head").at("weight");
+  float amax = 0;
+  for (const nlohmann::json& a : w.at("amax_history")) amax = std::max(amax, a.get<float>());
+  CHECK(w.at("scale").get<float>() * amax == Approx(224.0).epsilon(1e-6));
+  // numerics.jsonl: per operand its format by role (hybrid: e5m2 for grad_output), shares in [0, 1].
+  std::istringstream lines(testing::read_bytes(dir.path / "out/numerics.jsonl"));
+  std::string first;
+  std::getline(lines, first);
+  const nlohmann::json inspected = nlohmann::json::parse(first);
+  REQUIRE(inspected.contains("fp8"));
+  for (const nlohmann::json& f : inspected.at("fp8")) {
+    INFO(f.dump());
+    CHECK(f.at("format") == (f.at("role") == "grad_output" ? "e5m2" : "e4m3"));
+    CHECK(f.at("count").get<int64_t>() > 0);
+    CHECK(f.at("flushed").get<double>() >= 0.0);
+    CHECK(f.at("flushed").get<double>() <= 1.0);
+    CHECK(f.at("saturated").get<double>() >= 0.0);
+  }
+  // The recipe flags belong to --precision fp8; bad values name the flag.
+  for (const auto& [flags, message] : std::vector<std::pair<std::string, std::string>>{
+           {" --fp8-margin 2", "--fp8-margin applies to --precision fp8 only (this run is fp32): drop --fp8-margin"},
+           {" --precision fp8 --fp8-scale half", "fp8_scale (--fp8-scale): unknown fp8 scale 'half'"},
+           {" --precision fp8 --fp8-amax-history-len 0",
+            "fp8_amax_history_len (--fp8-amax-history-len) must be in [1, 65536], got 0"},
+           {" --precision fp8 --fp8-amax-compute-algo mean", "unknown amax algorithm 'mean'"}}) {
+    std::string base = kTinyF32;
+    if (flags.find("--precision") != std::string::npos) base.replace(base.find("--precision fp32"), 16, "");
+    const testing::ProgramResult bad =
+        testing::run_program("halfgrad", "train" + base + flags + " --train " + dir / "train.tsv" +
+                                             " --output-dir " + dir / "bad");
+    INFO(bad.output);
+    CHECK(bad.exit_code == 1);
+    CHECK_THAT(bad.output, Catch::Contains(message));
+  }
+}
+
 TEST_CASE("halfgrad predict --logits prints the library's f32 logits as JSON lines and eval and predict note truncation",
           "[demo][cli]") {
   const TempDir dir("predict_logits");

@@ -2,7 +2,8 @@
 // (seconds), prints its explanation and tables, writes its SVG figures, and the numbers it
 // prints say what the demo claims. The exact values are not pinned (they depend on every
 // kernel); the relations are: flush-to-zero zeroes more activation gradients than gradual
-// underflow, 1 + 2^-11 stays 1 in fp16, 70000 overflows fp16 but not bf16.
+// underflow, 1 + 2^-11 stays 1 in fp16, 70000 overflows fp16 but not bf16, delayed scaling
+// flushes fewer fp8 values than scales of 1.
 #include <catch2/catch.hpp>
 
 #include <filesystem>
@@ -76,23 +77,47 @@ TEST_CASE("loss_scaling demo: flush-to-zero loses more activation gradients than
   check_svg(dir.path / "loss_scaling-scale.svg", ">2^");
 }
 
-TEST_CASE("master_weights demo: small updates vanish in fp16 and both runs report", "[demo]") {
+TEST_CASE("master_weights demo: small updates vanish in fp16 and the counts agree", "[demo]") {
   testing::TempDir dir("master_weights_demo");
   const testing::ProgramResult r =
-      testing::run_program("master_weights", "--steps 6 --eval-size 20 --out " + dir.path.string() + testing::demo_model_flag());
+      testing::run_program("master_weights", "--steps 8 --eval-size 20 --out " + dir.path.string() + testing::demo_model_flag());
   REQUIRE(r.exit_code == 0);
   CHECK(std::regex_search(r.output, std::regex(R"(1 \+ 2\^-11\s+1\s+update lost)")));
   CHECK(std::regex_search(r.output, std::regex(R"(1 \+ 1e-4\s+1\s+update lost)")));
   CHECK(std::regex_search(r.output, std::regex(R"(1 \+ 2\^-10\s+1.000976562\s+update kept)")));
-  // columns: final loss, test acc, unchanged per step, unchanged over the last 10% of steps
+  // columns: final loss, test acc, f16 weights unchanged per step
   const std::vector<double> pure = row(r.output, "pure fp16"), o2 = row(r.output, "O2, f32 masters");
-  REQUIRE(pure.size() == 4);
-  REQUIRE(o2.size() == 4);
+  REQUIRE(pure.size() == 3);
+  REQUIRE(o2.size() == 3);
   for (const auto& v : {pure, o2}) {
-    CHECK(v[2] > 0.0);  // LayerNorm gains at 1 cannot move by a warmup-sized step
+    CHECK(v[2] > 0.0);  // LayerNorm gains at 1 cannot move by a step of about lr = 1e-5
     CHECK(v[2] < 100.0);
   }
-  check_svg(dir.path / "master_weights-unchanged.svg", "class=\"series\"");
+  // O2's updates by |u|/|w|: each row names a band, then its share in %.
+  auto share = [&](const std::string& band) {
+    const std::vector<double> v = row(r.output, band);
+    REQUIRE(v.size() == 1);
+    return v[0];
+  };
+  const double below = share("below 2^-12 (always lost)"), either = share("2^-12 to 2^-11 (either)"),
+               kept = share("2^-11 and above (kept, w normal)"), zero_w = share("w = 0"),
+               lost = share("lost in f16, counted exactly");
+  // The bands split every nonzero update: the shares add up to 100% (4 values printed to 0.005).
+  CHECK(below + either + kept + zero_w == Approx(100.0).margin(0.02));
+  // |u| < 2^-12 |w| is below half an ulp for every f16 w (ulp(w)/|w| > 2^-11), so the exact count
+  // holds at least that band. Adam's step is at most about lr = 1e-5, and 4% of weights drawn
+  // with std 0.02 exceed 2^12 lr = 0.041, so some updates are lost from the first step on.
+  CHECK(lost > 0.0);
+  CHECK(lost >= below - 0.01);
+  // The finding repeats the table's numbers.
+  std::smatch finding;
+  REQUIRE(std::regex_search(r.output, finding,
+                            std::regex(R"(Finding: at AdamW lr 1e-05, ([0-9.]+)% of O2's updates[\s\S]*ends ([0-9.]+) accuracy points (below|above) O2)")));
+  CHECK(std::stod(finding[1]) == lost);
+  const double gap = (finding[3] == "below" ? 1 : -1) * std::stod(finding[2]);
+  CHECK(gap == Approx(o2[1] - pure[1]).margin(0.011));  // three values printed to 0.005
+  check_svg(dir.path / "master_weights-loss.svg", "class=\"series\"");
+  check_svg(dir.path / "master_weights-update-ratio.svg", "round away in f16");
 }
 
 TEST_CASE("formats demo: the value table and a short run under each autocast dtype", "[demo]") {
@@ -115,6 +140,37 @@ TEST_CASE("formats demo: the value table and a short run under each autocast dty
     CHECK(v[0] < 2.5);
   }
   check_svg(dir.path / "formats-loss.svg", "class=\"series\"");
+}
+
+TEST_CASE("fp8 demo: delayed scaling flushes fewer fp8 gradients and weights than scales of 1", "[demo]") {
+  testing::TempDir dir("fp8_demo");
+  // Steps 0 and 2 inspected: at step 0 every scale is still 1, at step 2 the delayed scales apply.
+  const testing::ProgramResult r = testing::run_program(
+      "fp8", "--steps 3 --inspect-every 2 --eval-size 20 --out " + dir.path.string() + testing::demo_model_flag());
+  INFO(r.output);
+  REQUIRE(r.exit_code == 0);
+  CHECK_THAT(r.output, Catch::Contains("Transformer\nEngine multiplies each GEMM operand by its own scale"));
+  // columns: final loss, test acc, x ->0%, W ->0%, dY ->0%, saturated ("n/a" without fp8 casts)
+  const std::vector<double> f32 = row(r.output, "f32"), bf16 = row(r.output, "bf16"),
+                            plain = row(r.output, "fp8, no scaling"), scaled = row(r.output, "fp8, delayed scaling");
+  REQUIRE(f32.size() == 2);
+  REQUIRE(bf16.size() == 2);
+  REQUIRE(plain.size() == 6);
+  REQUIRE(scaled.size() == 6);
+  for (const auto& v : {f32, bf16, plain, scaled}) {
+    CHECK(v[0] > 0.5);  // a cross-entropy over 7 classes after 3 steps: near log 7 = 1.95
+    CHECK(v[0] < 2.5);
+  }
+  CHECK(plain[4] > 1.0);         // e5m2 holds nothing below 2^-16: unscaled gradients are lost
+  CHECK(scaled[4] < plain[4]);   // the grad_output scales lift them into range
+  CHECK(scaled[3] < plain[3]);   // and the weight scales lift small weights above e4m3's 2^-9
+  CHECK(plain[5] == 0.0);        // nothing reaches 448 unscaled
+  // Per tensor: the classifier head's output gradient, and the finding in one sentence.
+  const std::regex head_row(R"(\nhead\s+grad_output\s+[0-9.]+\s+[0-9.]+\s+[0-9.]+\s+[0-9.]+\s+\d)");
+  CHECK(std::regex_search(r.output, head_row));
+  CHECK_THAT(r.output, Catch::Contains("Finding: without scaling, fp8 flushed"));
+  check_svg(dir.path / "fp8-loss.svg", "class=\"series\"");
+  check_svg(dir.path / "fp8-lost.svg", "class=\"bar\"");
 }
 
 }  // namespace hg

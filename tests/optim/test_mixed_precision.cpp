@@ -88,7 +88,7 @@ TEST_CASE("parse_mixed_precision reads the train flags and names the flag and va
   CHECK(parse_mixed_precision("fp16", "O2", "none").loss_scaling.kind == LossScaling::Kind::kNone);
   REQUIRE_THROWS_WITH(parse_mixed_precision("fp16", "O2", "-3"),
                       Catch::Contains("loss_scale (--loss-scale): invalid loss scale '-3'"));
-  REQUIRE_THROWS_WITH(parse_mixed_precision("fp8"), Catch::Contains("precision (--precision): unknown precision 'fp8'"));
+  REQUIRE_THROWS_WITH(parse_mixed_precision("fp4"), Catch::Contains("precision (--precision): unknown precision 'fp4'"));
   REQUIRE_THROWS_WITH(parse_mixed_precision("fp16", "O3"), Catch::Contains("(--opt-level): unknown opt level 'O3'"));
   // GradScalerOptions' max_scale is 2^24.
   REQUIRE_THROWS_WITH(parse_mixed_precision("fp16", "O2", "1e30"), Catch::Contains("outside the scaler's range"));

@@ -382,7 +382,7 @@ TEST_CASE("halfgrad command: bad input gives a one-line error and a non-zero exi
       {"train --train " + empty, "empty.tsv: the data set is empty"},
       {"train --train /nonexistent/data.tsv", "/nonexistent/data.tsv"},
       {"train --train " + good + " --lr -1", "learning_rate (--lr) must be in (0, 10)"},
-      {"train --train " + good + " --precision fp8", "--precision"},
+      {"train --train " + good + " --precision fp4", "--precision"},
       {"train --train " + good + " --loss-scale banana", "invalid loss scale 'banana'"},
       {"train --train " + good + " --batch-size 0", "--batch-size"},
       {"train --no-such-flag", "no-such-flag"},
