@@ -11,6 +11,7 @@ struct Autocast::State {
   bool enabled;
   NormalizationOutputs normalizations;
   std::shared_ptr<Fp8Scaling> fp8;
+  Accumulation accumulation;
   // Weight casts of this region, keyed by (tensor, target dtype); the cached cast stays on the
   // tape, so every use of it sends its gradient back through one cast node. An entry from an
   // earlier tape generation (a backward ran, and an optimizer may have changed the weight
@@ -27,8 +28,10 @@ namespace {
 thread_local Autocast::State* t_state = nullptr;
 }
 
-Autocast::Autocast(DType dtype, bool enabled, NormalizationOutputs normalizations, std::shared_ptr<Fp8Scaling> fp8)
-    : state_(std::make_unique<State>(State{dtype, enabled, normalizations, std::move(fp8), {}})), previous_(t_state) {
+Autocast::Autocast(DType dtype, bool enabled, NormalizationOutputs normalizations, std::shared_ptr<Fp8Scaling> fp8,
+                   Accumulation accumulation)
+    : state_(std::make_unique<State>(State{dtype, enabled, normalizations, std::move(fp8), accumulation, {}})),
+      previous_(t_state) {
   t_state = state_.get();
 }
 
@@ -42,6 +45,10 @@ std::optional<DType> active_autocast() {
 std::shared_ptr<Fp8Scaling> active_fp8() {
   if (t_state == nullptr || !t_state->enabled) return nullptr;
   return t_state->fp8;
+}
+
+Accumulation active_accumulation() {
+  return t_state != nullptr && t_state->enabled ? t_state->accumulation : Accumulation::kF32;
 }
 
 DType promote(DType a, DType b) { return a == b ? a : DType::f32; }

@@ -11,6 +11,13 @@
 //     the widest input dtype (as kPromote), as apex's O2 runs them on an f16 model: the values
 //     are bounded, and the next op, a matrix product, would round them to f16 anyway.
 //   kPromote (add, mul, cat, ... everything else): inputs cast to the widest input dtype.
+// The guard also says how sums accumulate (Accumulation, autograd/kernels/accumulate.h): in f32
+// (the default, as torch.autocast and apex always do), or in an f16 accumulator rounded after
+// every addition (kF16), or in f16 blocks with an f32 carry (kF16Blocked). It reaches every GEMM
+// (matmul, matmul_transposed, linear, attention's products) and sum and mean, in forward and --
+// captured when the op runs -- in their backward passes, with linear's bias gradient. Not yet:
+// the row statistics of softmax, log_softmax and layer norm, cross_entropy's sums, embedding's
+// scatter-add and the tape's sums of broadcast gradients (sum_to) stay f32.
 // Casts of leaf tensors that require grad (the weights) are cached for the life of the guard,
 // so a weight used by several ops is rounded once per region (torch does the same). Outside a
 // guard ops run in their inputs' dtypes.
@@ -25,6 +32,7 @@
 #include <optional>
 #include <vector>
 
+#include "autograd/kernels/accumulate.h"
 #include "autograd/tensor.h"
 
 namespace hg {
@@ -38,11 +46,14 @@ enum class CastPolicy { kLowerPrecision, kFloat32, kNormalization, kPromote };
 // really stored in 2 bytes" for an f16 model.
 enum class NormalizationOutputs { kFloat32, kInputDtype };
 
+using kernels::Accumulation;
+
 class Autocast {
  public:
   explicit Autocast(DType dtype = DType::f16, bool enabled = true,
                     NormalizationOutputs normalizations = NormalizationOutputs::kFloat32,
-                    std::shared_ptr<Fp8Scaling> fp8 = nullptr);
+                    std::shared_ptr<Fp8Scaling> fp8 = nullptr,
+                    Accumulation accumulation = Accumulation::kF32);
   ~Autocast();
   Autocast(const Autocast&) = delete;
   Autocast& operator=(const Autocast&) = delete;
@@ -61,6 +72,9 @@ DType autocast_dtype(CastPolicy policy, std::initializer_list<Tensor> inputs);
 std::optional<DType> active_autocast();
 // The fp8 scaling of the enabled guard in force, if any (linear's backward keeps it alive).
 std::shared_ptr<Fp8Scaling> active_fp8();
+// How the sums of ops run now accumulate: the innermost enabled guard's, else kF32. An op reads
+// it once, when it runs, and its backward closure captures that value.
+Accumulation active_accumulation();
 // Casts `input` for an op of `policy`: a no-op when the dtype already matches; cached for
 // weights inside an autocast region.
 Tensor autocast_input(const Tensor& input, DType target);

@@ -21,6 +21,7 @@ struct TrainOptions {
   std::string train_file, eval_file, resume, pooling = "mean";
   // Parsed into args.mixed_precision once, by resolve_train_options.
   std::string precision = "fp16", opt_level = "O2", loss_scale = "dynamic";
+  std::string accumulate = "f32";  // --accumulate, into args.mixed_precision.accumulation
   bool fp16 = false, bf16 = false;
   // --precision fp8's delayed-scaling recipe (Fp8Recipe's fields, TE's defaults).
   std::string fp8_format = "hybrid", fp8_amax_compute_algo = "max", fp8_scale = "pow2";
@@ -66,6 +67,9 @@ inline void add_train_flags(CLI::App& app, TrainOptions& o) {
       ->capture_default_str()
       ->check(CLI::IsMember({"O1", "O2"}));
   app.add_option("--loss-scale", o.loss_scale, "dynamic | none | a static scale")->capture_default_str();
+  app.add_option("--accumulate", o.accumulate, "GEMMs and sums accumulate in f32 | f16 | f16-blocked (fp16 only)")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"f32", "f16", "f16-blocked"}));
   app.add_option("--fp8-format", o.fp8_format, "fp8: hybrid (e4m3 forward, e5m2 gradients) | e4m3")
       ->capture_default_str();
   app.add_option("--fp8-amax-history-len", o.fp8_amax_history_len, "fp8: amax history length per tensor")
@@ -163,8 +167,8 @@ inline void add_train_flags(CLI::App& app, TrainOptions& o) {
 }
 
 // Completes `o` after `cmd` (the train subcommand) parsed it, before any data is read: parses
-// --precision (or --fp16/--bf16), --opt-level, --loss-scale and the --fp8-* recipe into
-// args.mixed_precision, lets a
+// --precision (or --fp16/--bf16), --opt-level, --loss-scale, --accumulate and the --fp8-* recipe
+// into args.mixed_precision, lets a
 // flag that only works under one strategy select it (--save-steps selects --save-strategy steps,
 // --eval-steps --eval-strategy steps), and rejects a flag that would have
 // no effect (a conflicting explicit strategy, --eval-strategy without evaluation data, both
@@ -198,6 +202,9 @@ inline void resolve_train_options(const CLI::App& cmd, TrainOptions& o) {
     r.scale = parse_fp8_scale(o.fp8_scale, "fp8_scale (--fp8-scale)");
     a.mixed_precision.validate();
   }
+  // --accumulate: validate() names the flag when the precision has no f16 products to accumulate.
+  a.mixed_precision.accumulation = optim::parse_accumulation(o.accumulate, "accumulate (--accumulate)");
+  a.mixed_precision.validate();
 
   // A step count selects its strategy; under another explicit strategy it would be ignored.
   for (const auto& [steps, strategy_flag, strategy] :

@@ -83,6 +83,26 @@ void MixedPrecisionOptions::validate() const {
   check(precision == Precision::kFp8 || fp8 == Fp8Recipe{},
         "fp8 recipe (--fp8-*): applies to precision fp8 only: this mode has no fp8 GEMMs");
   fp8.validate();
+  check(accumulation == Accumulation::kF32 || scales_loss(precision), "accumulate (--accumulate) ",
+        accumulation_name(accumulation), " applies to fp16 and pure_fp16 only: f32, bf16 and fp8 runs have no f16 products "
+        "to accumulate (and bf16's range would overflow an f16 accumulator)");
+}
+
+// Accumulation (--accumulate, the JSON key "accumulate").
+const char* accumulation_name(Accumulation accumulation) {
+  switch (accumulation) {
+    case Accumulation::kF32: return "f32";
+    case Accumulation::kF16: return "f16";
+    case Accumulation::kF16Blocked: return "f16-blocked";
+  }
+  return "?";
+}
+
+Accumulation parse_accumulation(const std::string& text, const std::string& field) {
+  for (const Accumulation a : {Accumulation::kF32, Accumulation::kF16, Accumulation::kF16Blocked}) {
+    if (text == accumulation_name(a)) return a;
+  }
+  fail(field, ": unknown accumulation '", text, "' (expected f32, f16 or f16-blocked)");
 }
 
 MixedPrecisionOptions parse_mixed_precision(const std::string& precision, const std::string& opt_level,
@@ -127,13 +147,15 @@ nlohmann::json mixed_precision_to_json(const MixedPrecisionOptions& options) {
     j["fp8_margin"] = o.fp8.margin;
     j["fp8_scale"] = fp8_scale_name(o.fp8.scale);
   }
+  if (o.accumulation != Accumulation::kF32) j["accumulate"] = accumulation_name(o.accumulation);
   return j;
 }
 
 bool is_mixed_precision_key(const std::string& key) {
   for (const char* k : {"fp16", "bf16", "fp16_opt_level", "pure_fp16", "loss_scale", "loss_scale_init",
                         "loss_scale_growth_interval", "normalization_outputs", "fp8", "fp8_format",
-                        "fp8_amax_history_len", "fp8_amax_compute_algo", "fp8_margin", "fp8_scale"}) {
+                        "fp8_amax_history_len", "fp8_amax_compute_algo", "fp8_margin", "fp8_scale",
+                        "accumulate"}) {
     if (key == k) return true;
   }
   return false;
@@ -183,6 +205,9 @@ MixedPrecisionOptions mixed_precision_from_json(const nlohmann::json& j, const s
     check(where == "float32" || where == "input_dtype", source, ": key 'normalization_outputs' is '", where,
           "' (expected float32 or input_dtype)");
     o.normalization_outputs = where == "float32" ? NormalizationOutputs::kFloat32 : NormalizationOutputs::kInputDtype;
+  }
+  if (const nlohmann::json* v = get("accumulate", T::string, "\"f32\", \"f16\" or \"f16-blocked\"")) {
+    o.accumulation = parse_accumulation(v->get<std::string>(), source + ": key 'accumulate'");
   }
   if (const nlohmann::json* v = get("fp8_format", T::string, "\"hybrid\" or \"e4m3\"")) {
     o.fp8.format = parse_fp8_format(v->get<std::string>(), source + ": key 'fp8_format'");
@@ -240,7 +265,8 @@ nn::NamedTensors MixedPrecision::optimizer_parameters() const {
 }
 
 Autocast MixedPrecision::autocast() const {
-  return Autocast(autocast_.value_or(DType::f16), autocast_.has_value(), *options_.normalization_outputs, fp8_);
+  return Autocast(autocast_.value_or(DType::f16), autocast_.has_value(), *options_.normalization_outputs, fp8_,
+                  options_.accumulation);
 }
 void MixedPrecision::unscale_gradients(Optimizer& optimizer) {
   if (unscaled_) return;

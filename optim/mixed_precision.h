@@ -67,6 +67,10 @@ struct MixedPrecisionOptions {
   std::optional<NormalizationOutputs> normalization_outputs;
   // fp8 only: the delayed-scaling recipe (TE's DelayedScaling, its defaults).
   Fp8Recipe fp8;
+  // How GEMMs and sums accumulate (autograd/kernels/accumulate.h): f32 (the default, and
+  // Micikevicius et al.'s third technique), or f16 rounded after every addition, plain or in
+  // blocks with an f32 carry. fp16 and pure_fp16 only: the modes whose products are f16.
+  Accumulation accumulation = Accumulation::kF32;
 
   // These options with every unset field replaced by the mode's value, and the fields the mode
   // ignores at one value (opt level O2 unless fp16, loss scaling none unless fp16 or pure_fp16,
@@ -77,7 +81,8 @@ struct MixedPrecisionOptions {
   MixedPrecisionOptions resolved() const;
   // Throws hg::Error naming the field and the `halfgrad train` flag that sets it: a static loss
   // scale outside GradScaler's range, or one given to a mode that does not scale; an fp8 recipe
-  // out of range (Fp8Recipe::validate) or given to another mode.
+  // out of range (Fp8Recipe::validate) or given to another mode; f16 accumulation in a mode
+  // without f16 products.
   void validate() const;
   bool operator==(const MixedPrecisionOptions&) const = default;
 };
@@ -89,21 +94,24 @@ struct MixedPrecisionOptions {
 MixedPrecisionOptions parse_mixed_precision(const std::string& precision, const std::string& opt_level = "O2",
                                             const std::string& loss_scale = "dynamic");
 
+// The accumulation's name, as --accumulate and the JSON key "accumulate" spell it: f32 | f16 |
+// f16-blocked; parse_accumulation reads it back, throwing hg::Error naming `field` and the text.
+const char* accumulation_name(Accumulation accumulation);
+Accumulation parse_accumulation(const std::string& text, const std::string& field);
+
 // The JSON form, as keys of a flat object (TrainingArguments' JSON holds them beside its own):
 // Hugging Face's "fp16", "bf16" (booleans) and "fp16_opt_level" ("O1" | "O2"), and halfgrad's
 // "pure_fp16" (true with "fp16": an f16 model without masters), "loss_scale" ("dynamic" | "none"
 // | the static scale, as --loss-scale takes it; "none" for f32 and bf16; "loss_scale_init" and
 // "loss_scale_growth_interval" only when a dynamic scaler's differ from GradScaler's defaults)
-// and "normalization_outputs" ("float32" | "input_dtype"); in fp8 mode only, "fp8": true with
-// the recipe as "fp8_format" ("hybrid" | "e4m3"), "fp8_amax_history_len", "fp8_amax_compute_algo"
-// ("max" | "most_recent"), "fp8_margin" and "fp8_scale" ("pow2" | "exact" | "none"). Written
-// resolved, so a checkpoint states what it ran.
+// and "normalization_outputs" ("float32" | "input_dtype"); "accumulate" (accumulation_name) only
+// when not f32; in fp8 mode only, "fp8": true with the recipe as "fp8_format" ("hybrid" |
+// "e4m3"), "fp8_amax_history_len", "fp8_amax_compute_algo" ("max" | "most_recent"), "fp8_margin"
+// and "fp8_scale" ("pow2" | "exact" | "none"). Written resolved, so a checkpoint states what it ran.
 nlohmann::json mixed_precision_to_json(const MixedPrecisionOptions& options);
 // Whether `key` is one of the keys above.
 bool is_mixed_precision_key(const std::string& key);
 // Reads the keys above from the object `j`, ignoring any other key; a missing key keeps
-// MixedPrecisionOptions' default ("normalization_outputs": the mode's), so the training_args
-// of checkpoints written before pure_fp16, normalization_outputs and fp8 existed still load. A
 // mistyped or invalid value is an hg::Error naming `source` (the file and object) and the key.
 MixedPrecisionOptions mixed_precision_from_json(const nlohmann::json& j, const std::string& source);
 

@@ -11,7 +11,9 @@
 #include <cstdlib>
 #include <new>
 #include <utility>
+#include <vector>
 
+#include "autograd/kernels/cast.h"
 #include "base/error.h"
 #include "base/parallel.h"
 
@@ -421,6 +423,22 @@ HWY_EXPORT(GemmPartImpl);
 
 namespace {
 
+// op(x): (rows, cols) widened to f32, row-major with row stride `cols`.
+std::vector<float> widen_op(const GemmOperand& x, int64_t rows, int64_t cols) {
+  std::vector<float> out(size_t(rows * cols));
+  if (out.empty()) return out;  // never read: x.data may be null
+  if (!x.transposed) {
+    for (int64_t r = 0; r < rows; ++r) load_f32(&out[size_t(r * cols)], x.data, x.dtype, r * x.ld, cols);
+    return out;
+  }
+  std::vector<float> line(static_cast<size_t>(rows));  // a stored row: a column of op(x)
+  for (int64_t col = 0; col < cols; ++col) {
+    load_f32(line.data(), x.data, x.dtype, col * x.ld, rows);
+    for (int64_t r = 0; r < rows; ++r) out[size_t(r * cols + col)] = line[size_t(r)];
+  }
+  return out;
+}
+
 void check_operand(const GemmOperand& x, const char* name, int64_t rows, int64_t cols) {
   const int64_t width = x.transposed ? rows : cols;  // of the stored matrix
   // An empty operand is never read: its data may be null.
@@ -442,6 +460,13 @@ void gemm_batched(float* c, int64_t ldc, int64_t c_batch_stride, const GemmOpera
   check(ldc >= n, "gemm: ldc = ", ldc, " is less than n = ", n);
   check_operand(a, "a", m, k);
   check_operand(b, "b", k, n);
+  if (options.accumulation != Accumulation::kF32) {  // f16 chains (accumulate.h), matrix by matrix
+    for (int64_t i = 0; i < batch; ++i) {
+      const std::vector<float> wa = widen_op(a.member(i), m, k), wb = widen_op(b.member(i), k, n);
+      gemm_f16(c + i * c_batch_stride, ldc, wa.data(), wb.data(), n, m, n, k, options.accumulation, options.accumulate);
+    }
+    return;
+  }
 
   // Tasks: (matrix, part) pairs. Whole matrices per thread when they divide evenly or are many
   // (attention's B*H products); otherwise every matrix is also cut into `threads` parts.

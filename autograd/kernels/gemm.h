@@ -8,6 +8,7 @@
 #include <cstdint>
 
 #include "autograd/dtype.h"
+#include "autograd/kernels/accumulate.h"
 
 namespace hg::kernels {
 
@@ -34,6 +35,9 @@ struct GemmOperand {
 
 struct GemmOptions {
   bool accumulate = false;  // C += op(A) op(B), as weight gradients need; false: C = op(A) op(B)
+  // kF32: the packed kernel and the order below. kF16, kF16Blocked: every element one f16 chain
+  // as accumulate.h defines (operands widened, then accumulate.h's gemm_f16).
+  Accumulation accumulation = Accumulation::kF32;
 };
 
 // C(M,N) = op(A)(M,K) op(B)(K,N) [+ C], C f32 row-major with row stride ldc.

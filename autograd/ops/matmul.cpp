@@ -1,6 +1,8 @@
 // matmul and linear on the packed GEMM (kernels/gemm.h). Inputs are read in their stored dtype
 // and widened while packing; the f32 result is rounded once into the output dtype. Backward
-// passes transposed operands to the GEMM instead of materialising transposes.
+// passes transposed operands to the GEMM instead of materialising transposes. The accumulation
+// (autocast.h) is read when the forward runs and captured for backward, so both use the mode of
+// the region that ran the forward.
 #include "autograd/ops/matmul.h"
 
 #include <algorithm>
@@ -56,20 +58,22 @@ Tensor matmul_impl(const Tensor& a0, const Tensor& b0, bool tb, const char* op) 
   const DType dtype = autocast_dtype(CastPolicy::kLowerPrecision, {a0, b0});
   const Tensor a = autocast_input(a0, dtype), b = autocast_input(b0, dtype);
   const int64_t batch = batch_of(a.shape()), ldb = tb ? k : n;
+  const kernels::GemmOptions sums{.accumulation = active_accumulation()};
   Result y(a.shape().with(-1, n));
   if (shared_b) {
-    kernels::gemm(y.data(), n, operand(a, k, false), operand(b, ldb, tb), batch * m, n, k);
+    kernels::gemm(y.data(), n, operand(a, k, false), operand(b, ldb, tb), batch * m, n, k, sums);
   } else {
-    kernels::gemm_batched(y.data(), n, m * n, operand(a, k, false, m * k), operand(b, ldb, tb, k * n), batch, m, n, k);
+    kernels::gemm_batched(y.data(), n, m * n, operand(a, k, false, m * k), operand(b, ldb, tb, k * n), batch, m, n, k,
+                          sums);
   }
-  return record(op, y.finish(dtype), {a, b}, [a, b, batch, m, n, k, shared_b, tb, ldb](const Tensor& dy) {
+  return record(op, y.finish(dtype), {a, b}, [a, b, batch, m, n, k, shared_b, tb, ldb, sums](const Tensor& dy) {
     if (a.requires_grad()) {  // dA (M,K) = dY (M,N) op(B)^T
       Result da(a.shape());
       if (shared_b) {
-        kernels::gemm(da.data(), k, operand(dy, n, false), operand(b, ldb, !tb), batch * m, k, n);
+        kernels::gemm(da.data(), k, operand(dy, n, false), operand(b, ldb, !tb), batch * m, k, n, sums);
       } else {
         kernels::gemm_batched(da.data(), k, m * k, operand(dy, n, false, m * n), operand(b, ldb, !tb, k * n), batch, m,
-                              k, n);
+                              k, n, sums);
       }
       accumulate_grad(a, da.finish(a.dtype()));
     }
@@ -79,9 +83,9 @@ Tensor matmul_impl(const Tensor& a0, const Tensor& b0, bool tb, const char* op) 
       const GemmOperand rhs = tb ? operand(a, k, false, m * k) : operand(dy, n, false, m * n);
       const int64_t rows = tb ? n : k, cols = tb ? k : n;
       if (shared_b) {  // summed over the batch: one GEMM over all batch rows
-        kernels::gemm(db.data(), cols, lhs, rhs, rows, cols, batch * m);
+        kernels::gemm(db.data(), cols, lhs, rhs, rows, cols, batch * m, sums);
       } else {
-        kernels::gemm_batched(db.data(), cols, k * n, lhs, rhs, batch, rows, cols, m);
+        kernels::gemm_batched(db.data(), cols, k * n, lhs, rhs, batch, rows, cols, m, sums);
       }
       accumulate_grad(b, db.finish(b.dtype()));
     }
@@ -155,6 +159,7 @@ Tensor linear(const Tensor& x0, const Tensor& w0, const Tensor& bias0) {
   const DType dtype = autocast_dtype(CastPolicy::kLowerPrecision, {x0, w0, bias0});
   const Tensor x = autocast_input(x0, dtype), w = autocast_input(w0, dtype);
   const Tensor bias = bias0.defined() ? autocast_input(bias0, dtype) : Tensor();
+  const Accumulation accumulation = active_accumulation();
   Result y(x.shape().with(-1, out));
   float* yd = y.data();
   if (bias.defined()) {  // the bias is added in f32 before the single rounding (addmm)
@@ -165,21 +170,30 @@ Tensor linear(const Tensor& x0, const Tensor& w0, const Tensor& bias0) {
     });
   }
   kernels::gemm(yd, out, operand(x, in, false), operand(w, in, true), rows, out, in,
-                {.accumulate = bias.defined()});
-  return record("linear", y.finish(dtype), {x, w, bias}, [x, w, bias, rows, in, out](const Tensor& dy) {
+                {.accumulate = bias.defined(), .accumulation = accumulation});
+  return record("linear", y.finish(dtype), {x, w, bias}, [x, w, bias, rows, in, out, accumulation](const Tensor& dy) {
+    const kernels::GemmOptions sums{.accumulation = accumulation};
     if (x.requires_grad()) {  // dX (R,in) = dY (R,out) W (out,in)
       Result dx(x.shape());
-      kernels::gemm(dx.data(), in, operand(dy, out, false), operand(w, in, false), rows, in, out);
+      kernels::gemm(dx.data(), in, operand(dy, out, false), operand(w, in, false), rows, in, out, sums);
       accumulate_grad(x, dx.finish(x.dtype()));
     }
     if (w.requires_grad()) {  // dW (out,in) = dY^T (out,R) X (R,in)
       Result dw(w.shape());
-      kernels::gemm(dw.data(), in, operand(dy, out, true), operand(x, in, false), out, in, rows);
+      kernels::gemm(dw.data(), in, operand(dy, out, true), operand(x, in, false), out, in, rows, sums);
       accumulate_grad(w, dw.finish(w.dtype()));
     }
     // db (out) = dY summed over its rows: the bias was broadcast over them, and the tape sums a
     // broadcast gradient back (sum_to: column sums in f32, rounded once into the bias's dtype).
-    if (bias.defined()) accumulate_grad(bias, dy);
+    // Under f16 accumulation the rows are summed here, in the forward's mode, as a GEMM would.
+    if (bias.defined() && accumulation != Accumulation::kF32) {
+      Result db(bias.shape());
+      const std::vector<float> g = dy.to_vector();
+      kernels::column_sums_f16(db.data(), g.data(), rows, out, out, accumulation);
+      accumulate_grad(bias, db.finish(bias.dtype()));
+    } else if (bias.defined()) {
+      accumulate_grad(bias, dy);
+    }
   });
 }
 

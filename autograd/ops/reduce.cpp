@@ -1,7 +1,8 @@
 // Reductions over a dim viewed as (outer, D, inner): f32 sums in a fixed order (the row kernels'
-// lane order along a contiguous dim, blocks of 256 along a strided one), one rounding of each
+// lane order along a contiguous dim, blocks of 256 along a strided one), or under f16
+// accumulation (autocast.h) one f16 chain per result (kernels/accumulate.h); one rounding of each
 // result. Backward broadcasts the gradient back (via ops/map.h). sum_to, the tape's reduction
-// of broadcast gradients, is the same sum over one or more runs of dims.
+// of broadcast gradients, is the same f32 sum over one or more runs of dims.
 #include "autograd/ops/reduce.h"
 
 #include <algorithm>
@@ -10,6 +11,7 @@
 #include <limits>
 
 #include "autograd/autocast.h"
+#include "autograd/kernels/accumulate.h"
 #include "autograd/kernels/elementwise.h"
 #include "autograd/kernels/rows.h"
 #include "autograd/ops/map.h"
@@ -38,9 +40,30 @@ constexpr int64_t kSumPiece = 1 << 16;
 constexpr int64_t kColumnTile = 512;
 constexpr int64_t kColumnBlock = 256;
 
+// result (outer, inner) = sum over d of x viewed as (outer, d, inner) under f16 accumulation
+// (kF16 or kF16Blocked): one chain per result, d increasing.
+void sum_dim_f16(float* result, const Tensor& x, const Split& s, Accumulation accumulation) {
+  if (s.inner == 1) {
+    detail::for_rows<1>({x}, s.outer, s.d, false, [&](const std::array<const float*, 1>& in, detail::RowBlock block, float*) {
+      kernels::row_sums_f16(result + block.first, in[0], block.count, s.d, accumulation);
+    });
+    return;
+  }
+  const std::vector<float> widened = x.dtype() == DType::f32 ? std::vector<float>() : x.to_vector();
+  const float* const data = x.dtype() == DType::f32 ? x.data<float>() : widened.data();
+  for (int64_t o = 0; o < s.outer; ++o) {
+    kernels::column_sums_f16(result + o * s.inner, data + o * s.d * s.inner, s.d, s.inner, s.inner, accumulation);
+  }
+}
+
 // result (outer, inner) = sum over d of x viewed as (outer, d, inner), in f32, in an order fixed
-// by the shape: f16/bf16 inputs give the same sums as their values widened to f32.
-void sum_dim(float* result, const Tensor& x, const Split& s) {
+// by the shape: f16/bf16 inputs give the same sums as their values widened to f32. Other
+// accumulations: sum_dim_f16.
+void sum_dim(float* result, const Tensor& x, const Split& s, Accumulation accumulation = Accumulation::kF32) {
+  if (accumulation != Accumulation::kF32) {
+    sum_dim_f16(result, x, s, accumulation);
+    return;
+  }
   const bool f32 = x.dtype() == DType::f32;
   const float* const data = f32 ? x.data<float>() : nullptr;
   const bool parallel = use_team(s.outer * s.d * s.inner, kParallelElements);
@@ -107,7 +130,7 @@ Tensor reduce_sum(const Tensor& x0, int dim, bool keepdim, bool average, const c
   const int axis = x.shape().axis(dim, op);
   const Split s = split(x.shape(), axis);
   std::vector<float> result(size_t(s.outer * s.inner));
-  sum_dim(result.data(), x, s);
+  sum_dim(result.data(), x, s, active_accumulation());
   const float scale = average ? 1.0f / float(s.d) : 1.0f;
   if (average) kernels::mul_scalar(result.data(), result.data(), scale, int64_t(result.size()));
   const Shape kept = x.shape().with(axis, 1);
@@ -127,7 +150,7 @@ namespace {
 Tensor reduce_all(const Tensor& x0, bool average, const char* op) {
   const Tensor x = autocast_input(x0, autocast_dtype(CastPolicy::kFloat32, {x0}));
   float total = 0.0f;
-  sum_dim(&total, x, {1, x.numel(), 1});
+  sum_dim(&total, x, {1, x.numel(), 1}, active_accumulation());
   // The mean of no elements is 0 * (1 / 0) = NaN, as torch.mean gives.
   const float scale = average ? 1.0f / float(x.numel()) : 1.0f;
   Tensor y = round_scoped(std::vector<float>{total * scale}, {}, x.dtype());

@@ -95,6 +95,21 @@ TEST_CASE("halfgrad train --save-steps alone selects the steps save strategy", "
   CHECK_FALSE(fs::exists(dir.path / "out/checkpoint-4"));
 }
 
+TEST_CASE("halfgrad train --accumulate reaches the checkpoint and is refused without f16 products", "[demo][cli][accumulate]") {
+  const TempDir dir("accumulate_flag");
+  data::write_tsv(data::synthetic_dataset(16, 2, 3), dir / "train.tsv");
+  const std::string data = " --max-steps 2 --save-steps 2 --train " + dir / "train.tsv";
+  const testing::ProgramResult refused = testing::run_program("halfgrad", "train" + kTinyF32 + " --accumulate f16" + data +
+                                                                              " --output-dir " + dir / "f32");
+  CHECK(refused.exit_code == 1);
+  CHECK_THAT(refused.output, Catch::Contains("accumulate (--accumulate) f16 applies to fp16 and pure_fp16 only"));
+  std::string fp16 = kTinyF32;
+  fp16.replace(fp16.find("fp32"), 4, "fp16");
+  halfgrad("train" + fp16 + " --accumulate f16-blocked" + data + " --output-dir " + dir / "f16");
+  const nlohmann::json state = nlohmann::json::parse(testing::read_bytes(dir.path / "f16/checkpoint-2/trainer_state.json"));
+  CHECK(state.at("training_args").at("accumulate") == "f16-blocked");
+}
+
 TEST_CASE("the train_loss column and summary are means of the step losses and the same after a resume", "[demo][cli]") {
   const TempDir dir("train_loss_column");
   data::write_tsv(data::synthetic_dataset(16, 2, 3), dir / "train.tsv");

@@ -300,3 +300,52 @@ TEST_CASE("without loss scaling small fp16 gradients underflow to zero and scali
 }
 
 }  // namespace hg::optim
+
+namespace hg::optim {
+
+TEST_CASE("mixed precision options: accumulation (--accumulate), its JSON key and the guard it sets", "[mixed][accumulate]") {
+  using A = Accumulation;
+  // Only the modes with f16 products accept f16 accumulation; the error names the flag.
+  for (const Precision p : {Precision::kFp16, Precision::kPureFp16}) {
+    for (const A a : {A::kF32, A::kF16, A::kF16Blocked}) CHECK_NOTHROW((MixedPrecisionOptions{.precision = p, .accumulation = a}.validate()));
+  }
+  for (const Precision p : {Precision::kNo, Precision::kBf16}) {
+    REQUIRE_THROWS_WITH(MixedPrecisionOptions({.precision = p, .accumulation = A::kF16Blocked}).validate(),
+                        Catch::Contains("accumulate (--accumulate) f16-blocked applies to fp16 and pure_fp16 only"));
+  }
+  CHECK(parse_accumulation("f16-blocked", "x") == A::kF16Blocked);
+  REQUIRE_THROWS_WITH(parse_accumulation("bf16", "accumulate (--accumulate)"),
+                      Catch::Contains("accumulate (--accumulate): unknown accumulation 'bf16'"));
+
+  // JSON: "accumulate" only when not f32 (a checkpoint without it is an f32 run); round trips.
+  CHECK_FALSE(mixed_precision_to_json({.precision = Precision::kFp16}).contains("accumulate"));
+  for (const A a : {A::kF16, A::kF16Blocked}) {
+    const MixedPrecisionOptions o{.precision = Precision::kFp16, .accumulation = a};
+    const nlohmann::json j = mixed_precision_to_json(o);
+    CHECK(j.at("accumulate") == accumulation_name(a));
+    CHECK(is_mixed_precision_key("accumulate"));
+    CHECK(mixed_precision_from_json(j, "test") == o.resolved());
+  }
+  CHECK(mixed_precision_from_json({{"fp16", true}}, "old").accumulation == A::kF32);
+  REQUIRE_THROWS_WITH(mixed_precision_from_json({{"fp16", true}, {"accumulate", 16}}, "f.json"),
+                      Catch::Contains("f.json: key 'accumulate' has the wrong type"));
+  REQUIRE_THROWS_WITH(mixed_precision_from_json({{"fp16", true}, {"accumulate", "f8"}}, "f.json"),
+                      Catch::Contains("f.json: key 'accumulate': unknown accumulation 'f8'"));
+  REQUIRE_THROWS_WITH(mixed_precision_from_json({{"bf16", true}, {"accumulate", "f16"}}, "f.json"),
+                      Catch::Contains("f.json: accumulate (--accumulate) f16 applies to fp16 and pure_fp16 only"));
+
+  // The effect: MixedPrecision's autocast guard carries the accumulation to the ops. 4096 ones
+  // summed by a matmul: the f16 chain stagnates at 2048 (2048 + 1 ties to the even 2048).
+  for (const A a : {A::kF32, A::kF16, A::kF16Blocked}) {
+    Generator gen(1);
+    nn::Linear layer(4, 1, {nn::Init::Scheme::kNormal, 0.5f, &gen});
+    MixedPrecision mp(layer, {.precision = Precision::kFp16, .opt_level = OptLevel::kO1, .accumulation = a});
+    CHECK(mp.options().accumulation == a);
+    const Autocast guard = mp.autocast();
+    CHECK(active_accumulation() == a);
+    const float y = matmul(Tensor::full({1, 4096}, 1.0f), Tensor::full({4096, 1}, 1.0f)).item();
+    CHECK(y == (a == A::kF16 ? 2048.0f : 4096.0f));
+  }
+}
+
+}  // namespace hg::optim

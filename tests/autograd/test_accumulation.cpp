@@ -1,0 +1,110 @@
+// The accumulation of an Autocast guard reaches every GEMM and sum, in forward and in backward
+// (captured when the op ran, so a backward outside the guard still uses it). Each check sums 4096
+// ones, whose f16 chain stagnates at 2048 (2048 + 1 is a tie between 2048 and 2050: even,
+// 2048), while f32 and f16 blocks of 32 with an f32 carry (each block exactly 32) give 4096: a
+// path the mode did not reach gives 4096 instead of 2048. The kernels' bits are tested against
+// an oracle in tests/autograd/kernels/test_accumulate.cpp.
+#include <catch2/catch.hpp>
+
+#include "autograd/autocast.h"
+#include "autograd/ops.h"
+#include "autograd/tape.h"
+
+namespace hg {
+namespace {
+
+constexpr int64_t kLong = 4096;
+
+float expected(Accumulation mode) { return mode == Accumulation::kF16 ? 2048.0f : 4096.0f; }
+
+Tensor ones(const Shape& shape, bool grad = false) {
+  Tensor t = Tensor::full(shape, 1.0f, DType::f32);
+  if (grad) t.set_requires_grad();
+  return t;
+}
+
+constexpr Accumulation kAll[] = {Accumulation::kF32, Accumulation::kF16, Accumulation::kF16Blocked};
+
+TEST_CASE("accumulation: active only inside an enabled guard, innermost wins", "[accumulate]") {
+  CHECK(active_accumulation() == Accumulation::kF32);
+  {
+    const Autocast outer(DType::f16, true, NormalizationOutputs::kFloat32, nullptr, Accumulation::kF16);
+    CHECK(active_accumulation() == Accumulation::kF16);
+    {
+      const Autocast inner(DType::f16, true, NormalizationOutputs::kFloat32, nullptr, Accumulation::kF16Blocked);
+      CHECK(active_accumulation() == Accumulation::kF16Blocked);
+    }
+    CHECK(active_accumulation() == Accumulation::kF16);
+    const Autocast disabled(DType::f16, false, NormalizationOutputs::kFloat32, nullptr, Accumulation::kF16);
+    CHECK(active_accumulation() == Accumulation::kF32);
+  }
+  CHECK(active_accumulation() == Accumulation::kF32);
+}
+
+TEST_CASE("accumulation reaches matmul and matmul_transposed forward and each backward GEMM", "[accumulate]") {
+  for (const Accumulation mode : kAll) {
+    INFO("mode " << int(mode));
+    // Forward: (1, K) x (K, 1), the sum over K.
+    Tensor forward;
+    // Backward: dA (1,1) = dY (1,K) B^T sums over K; dB (1,1) = A^T dY for A (K,1) sums over K.
+    Tensor a_row = ones({1, 1}, true), b_row = ones({1, kLong});
+    Tensor a_col = ones({kLong, 1}), b_col = ones({1, 1}, true);
+    Tensor bt = ones({kLong, 1});  // matmul_transposed: (1,1) x (K,1)^T, dA sums over K
+    Tensor a_t = ones({1, 1}, true);
+    Tensor y;
+    {
+      const Autocast guard(DType::f16, true, NormalizationOutputs::kFloat32, nullptr, mode);
+      forward = matmul(ones({1, kLong}), ones({kLong, 1}));
+      // Each product's gradient reaches its (1,1) leaf through a sum of 1 or K ones, exact in f16;
+      // the adds are elementwise (no accumulation).
+      y = add(add(sum(matmul(a_row, b_row)), sum(matmul(a_col, b_col))), sum(matmul_transposed(a_t, bt)));
+    }
+    CHECK(forward.item() == expected(mode));
+    // Backward outside the guard: the closures use the mode captured in forward. Every upstream
+    // gradient is ones (sum's backward broadcasts 1).
+    backward(y);
+    CHECK(a_row.grad().item() == expected(mode));
+    CHECK(b_col.grad().item() == expected(mode));
+    CHECK(a_t.grad().item() == expected(mode));
+  }
+}
+
+TEST_CASE("accumulation reaches batched matmul and linear forward, weight and bias gradients", "[accumulate]") {
+  for (const Accumulation mode : kAll) {
+    INFO("mode " << int(mode));
+    Tensor w = ones({1, 1}, true), bias = Tensor::zeros({1}).set_requires_grad();
+    Tensor batched, wide, y;
+    {
+      const Autocast guard(DType::f16, true, NormalizationOutputs::kFloat32, nullptr, mode);
+      batched = matmul(ones({2, 1, kLong}), ones({2, kLong, 1}));  // two (1,K) x (K,1)
+      wide = linear(ones({1, kLong}), ones({1, kLong}), Tensor::zeros({1}));  // y = x w^T + b, over K
+      y = linear(ones({kLong, 1}), w, bias);  // (K,1): dW and db sum over the K rows
+    }
+    CHECK(batched.to_vector() == std::vector<float>{expected(mode), expected(mode)});
+    CHECK(wide.item() == expected(mode));
+    backward(sum(y));  // dY = ones (sum's backward broadcasts, no accumulation)
+    CHECK(w.grad().item() == expected(mode));
+    CHECK(bias.grad().item() == expected(mode));
+  }
+}
+
+TEST_CASE("accumulation reaches sum and mean over all elements, a contiguous and a strided dim", "[accumulate]") {
+  for (const Accumulation mode : kAll) {
+    INFO("mode " << int(mode));
+    const Autocast guard(DType::f16, true, NormalizationOutputs::kFloat32, nullptr, mode);
+    const float e = expected(mode);
+    CHECK(sum(ones({kLong})).item() == e);
+    CHECK(mean(ones({kLong})).item() == e / float(kLong));
+    CHECK(sum(ones({3, kLong}), 1).to_vector() == std::vector<float>(3, e));  // rows
+    CHECK(sum(ones({kLong, 3}), 0).to_vector() == std::vector<float>(3, e));  // columns
+    // f16 inputs are summed the same way (widened exactly).
+    CHECK(sum(Tensor::full({kLong}, 1.0f, DType::f16)).item() == e);
+    // Sums over nothing are 0, as in f32.
+    CHECK(sum(Tensor::zeros({0, 3}), 0).to_vector() == std::vector<float>(3, 0.0f));
+    CHECK(sum(Tensor::zeros({3, 0}), 1).to_vector() == std::vector<float>(3, 0.0f));
+    CHECK(matmul(Tensor::zeros({2, 0}), Tensor::zeros({0, 3})).to_vector() == std::vector<float>(6, 0.0f));
+  }
+}
+
+}  // namespace
+}  // namespace hg
