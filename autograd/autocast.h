@@ -15,9 +15,11 @@
 // (the default, as torch.autocast and apex always do), or in an f16 accumulator rounded after
 // every addition (kF16), or in f16 blocks with an f32 carry (kF16Blocked). It reaches every GEMM
 // (matmul, matmul_transposed, linear, attention's products) and sum and mean, in forward and --
-// captured when the op runs -- in their backward passes, with linear's bias gradient. Not yet:
-// the row statistics of softmax, log_softmax and layer norm, cross_entropy's sums, embedding's
-// scatter-add and the tape's sums of broadcast gradients (sum_to) stay f32.
+// captured when the op runs -- in their backward passes, with linear's bias gradient; and the
+// forward statistics of softmax, log_softmax and layer norm (sum of exponentials, mean,
+// variance) and cross_entropy's sums (log-softmax, label smoothing's row sums, the total over
+// the rows). Still f32: those four ops' backward sums, embedding's scatter-add and the tape's
+// sums of broadcast gradients (sum_to).
 // Casts of leaf tensors that require grad (the weights) are cached for the life of the guard,
 // so a weight used by several ops is rounded once per region (torch does the same). Outside a
 // guard ops run in their inputs' dtypes.

@@ -10,6 +10,7 @@
 #include <limits>
 
 #include "autograd/autocast.h"
+#include "autograd/kernels/accumulate.h"
 #include "autograd/kernels/elementwise.h"
 #include "autograd/kernels/rows.h"
 #include "autograd/ops/elementwise.h"
@@ -42,13 +43,98 @@ struct SoftmaxBias {
   bool per_query = false;
 };
 
+// Under f16 accumulation (Autocast's Accumulation, kernels/accumulate.h) the normalizations'
+// statistics -- softmax's and log_softmax's sum of exponentials, layer norm's mean and variance,
+// the loss's sums -- are f16 chains; the rest of each row's math stays f32 as in the row
+// kernels. The backward passes keep f32 sums.
+float row_sum(const float* x, int64_t c, Accumulation mode) {
+  float s = 0;
+  kernels::row_sums_f16(&s, x, 1, c, mode);
+  return s;
+}
+
+// The max of z for a softmax row, and whether z holds a NaN (the row is then all NaN).
+std::pair<float, bool> row_max(const float* z, int64_t c) {
+  float m = -std::numeric_limits<float>::infinity();
+  for (int64_t j = 0; j < c; ++j) {
+    if (std::isnan(z[j])) return {m, true};
+    m = std::max(m, z[j]);
+  }
+  return {m, false};
+}
+
+// kernels::softmax_forward's rows (z = x scale + bias, e = exp(z - max), y = e / sum e) with
+// the sum an f16 chain.
+void softmax_rows_f16(float* y, const float* x, int64_t n, int64_t c, float scale, const float* bias,
+                      Accumulation mode) {
+  for (int64_t i = 0; i < n; ++i, x += c, y += c) {
+    for (int64_t j = 0; j < c; ++j) {
+      const float z = scale == 1.0f ? x[j] : x[j] * scale;
+      y[j] = bias != nullptr ? z + bias[j] : z;
+    }
+    const auto [m, nan] = row_max(y, c);
+    if (nan || m == -std::numeric_limits<float>::infinity()) {  // as the kernel: NaN row, or no key: zeros
+      std::fill(y, y + c, nan ? std::numeric_limits<float>::quiet_NaN() : 0.0f);
+      continue;
+    }
+    for (int64_t j = 0; j < c; ++j) y[j] -= m;
+    kernels::exp(y, y, c);
+    const float sum = row_sum(y, c, mode);
+    for (int64_t j = 0; j < c; ++j) y[j] /= sum;
+  }
+}
+
+// kernels::log_softmax_forward's rows (y = x - max - log(sum e^(x - max))) with the sum an f16
+// chain; an all -inf row gives NaN, as torch.
+void log_softmax_rows_f16(float* y, const float* x, int64_t n, int64_t c, Accumulation mode) {
+  std::vector<float> e(static_cast<size_t>(c));
+  for (int64_t i = 0; i < n; ++i, x += c, y += c) {
+    const auto [m, nan] = row_max(x, c);
+    if (nan || m == -std::numeric_limits<float>::infinity()) {
+      std::fill(y, y + c, std::numeric_limits<float>::quiet_NaN());
+      continue;
+    }
+    for (int64_t j = 0; j < c; ++j) y[j] = x[j] - m;
+    kernels::exp(e.data(), y, c);
+    const float log_sum = std::log(row_sum(e.data(), c, mode));
+    for (int64_t j = 0; j < c; ++j) y[j] -= log_sum;
+  }
+}
+
+// kernels::layer_norm_forward's rows with the mean (sum x / C) and the biased variance
+// (sum (x - mean)^2 / C) f16 chains.
+void layer_norm_rows_f16(float* y, float* mean, float* rstd, const float* x, const float* w, const float* b, int64_t n,
+                         int64_t c, float eps, Accumulation mode) {
+  std::vector<float> squares(static_cast<size_t>(c));
+  for (int64_t i = 0; i < n; ++i, x += c, y += c) {
+    mean[i] = row_sum(x, c, mode) / float(c);
+    for (int64_t j = 0; j < c; ++j) {
+      y[j] = x[j] - mean[i];
+      squares[size_t(j)] = y[j] * y[j];
+    }
+    rstd[i] = 1.0f / std::sqrt(row_sum(squares.data(), c, mode) / float(c) + eps);
+    for (int64_t j = 0; j < c; ++j) {
+      const float scaled = y[j] * rstd[i];
+      y[j] = (w != nullptr ? scaled * w[j] : scaled) + (b != nullptr ? b[j] : 0.0f);
+    }
+  }
+}
+
 // softmax(x scale + bias) over the last dim, rounded once.
 Tensor fused_softmax(const Tensor& x0, float scale, const SoftmaxBias& bias) {
   const Tensor x = autocast_input(x0, autocast_dtype(CastPolicy::kNormalization, {x0}));
   const int64_t c = last_dim(x, "softmax");
+  const Accumulation mode = active_accumulation();
+  const auto rows = [&](float* out, const float* in, int64_t count, const float* bias_row) {
+    if (mode == Accumulation::kF32) {
+      kernels::softmax_forward(out, in, count, c, scale, bias_row);
+    } else {
+      softmax_rows_f16(out, in, count, c, scale, bias_row, mode);
+    }
+  };
   Tensor y = map_rows<1>(x.shape(), x.dtype(), {x}, [&](float* out, const Rows<1>& in, RowBlock block) {
     if (bias.values.empty()) {
-      kernels::softmax_forward(out, in[0], block.count, c, scale);
+      rows(out, in[0], block.count, nullptr);
       return;
     }
     // Runs of consecutive rows that add the same bias row: one row per query, or to the end of
@@ -58,7 +144,7 @@ Tensor fused_softmax(const Tensor& x0, float scale, const SoftmaxBias& bias) {
       const int64_t mask_row = bias.per_query ? batch * bias.t + row % bias.t : batch;
       const int64_t run = bias.per_query ? 1 : std::min(end, (batch + 1) * bias.rows_per_batch) - row;
       const int64_t offset = (row - block.first) * c;
-      kernels::softmax_forward(out + offset, in[0] + offset, run, c, scale, &bias.values[size_t(mask_row * c)]);
+      rows(out + offset, in[0] + offset, run, &bias.values[size_t(mask_row * c)]);
       row += run;
     }
   });
@@ -94,8 +180,13 @@ Tensor scaled_masked_softmax(const Tensor& x, float scale, const Indices& masked
 Tensor log_softmax(const Tensor& x0) {
   const Tensor x = autocast_input(x0, autocast_dtype(CastPolicy::kNormalization, {x0}));
   const int64_t c = last_dim(x, "log_softmax");
-  Tensor y = map_rows<1>(x.shape(), x.dtype(), {x}, [c](float* out, const Rows<1>& in, RowBlock block) {
-    kernels::log_softmax_forward(out, in[0], block.count, c);
+  const Accumulation mode = active_accumulation();
+  Tensor y = map_rows<1>(x.shape(), x.dtype(), {x}, [c, mode](float* out, const Rows<1>& in, RowBlock block) {
+    if (mode == Accumulation::kF32) {
+      kernels::log_softmax_forward(out, in[0], block.count, c);
+    } else {
+      log_softmax_rows_f16(out, in[0], block.count, c, mode);
+    }
   });
   const Tensor saved = y.detach();
   return record("log_softmax", y, {x}, [x, saved, c](const Tensor& dy) {
@@ -125,9 +216,15 @@ Tensor layer_norm(const Tensor& x0, const Tensor& weight0, const Tensor& bias0, 
   // Saved per row for backward: mean and 1/sqrt(var + eps) (biased variance, as torch).
   auto mean = std::make_shared<std::vector<float>>(size_t(rows));
   auto rstd = std::make_shared<std::vector<float>>(size_t(rows));
+  const Accumulation mode = active_accumulation();
   Tensor y = map_rows<1>(x.shape(), x.dtype(), {x}, [&](float* out, const Rows<1>& in, RowBlock block) {
-    kernels::layer_norm_forward(out, mean->data() + block.first, rstd->data() + block.first, in[0], w_ptr,
-                                b_ptr, block.count, c, eps);
+    if (mode == Accumulation::kF32) {
+      kernels::layer_norm_forward(out, mean->data() + block.first, rstd->data() + block.first, in[0], w_ptr, b_ptr,
+                                  block.count, c, eps);
+    } else {
+      layer_norm_rows_f16(out, mean->data() + block.first, rstd->data() + block.first, in[0], w_ptr, b_ptr,
+                          block.count, c, eps, mode);
+    }
   });
   return record("layer_norm", y, {x, weight, bias}, [x, weight, bias, mean, rstd, w, c, rows](const Tensor& dy) {
     const float* const w_ptr = w.empty() ? nullptr : w.data();
@@ -242,15 +339,30 @@ Tensor cross_entropy(const Tensor& logits, const Indices& targets, const CrossEn
     ++counted;
   }
   // Row losses in f32: -(1 - eps) logp[t] - eps/K sum_j logp[j] (torch's label smoothing).
+  // Under f16 accumulation (inside an Autocast guard that asks for it) the log-softmax's sums,
+  // the rows' sums of logp and the total over the rows are f16 chains.
+  const Accumulation mode = active_accumulation();
   const std::vector<float> z = logits.to_vector();
   std::vector<float> logp(z.size()), sum_logp(static_cast<size_t>(n));
-  kernels::log_softmax_forward(logp.data(), z.data(), n, k);
-  kernels::row_sums(sum_logp.data(), logp.data(), n, k);
+  std::vector<float> terms;  // the counted rows' losses, in row order
+  if (mode == Accumulation::kF32) {
+    kernels::log_softmax_forward(logp.data(), z.data(), n, k);
+    kernels::row_sums(sum_logp.data(), logp.data(), n, k);
+  } else {
+    log_softmax_rows_f16(logp.data(), z.data(), n, k, mode);
+    kernels::row_sums_f16(sum_logp.data(), logp.data(), n, k, mode);
+  }
   float total = 0.0f;
   for (int64_t i = 0; i < n; ++i) {
     if (targets[i] == options.ignore_index) continue;
-    total += -(1.0f - eps) * logp[size_t(i * k + targets[i])] - eps / float(k) * sum_logp[size_t(i)];
+    const float term = -(1.0f - eps) * logp[size_t(i * k + targets[i])] - eps / float(k) * sum_logp[size_t(i)];
+    if (mode == Accumulation::kF32) {
+      total += term;
+    } else {
+      terms.push_back(term);
+    }
   }
+  if (mode != Accumulation::kF32) total = row_sum(terms.data(), int64_t(terms.size()), mode);
   // torch returns NaN for a batch whose every target is ignored (0/0); so do we.
   const float loss = counted ? total / float(counted) : std::numeric_limits<float>::quiet_NaN();
   Tensor y = Tensor::full({}, loss, DType::f32);

@@ -6,9 +6,12 @@
 // an oracle in tests/autograd/kernels/test_accumulate.cpp.
 #include <catch2/catch.hpp>
 
+#include <cmath>
+
 #include "autograd/autocast.h"
 #include "autograd/ops.h"
 #include "autograd/tape.h"
+#include "precision/half.h"
 
 namespace hg {
 namespace {
@@ -103,6 +106,31 @@ TEST_CASE("accumulation reaches sum and mean over all elements, a contiguous and
     CHECK(sum(Tensor::zeros({0, 3}), 0).to_vector() == std::vector<float>(3, 0.0f));
     CHECK(sum(Tensor::zeros({3, 0}), 1).to_vector() == std::vector<float>(3, 0.0f));
     CHECK(matmul(Tensor::zeros({2, 0}), Tensor::zeros({0, 3})).to_vector() == std::vector<float>(6, 0.0f));
+  }
+}
+
+TEST_CASE("accumulation reaches the statistics of softmax, log_softmax, layer_norm and cross_entropy", "[accumulate]") {
+  for (const Accumulation mode : kAll) {
+    INFO("mode " << int(mode));
+    const Autocast guard(DType::f16, true, NormalizationOutputs::kFloat32, nullptr, mode);
+    const float e = expected(mode);  // the sum of 4096 ones
+    // A row of zeros: every exponential is exp(0) = 1 exactly, so the sum is e; softmax is 1 / e
+    // (masked or not: the same row with a -inf-free mask) and log_softmax -log(e).
+    CHECK(softmax(Tensor::zeros({2, kLong})).to_vector() == std::vector<float>(2 * kLong, 1.0f / e));
+    const Tensor scores = Tensor::zeros({1, 1, 1, kLong});
+    CHECK(scaled_masked_softmax(scores, 0.5f, Indices{}).to_vector() == std::vector<float>(kLong, 1.0f / e));
+    CHECK(log_softmax(Tensor::zeros({2, kLong})).to_vector() == std::vector<float>(2 * kLong, -std::log(e)));
+    // A row of ones: f32 and blocked give mean 1 and y = 0. The f16 chain gives mean 2048 / 4096
+    // = 0.5, so x - mean = 0.5 and the squares 0.25, whose f16 chain stagnates at 512 (512 + 0.25
+    // is a tie between 512 and 512.5: even, 512): variance 512 / 4096 = 0.125.
+    const float eps = 1e-5f;
+    const float ln = mode == Accumulation::kF16 ? 0.5f * (1.0f / std::sqrt(0.125f + eps)) : 0.0f;
+    CHECK(layer_norm(ones({2, kLong}), Tensor(), Tensor(), eps).to_vector() == std::vector<float>(2 * kLong, ln));
+    // Zero logits over 4096 classes: the loss is log(e), and the total over the (one) row is a
+    // chain too: one f16 rounding under kF16 and kF16Blocked (a block of one term).
+    const float loss = std::log(e);
+    const float rounded = mode == Accumulation::kF32 ? loss : float(half(loss).to_double());
+    CHECK(cross_entropy(Tensor::zeros({1, kLong}), Indices({0}, Shape{1})).item() == rounded);
   }
 }
 
