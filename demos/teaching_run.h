@@ -1,4 +1,5 @@
-// The training run the teaching demos (loss_scaling, master_weights, formats, underflow) share:
+// The training run the teaching demos (loss_scaling, master_weights, formats, underflow, fp8,
+// accumulation) share:
 // the main job's language-id classifier, trained from one seed under one mixed-precision
 // setting through the Accelerator (API level 2), with a NumericsInspector counting zero
 // gradients along the way, and evaluated on the test split. Header-only because every
