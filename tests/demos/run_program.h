@@ -28,15 +28,4 @@ inline ProgramResult run_program(const std::string& program, const std::string& 
   return result;
 }
 
-// The teaching demos' --model flag for this test tree: the sanitized tree (ASan makes every load
-// in the GEMM micro-kernel ~20x slower) runs them on the small model, the Release tree on the
-// model they teach with. Both trees run the same code paths.
-inline std::string demo_model_flag() {
-#ifdef HALFGRAD_SANITIZED_TREE
-  return " --model small";
-#else
-  return " --model main";
-#endif
-}
-
 }  // namespace hg::testing

@@ -47,10 +47,10 @@ std::vector<double> row(const std::string& output, const std::string& label) {
 
 }  // namespace
 
-TEST_CASE("loss_scaling demo: flush-to-zero loses more activation gradients than subnormals do", "[demo]") {
+TEST_CASE("loss_scaling demo: flush-to-zero loses more activation gradients than subnormals do", "[demo][program]") {
   testing::TempDir dir("loss_scaling_demo");
   const testing::ProgramResult r =
-      testing::run_program("loss_scaling", "--steps 8 --eval-size 20 --out " + dir.path.string() + testing::demo_model_flag());
+      testing::run_program("loss_scaling", "--steps 8 --eval-size 20 --out " + dir.path.string());
   REQUIRE(r.exit_code == 0);
   CHECK_THAT(r.output, Catch::Contains("Loss scaling multiplies the loss by S"));
   // columns: final loss, test acc, zero grads, zero act.g, act.g ->0, skipped, final scale
@@ -77,10 +77,10 @@ TEST_CASE("loss_scaling demo: flush-to-zero loses more activation gradients than
   check_svg(dir.path / "loss_scaling-scale.svg", ">2^");
 }
 
-TEST_CASE("master_weights demo: small updates vanish in fp16 and the counts agree", "[demo]") {
+TEST_CASE("master_weights demo: small updates vanish in fp16 and the counts agree", "[demo][program]") {
   testing::TempDir dir("master_weights_demo");
   const testing::ProgramResult r =
-      testing::run_program("master_weights", "--steps 8 --eval-size 20 --out " + dir.path.string() + testing::demo_model_flag());
+      testing::run_program("master_weights", "--steps 8 --eval-size 20 --out " + dir.path.string());
   REQUIRE(r.exit_code == 0);
   CHECK(std::regex_search(r.output, std::regex(R"(1 \+ 2\^-11\s+1\s+update lost)")));
   CHECK(std::regex_search(r.output, std::regex(R"(1 \+ 1e-4\s+1\s+update lost)")));
@@ -120,9 +120,9 @@ TEST_CASE("master_weights demo: small updates vanish in fp16 and the counts agre
   check_svg(dir.path / "master_weights-update-ratio.svg", "round away in f16");
 }
 
-TEST_CASE("formats demo: the value table and a short run under each autocast dtype", "[demo]") {
+TEST_CASE("formats demo: the value table and a short run under each autocast dtype", "[demo][program]") {
   testing::TempDir dir("formats_demo");
-  const testing::ProgramResult r = testing::run_program("formats", "--steps 4 --eval-size 20 --out " + dir.path.string() + testing::demo_model_flag());
+  const testing::ProgramResult r = testing::run_program("formats", "--steps 4 --eval-size 20 --out " + dir.path.string());
   REQUIRE(r.exit_code == 0);
   // columns: fp32, fp16, bf16, e4m3, e5m2
   const std::vector<double> tiny = row(r.output, "1e-08"), pi = row(r.output, "3.14159");
@@ -142,11 +142,11 @@ TEST_CASE("formats demo: the value table and a short run under each autocast dty
   check_svg(dir.path / "formats-loss.svg", "class=\"series\"");
 }
 
-TEST_CASE("fp8 demo: delayed scaling flushes fewer fp8 gradients and weights than scales of 1", "[demo]") {
+TEST_CASE("fp8 demo: delayed scaling flushes fewer fp8 gradients and weights than scales of 1", "[demo][program]") {
   testing::TempDir dir("fp8_demo");
   // Steps 0 and 2 inspected: at step 0 every scale is still 1, at step 2 the delayed scales apply.
   const testing::ProgramResult r = testing::run_program(
-      "fp8", "--steps 3 --inspect-every 2 --eval-size 20 --out " + dir.path.string() + testing::demo_model_flag());
+      "fp8", "--steps 3 --inspect-every 2 --eval-size 20 --out " + dir.path.string());
   INFO(r.output);
   REQUIRE(r.exit_code == 0);
   CHECK_THAT(r.output, Catch::Contains("Transformer\nEngine multiplies each GEMM operand by its own scale"));

@@ -15,10 +15,10 @@
 
 namespace hg {
 
-TEST_CASE("underflow demo prints the format table, the example values and the histograms", "[demo]") {
+TEST_CASE("underflow demo prints the format table, the example values and the histograms", "[demo][program]") {
   testing::TempDir dir("underflow_demo");
   const testing::ProgramResult r =
-      testing::run_program("underflow", "--samples 20000 --seed 1 --steps 3 --eval-size 20 --out " + dir.path.string() + testing::demo_model_flag());
+      testing::run_program("underflow", "--samples 20000 --seed 1 --steps 3 --eval-size 20 --out " + dir.path.string());
   REQUIRE(r.exit_code == 0);
   CHECK_THAT(r.output, Catch::Contains("largest finite                  65504"));
   CHECK_THAT(r.output, Catch::Contains("1e-8           0                0x0000"));
@@ -137,7 +137,7 @@ TEST_CASE("underflow demo prints the format table, the example values and the hi
   CHECK_THAT(r.output, Catch::Contains("all " + std::to_string(ops) + " ops"));
 }
 
-TEST_CASE("underflow demo rejects bad flags with a message and an exit code", "[demo]") {
+TEST_CASE("underflow demo rejects bad flags with a message and an exit code", "[demo][program]") {
   const testing::ProgramResult r = testing::run_program("underflow", "--scale -1");
   CHECK(r.exit_code != 0);
   CHECK_THAT(r.output, Catch::Contains("--scale"));

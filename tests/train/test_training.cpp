@@ -58,7 +58,7 @@ std::string fingerprint_line(const std::string& output) {
 
 }  // namespace
 
-TEST_CASE("manual loop, Accelerator and Trainer train bit-identical weights", "[train]") {
+TEST_CASE("manual loop, Accelerator and Trainer train bit-identical weights", "[train][program]") {
   for (const std::string flags : {"--steps 40", "--steps 40 --fp32"}) {
     const auto manual = testing::run_program("manual_loop", flags);
     const auto accelerator = testing::run_program("accelerator_loop", flags);
