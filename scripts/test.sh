@@ -2,16 +2,18 @@
 # Build, then run every test (unit and exhaustive) under ctest; then the unit tests again in a
 # second tree built with AddressSanitizer + UndefinedBehaviorSanitizer (build-asan/, any report
 # fails the test) and, when clang++ is installed, the reproducible libFuzzer run of every fuzz
-# target (scripts/fuzz.sh, its own clang tree build-fuzz/). The fuzz stage starts after the
-# Release build and runs beside the Release tests and the sanitized stage: each alone leaves a
-# core idle at times (configuring, linking the test binary, the last long test of a run).
+# target (scripts/fuzz.sh, its own clang tree build-fuzz/). The fuzz stage runs beside the
+# sanitized stage: each alone leaves a core idle at times (configuring, linking the test binary,
+# the end of a test run). Started beside the Release tests instead, it slowed them from 132 s to
+# 228 s and the whole command from 928 s to 942 s (BENCHMARKS.md, "Test command").
 # Arguments go to the first ctest. Prints the time of each stage.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 SECONDS=0
 export HALFGRAD_EXTRA_PACKAGES="clang libclang-rt-14-dev"  # the fuzz targets (scripts/fuzz.sh)
 bash scripts/build.sh -DHALFGRAD_BENCHMARKS=OFF  # no test runs the benchmarks; scripts/main.sh builds them
-echo "== release build: ${SECONDS} s"
+ctest --test-dir build --output-on-failure -j "$(nproc)" "$@"
+echo "== release build and tests: ${SECONDS} s"
 
 start=$SECONDS
 fuzz_pid=""
@@ -20,19 +22,15 @@ if command -v clang++ >/dev/null; then
   (
     status=0
     bash scripts/fuzz.sh >build-fuzz/stage.log 2>&1 || status=$?
-    echo "== fuzzing (beside the Release tests and the sanitized stage): $((SECONDS - start)) s" >>build-fuzz/stage.log
+    echo "== fuzzing (beside the sanitized stage): $((SECONDS - start)) s" >>build-fuzz/stage.log
     exit $status
   ) &
   fuzz_pid=$!
-  trap 'kill "$fuzz_pid" 2>/dev/null || true' EXIT  # a failing stage ends the run
+  trap 'kill "$fuzz_pid" 2>/dev/null || true' EXIT  # a failing sanitized stage ends the run
 else
   echo "== clang++ not found: fuzzing skipped"
 fi
 
-ctest --test-dir build --output-on-failure -j "$(nproc)" "$@"
-echo "== release tests: $((SECONDS - start)) s"
-
-start=$SECONDS
 cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=Release -DHALFGRAD_SANITIZE=ON >/dev/null
 cmake --build build-asan -j "$(nproc)" --target halfgrad_tests  # the test binary and the programs it runs
 UBSAN_OPTIONS=print_stacktrace=1 ctest --test-dir build-asan --output-on-failure -j "$(nproc)" -LE "exhaustive|soak|tools|example"
