@@ -23,14 +23,15 @@
 #include "train/accelerator.h"
 #include "train/evaluation.h"
 #include "train/trainer.h"
+#include "tests/float_specials.h"
 
 namespace hg {
 namespace {
 
 constexpr float kE4M3Max = 448;    // S.1111.110 = 1.75 * 2^8
 constexpr float kE5M2Max = 57344;  // S.11110.11 = 1.75 * 2^15
-const float kInf = std::numeric_limits<float>::infinity();
-const float kNaN = std::numeric_limits<float>::quiet_NaN();
+using hg::testing::kInf;
+using hg::testing::kNaN;
 
 // The rounding of x to `format` as a value: the scalar conversion core (precision/), the oracle.
 float rounded(FloatFormat format, double x, RoundingOptions options = {}) {

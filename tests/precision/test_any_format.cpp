@@ -20,6 +20,7 @@
 #include "precision/arithmetic.h"
 #include "precision/float_format.h"
 #include "tests/precision/oracles.h"
+#include "tests/precision/sweep_modes.h"
 
 namespace {
 
@@ -32,10 +33,8 @@ using hg::precision::oracle::hex16;
 using hg::precision::oracle::hexfloat;
 using hg::precision::oracle::ValueSet;
 
-constexpr Rounding kModes[5] = {Rounding::kNearestEven, Rounding::kNearestAway, Rounding::kTowardZero,
-                                Rounding::kUp, Rounding::kDown};
-constexpr ExactMode kExactModes[5] = {ExactMode::kNearestEven, ExactMode::kNearestAway, ExactMode::kTowardZero,
-                                      ExactMode::kUp, ExactMode::kDown};
+using hg::testing::kExactModes;
+using hg::testing::kModes;
 
 // The formats swept: the MX elements, a variant without subnormals, others with a non-default
 // bias (one with IEEE specials and no subnormals), and the builtin-like formats.

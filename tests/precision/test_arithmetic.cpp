@@ -22,6 +22,7 @@
 #include "precision/float8.h"
 #include "precision/half.h"
 #include "tests/precision/oracles.h"
+#include "tests/precision/sweep_modes.h"
 
 namespace {
 
@@ -43,15 +44,16 @@ using hg::precision::oracle::ScaledInt;
 using hg::precision::oracle::sticky_quotient;
 using hg::precision::oracle::u128;
 
-constexpr int kModeCount = 5;
-constexpr Rounding kModes[kModeCount] = {Rounding::kNearestEven, Rounding::kNearestAway,
-                                         Rounding::kTowardZero, Rounding::kUp, Rounding::kDown};
-constexpr ExactMode kExactModes[kModeCount] = {ExactMode::kNearestEven, ExactMode::kNearestAway,
-                                               ExactMode::kTowardZero, ExactMode::kUp, ExactMode::kDown};
-const char* const kModeNames[kModeCount] = {"nearest-even", "nearest-away", "toward-zero", "up", "down"};
-
-enum Op { kAdd, kSub, kMul, kDiv, kOpCount };
-const char* const kOpNames[kOpCount] = {"+", "-", "*", "/"};
+using hg::testing::kExactModes;
+using hg::testing::kModeCount;
+using hg::testing::kModeNames;
+using hg::testing::kModes;
+using hg::testing::kAdd;
+using hg::testing::kDiv;
+using hg::testing::kMul;
+using hg::testing::kOpCount;
+using hg::testing::kOpNames;
+using hg::testing::kSub;
 
 bool negative_bit(uint32_t bits, const ExactFormat& f) { return ((bits >> (f.precision - 1 + f.exponent_bits)) & 1) != 0; }
 uint32_t all_ones_field(const ExactFormat& f) { return (1u << f.exponent_bits) - 1; }

@@ -13,6 +13,7 @@
 #include "precision/float8.h"
 #include "precision/half.h"
 #include "tests/precision/oracles.h"
+#include "tests/float_specials.h"
 
 namespace {
 
@@ -24,7 +25,7 @@ using hg::precision::oracle::hex32;
 using hg::precision::oracle::hex8;
 using hg::precision::oracle::hexfloat;
 
-constexpr double kInf = std::numeric_limits<double>::infinity();
+using hg::testing::kInf;
 
 // OCP FP8 v1.0, section 4: value = (-1)^S * 2^(E - bias) * (1 + M / 2^m) for E > 0 and
 // (-1)^S * 2^(1 - bias) * (M / 2^m) for E = 0. e4m3 (bias 7): S.1111.111 is NaN, no inf;

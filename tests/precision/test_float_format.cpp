@@ -14,6 +14,7 @@
 #include "precision/float_format.h"
 #include "precision/rounding.h"
 #include "tests/precision/oracles.h"
+#include "tests/float_specials.h"
 
 namespace {
 
@@ -35,7 +36,7 @@ using hg::precision::oracle::hex32;
 using hg::precision::oracle::hex8;
 using hg::precision::oracle::hexfloat;
 
-constexpr double kInf = std::numeric_limits<double>::infinity();
+using hg::testing::kInf;
 
 uint16_t f16(double x, RoundingOptions options = {}) { return uint16_t(encode<kBinary16>(x, options)); }
 
@@ -48,11 +49,11 @@ uint32_t f16_oracle(double x, ExactMode mode, bool saturate = false, bool flush 
 }
 
 // The fifth, nearest-away, is swept against the oracle below; the hand table covers the first 4.
-constexpr Rounding kRoundings[5] = {Rounding::kNearestEven, Rounding::kTowardZero, Rounding::kUp,
-                                    Rounding::kDown, Rounding::kNearestAway};
-constexpr ExactMode kExactModes[5] = {ExactMode::kNearestEven, ExactMode::kTowardZero,
-                                      ExactMode::kUp, ExactMode::kDown, ExactMode::kNearestAway};
-const char* const kModeNames[5] = {"nearest-even", "toward-zero", "up", "down", "nearest-away"};
+constexpr Rounding kTableRoundings[5] = {Rounding::kNearestEven, Rounding::kTowardZero, Rounding::kUp,
+                                         Rounding::kDown, Rounding::kNearestAway};
+constexpr ExactMode kTableExactModes[5] = {ExactMode::kNearestEven, ExactMode::kTowardZero,
+                                           ExactMode::kUp, ExactMode::kDown, ExactMode::kNearestAway};
+const char* const kTableModeNames[5] = {"nearest-even", "toward-zero", "up", "down", "nearest-away"};
 
 }  // namespace
 
@@ -154,12 +155,12 @@ TEST_CASE("f16 encode: every directed mode at hand-derived boundaries", "[precis
     const uint16_t mirrored[4] = {uint16_t(0x8000 | c.nearest), uint16_t(0x8000 | c.toward_zero),
                                   uint16_t(0x8000 | c.down), uint16_t(0x8000 | c.up)};
     for (int m = 0; m < 4; ++m) {
-      INFO("x = " << hexfloat(c.x) << " (" << c.why << "), mode " << kModeNames[m]);
-      CHECK(hex16(f16(c.x, {.mode = kRoundings[m]})) == hex16(expected[m]));
-      CHECK(hex16(f16(-c.x, {.mode = kRoundings[m]})) == hex16(mirrored[m]));
+      INFO("x = " << hexfloat(c.x) << " (" << c.why << "), mode " << kTableModeNames[m]);
+      CHECK(hex16(f16(c.x, {.mode = kTableRoundings[m]})) == hex16(expected[m]));
+      CHECK(hex16(f16(-c.x, {.mode = kTableRoundings[m]})) == hex16(mirrored[m]));
       // The table also pins the oracle that the random sweeps below rely on.
-      CHECK(hex16(f16_oracle(c.x, kExactModes[m])) == hex16(expected[m]));
-      CHECK(hex16(f16_oracle(-c.x, kExactModes[m])) == hex16(mirrored[m]));
+      CHECK(hex16(f16_oracle(c.x, kTableExactModes[m])) == hex16(expected[m]));
+      CHECK(hex16(f16_oracle(-c.x, kTableExactModes[m])) == hex16(mirrored[m]));
     }
   }
 }
@@ -327,13 +328,13 @@ int sweep_against_oracle(const SweepFormat& sf, uint64_t seed, int draws) {
     if (rng() & 1) x = -x;
     const int m = int(rng() % 5);
     const bool saturate = (rng() & 3) == 0, flush = (rng() & 3) == 0;
-    const uint32_t got = encode<F>(x, {.mode = kRoundings[m], .saturate = saturate,
+    const uint32_t got = encode<F>(x, {.mode = kTableRoundings[m], .saturate = saturate,
                                        .flush_subnormals = flush});
     const auto v = exact_of(x);
     const uint32_t expected =
-        exact_round(v.negative, v.magnitude, v.scale, sf.exact, kExactModes[m], saturate, flush);
+        exact_round(v.negative, v.magnitude, v.scale, sf.exact, kTableExactModes[m], saturate, flush);
     if (got != expected && mismatches++ == 0) {
-      INFO(sf.name << ": x = " << hexfloat(x) << ", mode " << kModeNames[m]
+      INFO(sf.name << ": x = " << hexfloat(x) << ", mode " << kTableModeNames[m]
                    << ", saturate " << saturate << ", flush " << flush);
       CHECK(hex16(got) == hex16(expected));
     }

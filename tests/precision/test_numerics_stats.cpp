@@ -17,13 +17,14 @@
 
 #include "precision/convert.h"
 #include "precision/half.h"
+#include "tests/float_specials.h"
 
 namespace {
 
 using namespace hg::precision;
 
-constexpr float kInf = std::numeric_limits<float>::infinity();
-constexpr float kNaN = std::numeric_limits<float>::quiet_NaN();
+using hg::testing::kInf;
+using hg::testing::kNaN;
 
 // Stats of encoding `values` to `format` (uint16_t or uint8_t storage as the format needs).
 NumericsStats cast_stats(FloatFormat format, const std::vector<float>& values, RoundingOptions rounding = {}) {

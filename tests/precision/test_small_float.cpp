@@ -22,6 +22,7 @@
 #include "precision/float8.h"
 #include "precision/half.h"
 #include "tests/precision/oracles.h"
+#include "tests/precision/sweep_modes.h"
 
 namespace {
 
@@ -41,8 +42,12 @@ using hg::precision::oracle::kExactF16;
 using hg::precision::oracle::ScaledInt;
 using hg::precision::oracle::sticky_quotient;
 
-enum Op { kAdd, kSub, kMul, kDiv, kOpCount };
-const char* const kOpNames[kOpCount] = {"+", "-", "*", "/"};
+using hg::testing::kAdd;
+using hg::testing::kDiv;
+using hg::testing::kMul;
+using hg::testing::kOpCount;
+using hg::testing::kOpNames;
+using hg::testing::kSub;
 constexpr unsigned kAllOps = 0xF;
 
 bool f16_nan(uint16_t b) { return (b & 0x7C00) == 0x7C00 && (b & 0x03FF) != 0; }

@@ -4,20 +4,35 @@
 
 #include <catch2/catch.hpp>
 
+#include <cmath>
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
 #include <functional>
 #include <limits>
 #include <string>
+#include <vector>
 
 #include "hwy/targets.h"
+#include "tests/float_specials.h"
 
 namespace hg::kernels::test_util {
 
-inline constexpr float kInf = std::numeric_limits<float>::infinity();
-inline constexpr float kNaN = std::numeric_limits<float>::quiet_NaN();
+using hg::testing::kInf;
+using hg::testing::kNaN;
 inline constexpr float kSentinel = -12345.0f;  // fills outputs, to catch writes out of bounds
+
+// Output arrays of n elements followed by sentinels that must survive.
+inline std::vector<float> output(int64_t n) { return std::vector<float>(size_t(n) + 16, kSentinel); }
+
+// The ulp of the float nearest to v (subnormal spacing below 2^-126; 2^104 from 2^127 up, the
+// largest binade), as the kernels' error bounds use it.
+inline double ulp_of(double v) {
+  const double a = std::fabs(v);
+  if (a < 0x1p-126) return 0x1p-149;
+  if (a >= 0x1p127) return 0x1p104;
+  return std::ldexp(1.0, std::ilogb(a) - 23);
+}
 
 // Runs `body` once per compiled target this CPU supports, with dispatch forced to it.
 inline void for_each_target(const std::function<void()>& body) {

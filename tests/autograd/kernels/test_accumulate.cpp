@@ -24,8 +24,8 @@ namespace {
 using precision::kBinary16;
 using test_util::for_each_target;
 using test_util::hex;
-constexpr float kInf = test_util::kInf;
-constexpr float kNaN = test_util::kNaN;
+using test_util::kInf;
+using test_util::kNaN;
 
 uint32_t f16_bits(float x) { return precision::encode<kBinary16>(double(x)); }
 float f16_value(uint32_t bits) { return precision::decode<kBinary16>(bits); }

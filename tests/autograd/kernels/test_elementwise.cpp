@@ -42,14 +42,6 @@ double ulps_between(float a, float b) {
   return double(std::llabs(ordered(a) - ordered(b)));
 }
 
-// The ulp of the float nearest to v (subnormal spacing below 2^-126), as used by the bounds.
-double ulp_of(double v) {
-  const double a = std::fabs(v);
-  if (a < 0x1p-126) return 0x1p-149;
-  if (a >= 0x1p127) return 0x1p104;
-  return std::ldexp(1.0, std::ilogb(a) - 23);
-}
-
 // Error of `got` against the exact `want`, in ulps of `scale` (the value whose ulp counts).
 double ulp_error(float got, double want, double scale) {
   if (std::isnan(want)) return std::isnan(got) ? 0 : 1e30;
@@ -75,8 +67,6 @@ std::vector<float> inputs(int64_t n, uint32_t seed, float low = -4.0f, float hig
   return x;
 }
 
-// Output arrays of n elements followed by sentinels that must survive.
-std::vector<float> output(int64_t n) { return std::vector<float>(size_t(n) + 16, kSentinel); }
 
 void check_sentinels(const std::vector<float>& y, int64_t n) {
   for (size_t i = size_t(n); i < y.size(); ++i) REQUIRE(bits(y[i]) == bits(kSentinel));

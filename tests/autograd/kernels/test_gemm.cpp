@@ -21,13 +21,15 @@
 #include "precision/bfloat16.h"
 #include "precision/float_format.h"
 #include "precision/half.h"
+#include "tests/autograd/kernels/kernel_test_util.h"
 
 namespace hg::kernels {
 namespace {
 
 constexpr DType kDTypes[] = {DType::f32, DType::f16, DType::bf16};
-constexpr float kNaN = std::numeric_limits<float>::quiet_NaN();
-constexpr float kInf = std::numeric_limits<float>::infinity();
+using test_util::kInf;
+using test_util::kNaN;
+using test_util::kSentinel;
 
 // A stored row-major (rows, cols) matrix of one dtype with row stride ld >= cols. The padding
 // columns hold NaN, so a kernel that reads past a view's width poisons its result.
@@ -74,7 +76,6 @@ Stored random_stored(DType t, int64_t rows, int64_t cols, int64_t pad, std::mt19
 }
 
 // C: (m, n) f32 with row stride n + pad; padding holds a sentinel that must survive.
-constexpr float kSentinel = 12345.0f;
 std::vector<float> output(int64_t m, int64_t n, int64_t pad, float fill) {
   std::vector<float> c(size_t(m * (n + pad)), kSentinel);
   for (int64_t i = 0; i < m; ++i) std::fill_n(c.begin() + i * (n + pad), n, fill);

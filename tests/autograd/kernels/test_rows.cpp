@@ -32,11 +32,6 @@ namespace {
 
 constexpr int64_t kWidths[] = {1, 7, 17, 67, 1000, 5000};  // 5000: past one 4096-element block
 
-double ulp_of(double v) {
-  const double a = std::fabs(v);
-  return a < 0x1p-126 ? 0x1p-149 : std::ldexp(1.0, std::ilogb(a) - 23);
-}
-
 std::vector<float> random(int64_t n, uint32_t seed, float low = -3.0f, float high = 3.0f) {
   std::mt19937 rng(seed);
   std::uniform_real_distribution<float> u(low, high);
@@ -44,8 +39,6 @@ std::vector<float> random(int64_t n, uint32_t seed, float low = -3.0f, float hig
   for (float& v : x) v = u(rng);
   return x;
 }
-
-std::vector<float> output(int64_t n) { return std::vector<float>(size_t(n) + 16, kSentinel); }
 
 void check_bits(const std::vector<float>& got, const std::vector<float>& want, int64_t n) {
   for (int64_t i = 0; i < n; ++i) {
