@@ -180,18 +180,6 @@ void gemm_serial(TileKernel tile, float* c, size_t ldc, const Source& a, const S
   }
 }
 
-// HALFGRAD_EXACT_BF16, read once: true for "1", false when unset or "0".
-bool exact_from_environment() {
-  static const bool exact = [] {
-    const char* value = std::getenv("HALFGRAD_EXACT_BF16");
-    if (value == nullptr || std::strcmp(value, "0") == 0) return false;
-    check(std::strcmp(value, "1") == 0, "HALFGRAD_EXACT_BF16 = '", value,
-          "': expected 1 (the exact f32 path for bf16 GEMMs) or 0 (VDPBF16PS where the CPU has it)");
-    return true;
-  }();
-  return exact;
-}
-
 // -1: no set_bf16_dot in force (the environment decides); else a Bf16Dot.
 std::atomic<int> g_mode{-1};
 
@@ -215,10 +203,18 @@ bool cpu_has_bf16_dot() {
   return has;
 }
 
+Bf16Dot bf16_dot_from_environment(const char* value) {
+  if (value == nullptr || std::strcmp(value, "0") == 0) return Bf16Dot::kAuto;
+  check(std::strcmp(value, "1") == 0, "HALFGRAD_EXACT_BF16 = '", value,
+        "': expected 1 (the exact f32 path for bf16 GEMMs) or 0 (VDPBF16PS where the CPU has it)");
+  return Bf16Dot::kExact;
+}
+
 Bf16Dot bf16_dot_mode() {
   const int mode = g_mode.load(std::memory_order_relaxed);
   if (mode >= 0) return static_cast<Bf16Dot>(mode);
-  return exact_from_environment() ? Bf16Dot::kExact : Bf16Dot::kAuto;
+  static const Bf16Dot from_environment = bf16_dot_from_environment(std::getenv("HALFGRAD_EXACT_BF16"));
+  return from_environment;
 }
 
 void set_bf16_dot(Bf16Dot mode) { g_mode.store(static_cast<int>(mode), std::memory_order_relaxed); }

@@ -66,8 +66,11 @@ Bf16DotKernel choose_bf16_dot(DType a, DType b, Accumulation accumulation, Bf16D
 // AVX512F and AVX512_BF16 usable on this CPU (CPUID and the OS's AVX-512 state), checked once.
 bool cpu_has_bf16_dot();
 
-// The mode in force: set_bf16_dot's, else kExact when HALFGRAD_EXACT_BF16=1, else kAuto.
+// The mode in force: set_bf16_dot's, else the environment's (read once).
 Bf16Dot bf16_dot_mode();
+// The mode a value of HALFGRAD_EXACT_BF16 selects: kExact for "1", kAuto for "0" or nullptr
+// (unset); anything else is an hg::Error naming the variable.
+Bf16Dot bf16_dot_from_environment(const char* value);
 // Sets the mode for the whole process (gemm reads it on the calling thread, at its start).
 void set_bf16_dot(Bf16Dot mode);
 

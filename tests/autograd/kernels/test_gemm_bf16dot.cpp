@@ -205,6 +205,19 @@ TEST_CASE("bf16 dot: the kernel is chosen from the dtypes, the sums, the mode an
       }
     }
   }
+  // HALFGRAD_EXACT_BF16's values; a wrong one names the variable.
+  CHECK(bf16_dot_from_environment(nullptr) == Bf16Dot::kAuto);
+  CHECK(bf16_dot_from_environment("0") == Bf16Dot::kAuto);
+  CHECK(bf16_dot_from_environment("1") == Bf16Dot::kExact);
+  CHECK_THROWS_WITH(bf16_dot_from_environment("yes"), Catch::StartsWith("HALFGRAD_EXACT_BF16 = 'yes': expected 1"));
+  // Asked for directly, the instruction on a CPU without it is an error, not a crash.
+  if (!cpu_has_bf16_dot()) {
+    float c = 0.0f;
+    const uint16_t one = 0x3F80;
+    const GemmOperand x{&one, DType::bf16, 1};
+    CHECK_THROWS_WITH(gemm_bf16dot_part(Bf16DotKernel::kInstruction, &c, 1, x, x, 1, 1, 1, false, 0, 1),
+                      Catch::Contains("this CPU has no AVX512_BF16"));
+  }
   // The scope sets the mode and restores what was in force before it.
   const Bf16Dot before = bf16_dot_mode();
   {
