@@ -12,6 +12,7 @@
 #include <atomic>
 #include <bit>
 #include <cmath>
+#include <cstdint>
 #include <cstdlib>
 #include <cstring>
 #include <string>
@@ -134,10 +135,16 @@ void tile_emulation(size_t pairs, const uint32_t* a, const uint32_t* b, float* c
   for (size_t r = 0; r < rows; ++r) std::copy_n(acc[r], cols, c + r * ldc);
 }
 
-// Packing buffers, one pair per thread, grown to the largest shape seen.
+// Packing buffers, one pair per thread, grown to the largest shape seen. A panel row of B is
+// 128 bytes, so with the buffer 64-byte aligned every vector load stays within one cache line.
 struct PairBuffers {
   std::vector<uint32_t> a, b;
 };
+
+uint32_t* reserve_aligned(std::vector<uint32_t>& buffer, size_t dwords) {
+  buffer.resize(std::max(buffer.size(), dwords + 15));
+  return reinterpret_cast<uint32_t*>((reinterpret_cast<uintptr_t>(buffer.data()) + 63) & ~uintptr_t{63});
+}
 
 // C(m,n) [+]= A(m,k) B(k,n) on one thread, C(i,j) at c[i * ldc + j]: gemm.cpp's loop nest (for
 // each (kKC, kNC) block of B, packed once, every (kMC, kKC) block of A), in pairs of k.
@@ -157,10 +164,8 @@ void gemm_serial(TileKernel tile, float* c, size_t ldc, const Source& a, const S
   const size_t kc_step = balanced(k, kKC, 2), mc_step = balanced(m, kMC, kMR), nc_step = balanced(n, kNC, kNR);
   thread_local PairBuffers buffers;
   const size_t pairs_step = kc_step / 2;
-  buffers.a.resize(std::max(buffers.a.size(), mc_step * pairs_step));
-  buffers.b.resize(std::max(buffers.b.size(), nc_step * pairs_step));
-  uint32_t* packed_a = buffers.a.data();
-  uint32_t* packed_b = buffers.b.data();
+  uint32_t* packed_a = reserve_aligned(buffers.a, mc_step * pairs_step);
+  uint32_t* packed_b = reserve_aligned(buffers.b, nc_step * pairs_step);
   for (size_t jc = 0; jc < n; jc += nc_step) {
     const size_t nc = std::min(nc_step, n - jc);
     for (size_t pc = 0; pc < k; pc += kc_step) {
