@@ -6,8 +6,6 @@
 // (CMakeLists.txt: -ffp-contract=off): dpbf16_fma's exact two-sum relies on separate roundings.
 #include "autograd/kernels/gemm_bf16dot.h"
 
-#include <immintrin.h>
-
 #include <algorithm>
 #include <atomic>
 #include <bit>
@@ -19,6 +17,13 @@
 #include <vector>
 
 #include "base/error.h"
+
+#if defined(__x86_64__) || defined(__i386__)
+#define HG_BF16DOT_X86 1  // the instruction exists only there; elsewhere only the emulation
+#include <immintrin.h>
+#else
+#define HG_BF16DOT_X86 0
+#endif
 
 namespace hg::kernels {
 namespace {
@@ -61,19 +66,59 @@ Source make_source(const GemmOperand& x, bool lines_are_rows) {
 // layout: dst[q * W * P + p * W + w] (P = ceil(kc / 2) pairs) is one dword holding element
 // (q W + w, p0 + 2p) in its low 16 bits and (q W + w, p0 + 2p + 1) in its high 16 bits. Lines past
 // `lines` and the odd member past an odd kc are +0 (in both operands: 0 x a NaN pad would be NaN).
+// With SSE2 (every x86-64), whole groups move as vectors: 4 lines x 4 pairs transposed when each
+// line is contiguous in depth (A as stored, B transposed: a pair is one dword already), 8 lines
+// of two depths interleaved when lines are adjacent (A transposed, B as stored); the scalar loop
+// does the rest. Both engines read what this writes, so the tests cover every branch.
 template <size_t W>
 void pack_pairs(uint32_t* dst, const Source& s, size_t line0, size_t lines, size_t p0, size_t kc) {
-  const size_t pairs = (kc + 1) / 2, panels = (lines + W - 1) / W;
+  static_assert(W % 8 == 4 || W % 8 == 0);
+  const size_t pairs = (kc + 1) / 2, panels = (lines + W - 1) / W, whole_pairs = kc / 2;
   const auto at = [&](size_t line, size_t depth) -> uint32_t {
     return s.base[(line0 + line) * s.line_stride + (p0 + depth) * s.depth_stride];
   };
   for (size_t q = 0; q < panels; ++q, dst += W * pairs) {
     const size_t valid = std::min(W, lines - q * W);
-    for (size_t p = 0; p < pairs; ++p) {
-      const bool odd = 2 * p + 1 < kc;
-      uint32_t* row = dst + p * W;
-      for (size_t w = 0; w < valid; ++w) {
-        row[w] = at(q * W + w, 2 * p) | (odd ? at(q * W + w, 2 * p + 1) << 16 : 0u);
+    const uint16_t* first = s.base + (line0 + q * W) * s.line_stride + p0 * s.depth_stride;
+    size_t p = 0;  // pairs [0, p) of lines [0, vector_lines) are packed by the vector code
+    size_t vector_lines = 0;
+#if defined(__SSE2__)
+    if (s.depth_stride == 1) {
+      vector_lines = valid / 4 * 4;
+      for (; p + 4 <= whole_pairs; p += 4) {
+        for (size_t w = 0; w < vector_lines; w += 4) {
+          __m128i v[4];
+          for (size_t t = 0; t < 4; ++t) {
+            v[t] = _mm_loadu_si128(reinterpret_cast<const __m128i*>(first + (w + t) * s.line_stride + 2 * p));
+          }
+          const __m128i t0 = _mm_unpacklo_epi32(v[0], v[1]), t1 = _mm_unpacklo_epi32(v[2], v[3]);
+          const __m128i t2 = _mm_unpackhi_epi32(v[0], v[1]), t3 = _mm_unpackhi_epi32(v[2], v[3]);
+          const __m128i out[4] = {_mm_unpacklo_epi64(t0, t1), _mm_unpackhi_epi64(t0, t1),
+                                  _mm_unpacklo_epi64(t2, t3), _mm_unpackhi_epi64(t2, t3)};
+          for (size_t t = 0; t < 4; ++t) {
+            _mm_storeu_si128(reinterpret_cast<__m128i*>(dst + (p + t) * W + w), out[t]);
+          }
+        }
+      }
+    } else if (s.line_stride == 1) {
+      vector_lines = valid / 8 * 8;
+      for (; p < whole_pairs; ++p) {
+        const uint16_t* even = first + 2 * p * s.depth_stride;
+        const uint16_t* odd = even + s.depth_stride;
+        for (size_t w = 0; w < vector_lines; w += 8) {
+          const __m128i lo = _mm_loadu_si128(reinterpret_cast<const __m128i*>(even + w));
+          const __m128i hi = _mm_loadu_si128(reinterpret_cast<const __m128i*>(odd + w));
+          _mm_storeu_si128(reinterpret_cast<__m128i*>(dst + p * W + w), _mm_unpacklo_epi16(lo, hi));
+          _mm_storeu_si128(reinterpret_cast<__m128i*>(dst + p * W + w + 4), _mm_unpackhi_epi16(lo, hi));
+        }
+      }
+    }
+#endif
+    for (size_t pp = 0; pp < pairs; ++pp) {
+      const bool odd = 2 * pp + 1 < kc;
+      uint32_t* row = dst + pp * W;
+      for (size_t w = pp < p ? vector_lines : 0; w < valid; ++w) {
+        row[w] = at(q * W + w, 2 * pp) | (odd ? at(q * W + w, 2 * pp + 1) << 16 : 0u);
       }
       std::fill(row + valid, row + W, 0u);
     }
@@ -87,6 +132,7 @@ void pack_pairs(uint32_t* dst, const Source& s, size_t line0, size_t lines, size
 using TileKernel = void (*)(size_t pairs, const uint32_t* a, const uint32_t* b, float* c, size_t ldc,
                             size_t rows, size_t cols, bool load_c);
 
+#if HG_BF16DOT_X86
 __attribute__((target("avx512f,avx512bf16"))) void tile_instruction(size_t pairs, const uint32_t* a,
                                                                      const uint32_t* b, float* c, size_t ldc,
                                                                      size_t rows, size_t cols, bool load_c) {
@@ -114,6 +160,7 @@ __attribute__((target("avx512f,avx512bf16"))) void tile_instruction(size_t pairs
     _mm512_mask_storeu_ps(c + r * ldc + 16, mask1, acc[r][1]);
   }
 }
+#endif
 
 // One lane of one instruction: the odd (high) halves first, then the even (low) ones.
 float dpbf16_lane(float acc, uint32_t src1, uint32_t src2) {
@@ -201,11 +248,15 @@ Bf16DotKernel choose_bf16_dot(DType a, DType b, Accumulation accumulation, Bf16D
 }
 
 bool cpu_has_bf16_dot() {
+#if HG_BF16DOT_X86
   static const bool has = [] {
     __builtin_cpu_init();  // safe to call again; needed when this runs before libgcc's constructor
     return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bf16");
   }();
   return has;
+#else
+  return false;
+#endif
 }
 
 Bf16Dot bf16_dot_from_environment(const char* value) {
@@ -254,7 +305,11 @@ void gemm_bf16dot_part(Bf16DotKernel kernel, float* c, int64_t ldc, const GemmOp
         dtype_name(a_op.dtype), " and ", dtype_name(b_op.dtype), ", not bf16 and bf16");
   check(kernel != Bf16DotKernel::kInstruction || cpu_has_bf16_dot(),
         "gemm_bf16dot: this CPU has no AVX512_BF16 (grep avx512_bf16 /proc/cpuinfo)");
+#if HG_BF16DOT_X86
   const TileKernel tile = kernel == Bf16DotKernel::kInstruction ? tile_instruction : tile_emulation;
+#else
+  const TileKernel tile = tile_emulation;  // kInstruction was refused above
+#endif
   const size_t m = size_t(m_total), n = size_t(n_total);
   // The cut of gemm.cpp's GemmPartImpl, in this kernel's tiles.
   size_t m0 = 0, m1 = m, n0 = 0, n1 = n;
