@@ -35,7 +35,7 @@
 // survives is not part of the contract).
 //
 // The exact path stays selectable: HALFGRAD_EXACT_BF16=1 in the environment (read once, at the
-// first bf16 GEMM; "0" or unset: the instruction where available; other values: hg::Error naming
+// first GEMM; "0" or unset: the instruction where available; other values: hg::Error naming
 // the variable), or set_bf16_dot / ScopedBf16Dot from code, which take precedence over it. The
 // bit-exact claims of the emulation model (docs/numerics.md) hold on the exact path.
 #pragma once
