@@ -13,7 +13,6 @@
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
-#include <string>
 #include <vector>
 
 #include "base/error.h"
@@ -72,7 +71,6 @@ Source make_source(const GemmOperand& x, bool lines_are_rows) {
 // does the rest. Both engines read what this writes, so the tests cover every branch.
 template <size_t W>
 void pack_pairs(uint32_t* dst, const Source& s, size_t line0, size_t lines, size_t p0, size_t kc) {
-  static_assert(W % 8 == 4 || W % 8 == 0);
   const size_t pairs = (kc + 1) / 2, panels = (lines + W - 1) / W, whole_pairs = kc / 2;
   const auto at = [&](size_t line, size_t depth) -> uint32_t {
     return s.base[(line0 + line) * s.line_stride + (p0 + depth) * s.depth_stride];
