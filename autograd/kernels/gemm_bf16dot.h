@@ -11,8 +11,12 @@
 // (element 0 in the low 16 bits), and does two f32 FMAs in this order, the odd (high) pair member
 // first:  acc = acc + x1 y1;  acc = acc + x0 y0.  Each FMA rounds once to nearest even, treats
 // subnormal inputs (the bf16 factors and the f32 accumulator) as zeros of their sign, and flushes
-// a result that is tiny after rounding (|result| < 2^-126, x86's rule) to a zero of its sign;
-// MXCSR is neither read nor written. dpbf16_fma below is that step in scalar code.
+// a result that is tiny after rounding (rounded to 24 bits with an unbounded exponent, below
+// 2^-126: x86's tininess rule, SDM Vol. 1, 11.5.2.5) to a zero of its sign, exact or not (the
+// page: "output denormals are always flushed"); MXCSR is neither read nor written. That the
+// accumulator is also read with DAZ, and the tininess rule, are our reading of the page (it
+// does not single them out); the test on a CPU with the instruction checks both. dpbf16_fma
+// below is that step in scalar code.
 //
 // The order of a GEMM element C(i,j) = c0 + sum_k a_ik b_kj (c0 = C's old value when accumulating,
 // else 0): k runs in pairs (0,1), (2,3), ...; pair p adds a_i,2p+1 b_2p+1,j and then a_i,2p b_2p,j,
