@@ -1,6 +1,8 @@
 // bench_gemm: GFLOP/s of hg::kernels::gemm (f32, f16 and bf16 inputs, f32 output) beside
 // OpenBLAS sgemm on the same shapes and thread counts; one JSON object per line on stdout, with
 // the median ("gflops") and best ("gflops_best") of --reps timed calls after 2 warm-up calls.
+// "bf16" is the exact f32 path; "bf16-dot" the VDPBF16PS kernel (kernels/gemm_bf16dot.h), on a
+// CPU with AVX512_BF16 only (elsewhere its line says "not available on this CPU").
 // Run with `env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE` so OpenBLAS picks its kernels itself.
 #include <omp.h>
 
@@ -15,6 +17,7 @@
 #include <vector>
 
 #include "autograd/kernels/gemm.h"
+#include "autograd/kernels/gemm_bf16dot.h"
 #include "precision/bfloat16.h"
 #include "precision/half.h"
 
@@ -33,6 +36,7 @@ constexpr int kCblasRowMajor = 101, kCblasNoTrans = 111, kCblasTrans = 112;
 namespace {
 
 using hg::DType;
+using hg::kernels::Bf16Dot;
 using hg::kernels::GemmOperand;
 
 struct Shape {
@@ -99,16 +103,16 @@ void print(const char* impl, const std::string& dtype, const std::string& layout
 int main(int argc, char** argv) {
   CLI::App app{"GEMM throughput: halfgrad (f32/f16/bf16 inputs) and OpenBLAS sgemm"};
   std::vector<int> thread_counts{1, 2};
-  std::vector<std::string> dtypes{"f32", "f16", "bf16"};
+  std::vector<std::string> dtypes{"f32", "f16", "bf16", "bf16-dot"};
   std::vector<std::string> shapes{"2048x128x128", "2048x512x128", "2048x128x512", "4096x256x256",
                                   "512x512x512"};
   std::string layout = "nn";
   int reps = 15;
   bool openblas = true;
   app.add_option("--threads", thread_counts, "thread counts")->delimiter(',');
-  app.add_option("--dtype", dtypes, "halfgrad input dtypes (both A and B)")
+  app.add_option("--dtype", dtypes, "halfgrad input dtypes (both A and B); bf16-dot: bf16 on VDPBF16PS")
       ->delimiter(',')
-      ->check(CLI::IsMember({"f32", "f16", "bf16"}));
+      ->check(CLI::IsMember({"f32", "f16", "bf16", "bf16-dot"}));
   app.add_option("--shape", shapes, "MxNxK of C(M,N) = op(A)(M,K) op(B)(K,N)")
       ->delimiter(',')
       ->check([](const std::string& text) {
@@ -146,6 +150,15 @@ int main(int argc, char** argv) {
       for (const std::string& name : dtypes) {
         const DType t = name == "f32" ? DType::f32 : name == "f16" ? DType::f16 : DType::bf16;
         const GemmOperand a_op{a.data(t), t, lda, transpose_a}, b_op{b.data(t), t, ldb, transpose_b};
+        const bool dot = name == "bf16-dot";
+        if (dot && !hg::kernels::cpu_has_bf16_dot()) {
+          std::printf("{\"bench\":\"gemm\",\"impl\":\"halfgrad\",\"dtype\":\"bf16-dot\",\"layout\":\"%s\","
+                      "\"m\":%ld,\"n\":%ld,\"k\":%ld,\"threads\":%d,\"note\":\"not available on this CPU "
+                      "(no AVX512_BF16)\"}\n",
+                      layout.c_str(), s.m, s.n, s.k, threads);
+          continue;
+        }
+        const hg::kernels::ScopedBf16Dot path(dot ? Bf16Dot::kAuto : Bf16Dot::kExact);
         print("halfgrad", name, layout, s, threads, time_runs(reps, [&] {
                 hg::kernels::gemm(c.data(), s.n, a_op, b_op, s.m, s.n, s.k);
               }));

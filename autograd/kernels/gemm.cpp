@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "autograd/kernels/cast.h"
+#include "autograd/kernels/gemm_bf16dot.h"
 #include "base/error.h"
 #include "base/parallel.h"
 
@@ -474,8 +475,14 @@ void gemm_batched(float* c, int64_t ldc, int64_t c_batch_stride, const GemmOpera
   const int64_t team = team_size(flops, kParallelFlops);
   const int64_t parts = (batch % team == 0 || batch >= 4 * team) ? 1 : team;
   const int64_t tasks = batch * parts;
+  // bf16 x bf16 may run on VDPBF16PS instead, in its own order (gemm_bf16dot.h).
+  const Bf16DotKernel dot = choose_bf16_dot(a.dtype, b.dtype, options.accumulation, bf16_dot_mode(), cpu_has_bf16_dot());
   const auto run = [&](int64_t t) {
     const int64_t i = t / parts;
+    if (dot != Bf16DotKernel::kNone) {
+      return gemm_bf16dot_part(dot, c + i * c_batch_stride, ldc, a.member(i), b.member(i), m, n, k,
+                               options.accumulate, t % parts, parts);
+    }
     HWY_DYNAMIC_DISPATCH(GemmPartImpl)(c + i * c_batch_stride, ldc, a.member(i),
                                        b.member(i), m, n, k, options.accumulate, t % parts,
                                        parts);

@@ -46,6 +46,9 @@ struct GemmOptions {
 // fused (one rounding) on targets with FMA (AVX2, AVX-512) and rounded twice on SSE4 and scalar.
 // So on a given target the bits do not depend on the thread count, the blocking, sub-matrix views
 // or batching. K = 0 gives C = 0 (or C unchanged).
+// The exception: when A and B are both bf16 (f32 sums), a CPU with AVX512_BF16 runs VDPBF16PS,
+// which visits k in pairs, odd member first, and flushes subnormals (gemm_bf16dot.h: the order,
+// the error bound against this chain, and the switch back to it, HALFGRAD_EXACT_BF16=1).
 // NaN and inf propagate as IEEE arithmetic says. C must not overlap A or B. Throws hg::Error for
 // negative sizes, a null operand or a leading dimension below the stored width.
 // Reference: BLAS sgemm with alpha = 1, beta = 0 (or 1 when accumulating).
