@@ -26,7 +26,9 @@
 #include "precision/bfloat16.h"
 #include "precision/float_format.h"
 
-namespace hg::kernels {
+// A namespace of its own: the sanitized tree compiles test files together (unity build), and
+// test_gemm.cpp has helpers of the same names.
+namespace hg::kernels::bf16dot_tests {
 namespace {
 
 constexpr uint16_t kNaN16 = 0x7FC0;
@@ -409,4 +411,4 @@ TEST_CASE("bf16 dot: matmul under bf16 autocast runs the kernel the mode chooses
 }
 
 }  // namespace
-}  // namespace hg::kernels
+}  // namespace hg::kernels::bf16dot_tests
