@@ -11,7 +11,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 SECONDS=0
 export HALFGRAD_EXTRA_PACKAGES="clang libclang-rt-14-dev"  # the fuzz targets (scripts/fuzz.sh)
-bash scripts/build.sh -DHALFGRAD_BENCHMARKS=OFF  # no test runs the benchmarks; scripts/main.sh builds them
+# No test runs the benchmarks (scripts/main.sh builds them); the test files compile as a unity build.
+bash scripts/build.sh -DHALFGRAD_BENCHMARKS=OFF -DHALFGRAD_UNITY_TESTS=ON
 ctest --test-dir build --output-on-failure -j "$(nproc)" "$@"
 echo "== release build and tests: ${SECONDS} s"
 
