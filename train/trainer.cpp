@@ -194,6 +194,12 @@ EvalPrediction sharded_evaluation(Accelerator& acc, nn::TextClassifier& model, c
   return p;
 }
 
+// What casts of gradients to the 16-bit wire format did (a step's, or a logging window's), as the
+// log and the inspector show it.
+nlohmann::json wire_counts(const precision::NumericsStats& w) {
+  return {{"values", w.total()}, {"flushed", w.underflow}, {"subnormal", w.subnormal}, {"overflowed", w.overflow}};
+}
+
 }  // namespace
 
 struct Trainer::Parts {
@@ -487,12 +493,8 @@ bool Trainer::end_step(const StepOutcome& step, bool& interrupted) {
                               {"scale", step.scale}, {"stepped", step.stepped}, {"grad_norm", step.grad_norm}};
   if (const dist::DistributedDataParallel& ddp = accelerator_->ddp();
       ddp.size() > 1 && ddp.options().wire != dist::WireFormat::kF32) {
-    const precision::NumericsStats& w = ddp.last_reduce().wire;  // this step's cast to the wire format
-    step_info["ddp_wire"] = {{"format", dist::wire_format_name(ddp.options().wire)},
-                             {"values", w.total()},
-                             {"flushed", w.underflow},
-                             {"subnormal", w.subnormal},
-                             {"overflowed", w.overflow}};
+    step_info["ddp_wire"] = wire_counts(ddp.last_reduce().wire);  // this step's cast to the wire format
+    step_info["ddp_wire"]["format"] = dist::wire_format_name(ddp.options().wire);
   }
   for (auto& c : callbacks_) {
     c->on_step_end(state_, step_info);
@@ -506,8 +508,7 @@ bool Trainer::end_step(const StepOutcome& step, bool& interrupted) {
     if (ddp.size() > 1) {  // the wire: this rank's bytes per step, and what a 16-bit cast lost
       entry["ddp_bytes_per_step"] = ddp.last_reduce().bytes;
       if (ddp.options().wire != dist::WireFormat::kF32) {
-        entry["ddp_wire"] = {{"values", window.wire.total()}, {"flushed", window.wire.underflow},
-                             {"subnormal", window.wire.subnormal}, {"overflowed", window.wire.overflow}};
+        entry["ddp_wire"] = wire_counts(window.wire);
       }
     }
     log(entry);
