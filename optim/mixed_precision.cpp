@@ -52,6 +52,16 @@ GradScalerOptions scaler_options(const MixedPrecisionOptions& o) {
   return s;
 }
 
+const char* opt_level_name(OptLevel level) { return level == OptLevel::kO1 ? "O1" : "O2"; }
+
+// `field` names the flag or key for the message.
+OptLevel parse_opt_level(const std::string& text, const std::string& field) {
+  for (const OptLevel level : {OptLevel::kO1, OptLevel::kO2}) {
+    if (text == opt_level_name(level)) return level;
+  }
+  fail(field, ": unknown opt level '", text, "' (expected O1 or O2)");
+}
+
 }  // namespace
 
 MixedPrecisionOptions MixedPrecisionOptions::resolved() const {
@@ -115,9 +125,7 @@ MixedPrecisionOptions parse_mixed_precision(const std::string& precision, const 
   else if (precision == "fp8") o.precision = Precision::kFp8;
   else fail("precision (--precision): unknown precision '", precision,
             "' (expected no, fp32, fp16, bf16, pure_fp16 or fp8)");
-  if (opt_level == "O1") o.opt_level = OptLevel::kO1;
-  else if (opt_level == "O2") o.opt_level = OptLevel::kO2;
-  else fail("fp16_opt_level (--opt-level): unknown opt level '", opt_level, "' (expected O1 or O2)");
+  o.opt_level = parse_opt_level(opt_level, "fp16_opt_level (--opt-level)");
   o.loss_scaling = parse_loss_scale(loss_scale, "loss_scale (--loss-scale)");
   o.validate();
   return o;
@@ -129,7 +137,7 @@ nlohmann::json mixed_precision_to_json(const MixedPrecisionOptions& options) {
   nlohmann::json j = {
       {"fp16", o.precision == Precision::kFp16 || o.precision == Precision::kPureFp16},
       {"bf16", o.precision == Precision::kBf16},
-      {"fp16_opt_level", o.opt_level == OptLevel::kO1 ? "O1" : "O2"},
+      {"fp16_opt_level", opt_level_name(o.opt_level)},
       {"pure_fp16", o.precision == Precision::kPureFp16},
       {"loss_scale", loss_scale_text(s)},
       {"normalization_outputs",
@@ -187,9 +195,7 @@ MixedPrecisionOptions mixed_precision_from_json(const nlohmann::json& j, const s
                 : fp8  ? Precision::kFp8
                        : Precision::kNo;
   if (const nlohmann::json* v = get("fp16_opt_level", T::string, "\"O1\" or \"O2\"")) {
-    const std::string& level = v->get_ref<const std::string&>();
-    check(level == "O1" || level == "O2", source, ": key 'fp16_opt_level' is '", level, "' (expected O1 or O2)");
-    o.opt_level = level == "O1" ? OptLevel::kO1 : OptLevel::kO2;
+    o.opt_level = parse_opt_level(v->get<std::string>(), source + ": key 'fp16_opt_level'");
   }
   if (const nlohmann::json* v = get("loss_scale", T::string, "\"dynamic\", \"none\" or a number as a string")) {
     o.loss_scaling = parse_loss_scale(v->get<std::string>(), source + ": key 'loss_scale'");
