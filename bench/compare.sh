@@ -4,7 +4,7 @@
 # same machine load, and a ratio table at the end.
 #
 #   bash bench/compare.sh [--configs "S M"] [--threads "1 2"] [--rounds 3] [--steps 30] [--warmup 5]
-#                         [--bf16-steps N]
+#                         [--bf16-steps N] [--no-torch] [--busy]
 #
 # Each round runs, per config and thread count: bench_step in f32, fp16-O1, fp16-O2 and bf16, then
 # torch_step.py --malloc tuned in fp32 twice, with OPENBLAS_CORETYPE unset (OpenBLAS picks its
@@ -20,10 +20,13 @@
 #   O2/f32 peak RSS, O2/f32 peak tensors   memory of our fp16 O2 over our f32 (bench_step's
 #                  peak_rss_mb and peak_tensor_mb)
 # and, when two thread counts ran, the speed-up of the larger over the smaller per precision.
+# --no-torch runs bench_step alone. --busy keeps the last CPU busy with a spinning shell loop
+# (taskset) for the whole run, as another program on a shared machine would: the case where a
+# second thread must not make the step slower than one thread.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-configs="S M" threads="1 2" rounds=3 steps=30 warmup=5 bf16_steps=
+configs="S M" threads="1 2" rounds=3 steps=30 warmup=5 bf16_steps= run_torch=1 busy=0
 while [[ $# -gt 0 ]]; do
   case "$1" in
     --configs) configs="$2"; shift 2 ;;
@@ -32,6 +35,8 @@ while [[ $# -gt 0 ]]; do
     --steps) steps="$2"; shift 2 ;;
     --warmup) warmup="$2"; shift 2 ;;
     --bf16-steps) bf16_steps="$2"; shift 2 ;;
+    --no-torch) run_torch=0; shift ;;
+    --busy) busy=1; shift ;;
     *) echo "compare.sh: unknown argument $1" >&2; exit 2 ;;
   esac
 done
@@ -43,6 +48,12 @@ torch_step=../shared/bench/torch_step.py
 log=${LOG:-build/compare.jsonl}
 : >"$log"
 echo "# $(date -u '+%Y-%m-%d %H:%M UTC'), load:$(uptime | sed 's/.*load average://'), log: $log" >&2
+if ((busy)); then
+  taskset -c "$(($(nproc) - 1))" bash -c 'while :; do :; done' &
+  busy_pid=$!
+  trap 'kill "$busy_pid"' EXIT
+  echo "# CPU $(($(nproc) - 1)) kept busy by a spinning loop (pid $busy_pid)" >&2
+fi
 
 coretype=${OPENBLAS_CORETYPE:-Haswell}  # what some machines here export; the AVX2 kernels
 torch() {  # torch <config> <threads> <dtype> <coretype label> <steps> <warmup>
@@ -65,6 +76,7 @@ for ((r = 1; r <= rounds; ++r)); do
       for p in f32 fp16-O1 fp16-O2 bf16; do
         "$bench" --config "$c" --threads "$t" --precision "$p" --steps "$steps" --warmup "$warmup" | tee -a "$log"
       done
+      ((run_torch)) || continue
       torch "$c" "$t" fp32 unset "$steps" "$warmup"
       torch "$c" "$t" fp32 "$coretype" "$steps" "$warmup"
       if [[ -z $bf16_steps ]]; then
