@@ -338,8 +338,8 @@ void Tile(size_t kc, const APanel& a, const float* HWY_RESTRICT b, float* HWY_RE
 // A costs about as much as the multiply when N is small (at K = 128, N = 128 each A element meets
 // only four B micro-panels), while the broadcasts read such an in-place micro-panel (kMR rows of
 // kc floats, at most 12 KiB) from L1 as fast as a packed one. Rows 4 KiB apart would share L1
-// sets (kMR of them in one set), and A read along its columns (A^T) was ~1.4x slower in place
-// on the same machine, so those are packed (BENCHMARKS.md, "Reading A in place").
+// sets (kMR of them in one set), and A read along its columns (A^T) ran at about 0.7x the packed
+// speed in place, so those are packed (BENCHMARKS.md, "The non-GEMM half and A read in place").
 bool ReadAInPlace(const Source& a) {
   return a.dtype == DType::f32 && a.depth_stride == 1 && (a.line_stride * sizeof(float)) % 4096 != 0;
 }
