@@ -2,6 +2,8 @@
 #include "optim/clip_grad_norm.h"
 
 #include <cmath>
+#include <cstdint>
+#include <vector>
 
 #include "base/error.h"
 
@@ -11,7 +13,11 @@ float grad_norm(const std::vector<Tensor>& params) {
   double total = 0;
   for (const Tensor& p : params) {
     if (!p.has_grad()) continue;
-    for (float g : p.grad_values().to_vector()) total += double(g) * double(g);
+    const Tensor g = p.grad_values();
+    // f32 gradients are read where they are (no widened copy); the sum's order is the same.
+    const std::vector<float> widened = g.dtype() == DType::f32 ? std::vector<float>() : g.to_vector();
+    const float* values = g.dtype() == DType::f32 ? g.data<float>() : widened.data();
+    for (int64_t i = 0, n = g.numel(); i < n; ++i) total += double(values[i]) * double(values[i]);
   }
   return float(std::sqrt(total));
 }

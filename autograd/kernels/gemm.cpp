@@ -242,13 +242,15 @@ void PackBlock(float* HWY_RESTRICT dst, const Source& s, size_t origin, size_t l
 }
 
 // ---------------------------------------------------------------------------------------------
-// Micro-kernel. a: packed (kc, kMR), rows [0, kRows) used; b: packed (kc, kNR), columns
-// [0, kVecs * kL) used -> c: (kRows, kVecs * kL), row stride ldc; c = (kLoadC ? c : 0) + a b,
-// each element one sequential fused chain over p; kc >= 1. kLoadC is a template parameter (not a
-// branch) so that GCC keeps the accumulators in registers from start to end.
-template <bool kLoadC, size_t kRows, size_t kVecs>
-HWY_NOINLINE void MicroKernel(size_t kc, const float* HWY_RESTRICT a, const float* HWY_RESTRICT b,
-                              float* HWY_RESTRICT c, size_t ldc) {
+// Micro-kernel. a: element (row r, depth p) at a[p * a_step + r] (a packed panel, a_step = kMR),
+// or at a[r * a_step + p] when kRowsApart (A read in place, see ReadAInPlace); rows
+// [0, kRows) are read. b: packed (kc, kNR), columns [0, kVecs * kL) used -> c: (kRows, kVecs * kL),
+// row stride ldc; c = (kLoadC ? c : 0) + a b, each element one sequential fused chain over p;
+// kc >= 1. kLoadC is a template parameter (not a branch) so that GCC keeps the accumulators in
+// registers from start to end.
+template <bool kLoadC, size_t kRows, size_t kVecs, bool kRowsApart>
+HWY_NOINLINE void MicroKernel(size_t kc, const float* HWY_RESTRICT a, size_t a_step,
+                              const float* HWY_RESTRICT b, float* HWY_RESTRICT c, size_t ldc) {
   const DF d;
   hn::Vec<DF> acc[kRows][kVecs];
   for (size_t r = 0; r < kRows; ++r) {
@@ -265,7 +267,7 @@ HWY_NOINLINE void MicroKernel(size_t kc, const float* HWY_RESTRICT a, const floa
     hn::Vec<DF> bv[kVecs];
     for (size_t v = 0; v < kVecs; ++v) bv[v] = hn::Load(d, b + p * kNR + v * kL);
     for (size_t r = 0; r < kRows; ++r) {
-      const auto av = hn::Set(d, a[p * kMR + r]);
+      const auto av = hn::Set(d, kRowsApart ? a[r * a_step + p] : a[p * a_step + r]);
       for (size_t v = 0; v < kVecs; ++v) acc[r][v] = hn::MulAdd(av, bv[v], acc[r][v]);
     }
   } while (++p < kc);
@@ -274,32 +276,43 @@ HWY_NOINLINE void MicroKernel(size_t kc, const float* HWY_RESTRICT a, const floa
   }
 }
 
-using TileKernel = void (*)(size_t, const float*, const float*, float*, size_t);
+using TileKernel = void (*)(size_t, const float*, size_t, const float*, float*, size_t);
 using KernelsByRows = std::array<TileKernel, kMR>;
 
-template <bool kLoadC, size_t kVecs, size_t... kRowsMinus1>
+template <bool kLoadC, size_t kVecs, bool kRowsApart, size_t... kRowsMinus1>
 constexpr KernelsByRows KernelsForWidth(std::index_sequence<kRowsMinus1...>) {
-  return {&MicroKernel<kLoadC, kRowsMinus1 + 1, kVecs>...};
+  return {&MicroKernel<kLoadC, kRowsMinus1 + 1, kVecs, kRowsApart>...};
 }
 
-// kKernels[load_c][vectors - 1][rows - 1]: edge tiles use the smallest kernel that covers them.
-static_assert(kNV == 2);
-constexpr std::array<std::array<KernelsByRows, kNV>, 2> kKernels = {{
-    {KernelsForWidth<false, 1>(std::make_index_sequence<kMR>()),
-     KernelsForWidth<false, 2>(std::make_index_sequence<kMR>())},
-    {KernelsForWidth<true, 1>(std::make_index_sequence<kMR>()),
-     KernelsForWidth<true, 2>(std::make_index_sequence<kMR>())},
+template <bool kLoadC, bool kRowsApart>
+constexpr std::array<KernelsByRows, kNV> KernelsByWidth() {
+  static_assert(kNV == 2);
+  return {KernelsForWidth<kLoadC, 1, kRowsApart>(std::make_index_sequence<kMR>()),
+          KernelsForWidth<kLoadC, 2, kRowsApart>(std::make_index_sequence<kMR>())};
+}
+
+// kKernels[rows_apart][load_c][vectors - 1][rows - 1]: edge tiles use the smallest kernel that
+// covers them.
+constexpr std::array<std::array<std::array<KernelsByRows, kNV>, 2>, 2> kKernels = {{
+    {KernelsByWidth<false, false>(), KernelsByWidth<true, false>()},
+    {KernelsByWidth<false, true>(), KernelsByWidth<true, true>()},
 }};
+
+// Where the micro-kernel reads an A micro-panel: a packed panel, or A itself (see MicroKernel).
+struct APanel {
+  const float* data;
+  size_t step;
+  bool rows_apart;
+};
 
 // One register tile of C at c: rows x cols valid (<= kMR x kNR); element (r, j) at c[r * ldc + j],
 // or at c[j * ldc + r] when C is stored transposed. Columns that end inside a vector, and
 // transposed tiles, go through a local tile so that nothing outside C is read or written.
-void Tile(size_t kc, const float* HWY_RESTRICT a, const float* HWY_RESTRICT b,
-          float* HWY_RESTRICT c, size_t ldc, bool c_transposed, size_t rows, size_t cols,
-          bool load_c) {
+void Tile(size_t kc, const APanel& a, const float* HWY_RESTRICT b, float* HWY_RESTRICT c,
+          size_t ldc, bool c_transposed, size_t rows, size_t cols, bool load_c) {
   const size_t vecs = (cols + kL - 1) / kL;
-  const TileKernel kernel = kKernels[load_c][vecs - 1][rows - 1];
-  if (!c_transposed && cols % kL == 0) return kernel(kc, a, b, c, ldc);
+  const TileKernel kernel = kKernels[a.rows_apart][load_c][vecs - 1][rows - 1];
+  if (!c_transposed && cols % kL == 0) return kernel(kc, a.data, a.step, b, c, ldc);
   HWY_ALIGN float tile[kMR * kNR];
   if (c_transposed) {
     if (load_c) {
@@ -307,7 +320,7 @@ void Tile(size_t kc, const float* HWY_RESTRICT a, const float* HWY_RESTRICT b,
         for (size_t r = 0; r < rows; ++r) tile[r * kNR + j] = c[j * ldc + r];
       }
     }
-    kernel(kc, a, b, tile, kNR);
+    kernel(kc, a.data, a.step, b, tile, kNR);
     for (size_t j = 0; j < cols; ++j) {
       for (size_t r = 0; r < rows; ++r) c[j * ldc + r] = tile[r * kNR + j];
     }
@@ -316,15 +329,26 @@ void Tile(size_t kc, const float* HWY_RESTRICT a, const float* HWY_RESTRICT b,
   if (load_c) {
     for (size_t r = 0; r < rows; ++r) std::copy_n(c + r * ldc, cols, tile + r * kNR);
   }
-  kernel(kc, a, b, tile, kNR);
+  kernel(kc, a.data, a.step, b, tile, kNR);
   for (size_t r = 0; r < rows; ++r) std::copy_n(tile + r * kNR, cols, c + r * ldc);
 }
 
 // ---------------------------------------------------------------------------------------------
+// Whether the micro-kernel reads A where it is stored instead of a packed copy: f32 elements
+// (nothing to widen), each row contiguous in depth, rows not a multiple of 4 KiB apart. Packing
+// A costs about as much as the multiply when N is small (at K = 128, N = 128 each A element meets
+// only four B micro-panels), while the broadcasts read such an in-place micro-panel (kMR rows of
+// kc floats, at most 12 KiB) from L1 as fast as a packed one. Rows 4 KiB apart would share L1
+// sets (kMR of them in one set), and A read along its columns (A^T) ran at about 0.7x the packed
+// speed in place, so those are packed (BENCHMARKS.md, "The non-GEMM half and A read in place").
+bool ReadAInPlace(const Source& a) {
+  return a.dtype == DType::f32 && a.depth_stride == 1 && (a.line_stride * sizeof(float)) % 4096 != 0;
+}
+
 // C(m,n) [+]= A(m,k) B(k,n) on one thread, C(i,j) at c[i * ldc + j] (c[j * ldc + i] if
 // c_transposed): the GotoBLAS loop nest. For each (kKC, kNC) block of B, packed once, every
-// (kMC, kKC) block of A is packed and multiplied panel by panel. Block sizes are balanced
-// (e.g. k = 300 -> 2 x 150) but depend only on the shape.
+// (kMC, kKC) block of A is packed (unless ReadAInPlace) and multiplied panel by panel. Block
+// sizes are balanced (e.g. k = 300 -> 2 x 150) but depend only on the shape.
 void GemmSerial(float* HWY_RESTRICT c, size_t ldc, bool c_transposed, const Source& a,
                 const Source& b, size_t m, size_t n, size_t k, bool accumulate) {
   const size_t row_stride = c_transposed ? 1 : ldc, col_stride = c_transposed ? ldc : 1;
@@ -346,7 +370,8 @@ void GemmSerial(float* HWY_RESTRICT c, size_t ldc, bool c_transposed, const Sour
   const size_t nc_step = balanced(n, kNC, kNR);
 
   gemm_detail::PackBuffers& buffers = gemm_detail::thread_pack_buffers();
-  float* HWY_RESTRICT packed_a = buffers.a.reserve(mc_step * kc_step + kPackSlack);
+  const bool a_in_place = ReadAInPlace(a);
+  float* HWY_RESTRICT packed_a = a_in_place ? nullptr : buffers.a.reserve(mc_step * kc_step + kPackSlack);
   float* HWY_RESTRICT packed_b = buffers.b.reserve(nc_step * kc_step + kPackSlack);
 
   for (size_t jc = 0; jc < n; jc += nc_step) {
@@ -357,10 +382,15 @@ void GemmSerial(float* HWY_RESTRICT c, size_t ldc, bool c_transposed, const Sour
       PackBlock<kNR>(packed_b, b, b.origin + jc * b.line_stride + pc * b.depth_stride, nc, kc);
       for (size_t ic = 0; ic < m; ic += mc_step) {
         const size_t mc = std::min(mc_step, m - ic);
-        PackBlock<kMR>(packed_a, a, a.origin + ic * a.line_stride + pc * a.depth_stride, mc, kc);
+        const size_t a_block = a.origin + ic * a.line_stride + pc * a.depth_stride;
+        if (!a_in_place) PackBlock<kMR>(packed_a, a, a_block, mc, kc);
         for (size_t jr = 0; jr < nc; jr += kNR) {
           for (size_t ir = 0; ir < mc; ir += kMR) {
-            Tile(kc, packed_a + ir * kc, packed_b + jr * kc,
+            const APanel panel =
+                a_in_place
+                    ? APanel{static_cast<const float*>(a.base) + a_block + ir * a.line_stride, a.line_stride, true}
+                    : APanel{packed_a + ir * kc, kMR, false};
+            Tile(kc, panel, packed_b + jr * kc,
                  c + (ic + ir) * row_stride + (jc + jr) * col_stride, ldc, c_transposed,
                  std::min(kMR, mc - ir), std::min(kNR, nc - jr), load_c);
           }
