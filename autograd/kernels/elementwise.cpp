@@ -90,42 +90,14 @@ void ErfImpl(float* y, const float* x, size_t n) {
 void GeluImpl(float* y, const float* x, size_t n) {
   Transform(y, n, [](VF v) { return hn::Mul(v, NormalCdfF<false>(DF(), v)); }, x);
 }
-// Returns Phi(x) and sets *slope = Phi(x) + x phi(x), phi(x) = e^(-x^2/2) / sqrt(2 pi): gelu's
-// derivative, for gelu_backward and gelu_with_slope alike.
-HWY_INLINE VF NormalCdfAndGeluSlope(DF d, VF x, VF* slope) {
-  VF density;
-  const VF cdf = NormalCdfF<true>(d, x, &density);
-  *slope = hn::Add(cdf, hn::Mul(x, density));
-  return cdf;
-}
+// Phi(x) + x phi(x), phi(x) = e^(-x^2/2) / sqrt(2 pi).
 void GeluBackwardImpl(float* dx, const float* dy, const float* x, size_t n) {
   const DF d;
   Transform(dx, n, [d](VF g, VF v) {
-    VF slope;
-    NormalCdfAndGeluSlope(d, v, &slope);
-    return hn::Mul(g, slope);
+    VF density;
+    const VF cdf = NormalCdfF<true>(d, v, &density);
+    return hn::Mul(g, hn::Add(cdf, hn::Mul(v, density)));
   }, dy, x);
-}
-// Two outputs, so not Transform: the same whole vectors, then the tail through padded copies.
-void GeluWithSlopeImpl(float* y, float* slope, const float* x, size_t n) {
-  const DF d;
-  const size_t lanes = hn::Lanes(d);
-  size_t i = 0;
-  for (; i + lanes <= n; i += lanes) {
-    const VF v = hn::LoadU(d, x + i);
-    VF s;
-    hn::StoreU(hn::Mul(v, NormalCdfAndGeluSlope(d, v, &s)), d, y + i);
-    hn::StoreU(s, d, slope + i);
-  }
-  if (i == n) return;
-  HWY_ALIGN float in[hn::MaxLanes(d)] = {}, out[hn::MaxLanes(d)], out_slope[hn::MaxLanes(d)];
-  std::copy_n(x + i, n - i, in);
-  const VF v = hn::Load(d, in);
-  VF s;
-  hn::Store(hn::Mul(v, NormalCdfAndGeluSlope(d, v, &s)), d, out);
-  hn::Store(s, d, out_slope);
-  std::copy_n(out, n - i, y + i);
-  std::copy_n(out_slope, n - i, slope + i);
 }
 
 // u = sqrt(2/pi) (x + 0.044715 x^3), in the twin's order.
@@ -245,7 +217,6 @@ HWY_EXPORT(ReluBackwardImpl);
 HWY_EXPORT(ErfImpl);
 HWY_EXPORT(GeluImpl);
 HWY_EXPORT(GeluBackwardImpl);
-HWY_EXPORT(GeluWithSlopeImpl);
 HWY_EXPORT(GeluTanhImpl);
 HWY_EXPORT(GeluTanhBackwardImpl);
 HWY_EXPORT(PowScalarImpl);
@@ -288,9 +259,6 @@ void erf(float* y, const float* x, int64_t n) { HWY_DYNAMIC_DISPATCH(ErfImpl)(y,
 void gelu(float* y, const float* x, int64_t n) { HWY_DYNAMIC_DISPATCH(GeluImpl)(y, x, count(n)); }
 void gelu_backward(float* dx, const float* dy, const float* x, int64_t n) {
   HWY_DYNAMIC_DISPATCH(GeluBackwardImpl)(dx, dy, x, count(n));
-}
-void gelu_with_slope(float* y, float* slope, const float* x, int64_t n) {
-  HWY_DYNAMIC_DISPATCH(GeluWithSlopeImpl)(y, slope, x, count(n));
 }
 void gelu_tanh(float* y, const float* x, int64_t n) { HWY_DYNAMIC_DISPATCH(GeluTanhImpl)(y, x, count(n)); }
 void gelu_tanh_backward(float* dx, const float* dy, const float* x, int64_t n) {

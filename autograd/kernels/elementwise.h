@@ -65,11 +65,6 @@ void gelu(float* y, const float* x, int64_t n);
 // dx = dy (Phi(x) + x phi(x)), phi the standard normal density: 6 ulp (3.9) of the larger of
 // |Phi(x)| and |x phi(x)| (the two cancel near x = -0.75), times dy.
 void gelu_backward(float* dx, const float* dy, const float* x, int64_t n);
-// y = gelu(x) and slope = Phi(x) + x phi(x) in one pass, bit for bit what gelu gives and what
-// gelu_backward multiplies dy by: a training forward keeps the slope, and backward is dy * slope
-// (mul), instead of evaluating Phi and phi a second time. No scalar twin: its oracle is gelu and
-// gelu_backward themselves, bit for bit.
-void gelu_with_slope(float* y, float* slope, const float* x, int64_t n);
 // y = 0.5 x (1 + tanh u), u = sqrt(2/pi) (x + 0.044715 x^3) (approximate='tanh'), computed as
 // x sigmoid(2u) so that no side cancels. u is rounded to f32 (as in torch): on the left its
 // rounding moves the result by up to 5 |u| ulp, a limit of the formula in f32.

@@ -162,21 +162,6 @@ Tensor relu(const Tensor& x) {
 
 Tensor gelu(const Tensor& x, GeluApproximation approximation) {
   const bool tanh_form = approximation == GeluApproximation::kTanh;
-  if (!tanh_form && x.dtype() == DType::f32 && grad_enabled() && x.requires_grad()) {
-    // Training in f32: one pass writes y and the slope Phi(x) + x phi(x), and backward is
-    // dy * slope, the bits gelu_backward gives, without evaluating Phi and phi again (they were
-    // half of the FFN's non-GEMM time). The slope is one more f32 tensor of x's size on the tape;
-    // a narrow x keeps the recomputation, which stores nothing wider than x.
-    const Tensor slope = Tensor::empty(x.shape(), DType::f32);
-    float* const s = slope.data<float>();
-    const float* const x0 = x.data<float>();
-    Tensor y = map<1>(x.shape(), DType::f32, {x}, [s, x0](float* out, const Ptrs<1>& in, int64_t n) {
-      kernels::gelu_with_slope(out, s + (in[0] - x0), in[0], n);  // in[0]: a chunk of x, in place
-    });
-    return record("gelu", y, {x}, [x, slope](const Tensor& dy) {
-      accumulate_grad(x, unary_grad(dy, slope, kernels::mul));
-    });
-  }
   Tensor y = unary(x, x.dtype(), tanh_form ? kernels::gelu_tanh : kernels::gelu);
   return record("gelu", y, {x}, [x, tanh_form](const Tensor& dy) {
     accumulate_grad(x, unary_grad(dy, x.detach(), tanh_form ? kernels::gelu_tanh_backward : kernels::gelu_backward));

@@ -413,23 +413,6 @@ TEST_CASE("gelu derivatives are within their bounds", "[simd][kernels]") {
   });
 }
 
-// gelu_with_slope is a fusion, not a new approximation: its two outputs must be the bits of gelu
-// and of gelu_backward's factor (dy = 1: 1 * slope is exact) on the same target.
-TEST_CASE("gelu_with_slope gives gelu's and gelu_backward's bits in one pass", "[simd][kernels]") {
-  for_each_target([] {
-    for (const int64_t n : kSizes) {
-      INFO("n = " << n);
-      const std::vector<float> x = inputs(n, 11, -14.0f, 8.0f), ones(size_t(n), 1.0f);
-      std::vector<float> y = output(n), slope = output(n), want_y = output(n), want_slope = output(n);
-      gelu_with_slope(y.data(), slope.data(), x.data(), n);
-      gelu(want_y.data(), x.data(), n);
-      gelu_backward(want_slope.data(), ones.data(), x.data(), n);
-      check_bits(y, want_y, n, x);
-      check_bits(slope, want_slope, n, x);
-    }
-  });
-}
-
 TEST_CASE("all_finite judges the stored bits as widening and std::isfinite do", "[kernels]") {
   // Oracle: widen (the decode path) then std::isfinite, on every f16 and bf16 bit pattern.
   for (const DType dtype : {DType::f16, DType::bf16}) {
