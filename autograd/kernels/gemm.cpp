@@ -242,24 +242,31 @@ void PackBlock(float* HWY_RESTRICT dst, const Source& s, size_t origin, size_t l
 }
 
 // ---------------------------------------------------------------------------------------------
+// Where a register tile's chains start: at 0, at C's old value, or at the bias (one value per
+// column, the same in every row).
+enum class Start { kZero, kC, kBias };
+
 // Micro-kernel. a: element (row r, depth p) at a[p * a_step + r] (a packed panel, a_step = kMR),
 // or at a[r * a_step + p] when kRowsApart (A read in place, see ReadAInPlace); rows
 // [0, kRows) are read. b: packed (kc, kNR), columns [0, kVecs * kL) used -> c: (kRows, kVecs * kL),
-// row stride ldc; c = (kLoadC ? c : 0) + a b, each element one sequential fused chain over p;
-// kc >= 1. kLoadC is a template parameter (not a branch) so that GCC keeps the accumulators in
-// registers from start to end.
-template <bool kLoadC, size_t kRows, size_t kVecs, bool kRowsApart>
+// row stride ldc; c = start + a b, start = 0, c or bias[j] (bias: kVecs * kL values) by kStart,
+// each element one sequential fused chain over p; kc >= 1. kStart is a template parameter (not a
+// branch) so that GCC keeps the accumulators in registers from start to end.
+template <Start kStart, size_t kRows, size_t kVecs, bool kRowsApart>
 HWY_NOINLINE void MicroKernel(size_t kc, const float* HWY_RESTRICT a, size_t a_step,
-                              const float* HWY_RESTRICT b, float* HWY_RESTRICT c, size_t ldc) {
+                              const float* HWY_RESTRICT b, float* HWY_RESTRICT c, size_t ldc,
+                              const float* HWY_RESTRICT bias) {
   const DF d;
   hn::Vec<DF> acc[kRows][kVecs];
   for (size_t r = 0; r < kRows; ++r) {
-    if constexpr (!kLoadC) {  // C is only written, at the end: start fetching its lines now
+    if constexpr (kStart != Start::kC) {  // C is only written, at the end: start fetching its lines now
       hwy::Prefetch(c + r * ldc);
       hwy::Prefetch(c + r * ldc + kVecs * kL - 1);
     }
     for (size_t v = 0; v < kVecs; ++v) {
-      acc[r][v] = kLoadC ? hn::LoadU(d, c + r * ldc + v * kL) : hn::Zero(d);
+      if constexpr (kStart == Start::kC) acc[r][v] = hn::LoadU(d, c + r * ldc + v * kL);
+      if constexpr (kStart == Start::kBias) acc[r][v] = hn::LoadU(d, bias + v * kL);
+      if constexpr (kStart == Start::kZero) acc[r][v] = hn::Zero(d);
     }
   }
   size_t p = 0;
@@ -276,27 +283,31 @@ HWY_NOINLINE void MicroKernel(size_t kc, const float* HWY_RESTRICT a, size_t a_s
   }
 }
 
-using TileKernel = void (*)(size_t, const float*, size_t, const float*, float*, size_t);
+using TileKernel = void (*)(size_t, const float*, size_t, const float*, float*, size_t, const float*);
 using KernelsByRows = std::array<TileKernel, kMR>;
 
-template <bool kLoadC, size_t kVecs, bool kRowsApart, size_t... kRowsMinus1>
+template <Start kStart, size_t kVecs, bool kRowsApart, size_t... kRowsMinus1>
 constexpr KernelsByRows KernelsForWidth(std::index_sequence<kRowsMinus1...>) {
-  return {&MicroKernel<kLoadC, kRowsMinus1 + 1, kVecs, kRowsApart>...};
+  return {&MicroKernel<kStart, kRowsMinus1 + 1, kVecs, kRowsApart>...};
 }
 
-template <bool kLoadC, bool kRowsApart>
+template <Start kStart, bool kRowsApart>
 constexpr std::array<KernelsByRows, kNV> KernelsByWidth() {
   static_assert(kNV == 2);
-  return {KernelsForWidth<kLoadC, 1, kRowsApart>(std::make_index_sequence<kMR>()),
-          KernelsForWidth<kLoadC, 2, kRowsApart>(std::make_index_sequence<kMR>())};
+  return {KernelsForWidth<kStart, 1, kRowsApart>(std::make_index_sequence<kMR>()),
+          KernelsForWidth<kStart, 2, kRowsApart>(std::make_index_sequence<kMR>())};
 }
 
-// kKernels[rows_apart][load_c][vectors - 1][rows - 1]: edge tiles use the smallest kernel that
+template <bool kRowsApart>
+constexpr std::array<std::array<KernelsByRows, kNV>, 3> KernelsByStart() {
+  return {KernelsByWidth<Start::kZero, kRowsApart>(), KernelsByWidth<Start::kC, kRowsApart>(),
+          KernelsByWidth<Start::kBias, kRowsApart>()};
+}
+
+// kKernels[rows_apart][start][vectors - 1][rows - 1]: edge tiles use the smallest kernel that
 // covers them.
-constexpr std::array<std::array<std::array<KernelsByRows, kNV>, 2>, 2> kKernels = {{
-    {KernelsByWidth<false, false>(), KernelsByWidth<true, false>()},
-    {KernelsByWidth<false, true>(), KernelsByWidth<true, true>()},
-}};
+constexpr std::array<std::array<std::array<KernelsByRows, kNV>, 3>, 2> kKernels = {
+    {KernelsByStart<false>(), KernelsByStart<true>()}};
 
 // Where the micro-kernel reads an A micro-panel: a packed panel, or A itself (see MicroKernel).
 struct APanel {
@@ -307,29 +318,41 @@ struct APanel {
 
 // One register tile of C at c: rows x cols valid (<= kMR x kNR); element (r, j) at c[r * ldc + j],
 // or at c[j * ldc + r] when C is stored transposed. Columns that end inside a vector, and
-// transposed tiles, go through a local tile so that nothing outside C is read or written.
+// transposed tiles, go through a local tile so that nothing outside C is read or written; a bias
+// start is then written into the local tile and the tile's kernel starts from it as from C. The
+// bias holds one value per column of C: bias[j] for tile column j, or bias[r] for tile row r when
+// C is stored transposed (its rows are C's columns).
 void Tile(size_t kc, const APanel& a, const float* HWY_RESTRICT b, float* HWY_RESTRICT c,
-          size_t ldc, bool c_transposed, size_t rows, size_t cols, bool load_c) {
+          size_t ldc, bool c_transposed, size_t rows, size_t cols, Start start,
+          const float* HWY_RESTRICT bias) {
   const size_t vecs = (cols + kL - 1) / kL;
-  const TileKernel kernel = kKernels[a.rows_apart][load_c][vecs - 1][rows - 1];
-  if (!c_transposed && cols % kL == 0) return kernel(kc, a.data, a.step, b, c, ldc);
+  if (!c_transposed && cols % kL == 0) {
+    return kKernels[a.rows_apart][size_t(start)][vecs - 1][rows - 1](kc, a.data, a.step, b, c, ldc, bias);
+  }
+  const Start local_start = start == Start::kZero ? Start::kZero : Start::kC;
+  const TileKernel kernel = kKernels[a.rows_apart][size_t(local_start)][vecs - 1][rows - 1];
   HWY_ALIGN float tile[kMR * kNR];
+  if (start == Start::kBias) {
+    for (size_t r = 0; r < rows; ++r) {
+      for (size_t j = 0; j < cols; ++j) tile[r * kNR + j] = bias[c_transposed ? r : j];
+    }
+  }
   if (c_transposed) {
-    if (load_c) {
+    if (start == Start::kC) {
       for (size_t j = 0; j < cols; ++j) {
         for (size_t r = 0; r < rows; ++r) tile[r * kNR + j] = c[j * ldc + r];
       }
     }
-    kernel(kc, a.data, a.step, b, tile, kNR);
+    kernel(kc, a.data, a.step, b, tile, kNR, nullptr);
     for (size_t j = 0; j < cols; ++j) {
       for (size_t r = 0; r < rows; ++r) c[j * ldc + r] = tile[r * kNR + j];
     }
     return;
   }
-  if (load_c) {
+  if (start == Start::kC) {
     for (size_t r = 0; r < rows; ++r) std::copy_n(c + r * ldc, cols, tile + r * kNR);
   }
-  kernel(kc, a.data, a.step, b, tile, kNR);
+  kernel(kc, a.data, a.step, b, tile, kNR, nullptr);
   for (size_t r = 0; r < rows; ++r) std::copy_n(tile + r * kNR, cols, c + r * ldc);
 }
 
@@ -348,14 +371,19 @@ bool ReadAInPlace(const Source& a) {
 // C(m,n) [+]= A(m,k) B(k,n) on one thread, C(i,j) at c[i * ldc + j] (c[j * ldc + i] if
 // c_transposed): the GotoBLAS loop nest. For each (kKC, kNC) block of B, packed once, every
 // (kMC, kKC) block of A is packed (unless ReadAInPlace) and multiplied panel by panel. Block
-// sizes are balanced (e.g. k = 300 -> 2 x 150) but depend only on the shape.
+// sizes are balanced (e.g. k = 300 -> 2 x 150) but depend only on the shape. With a bias (not
+// with accumulate), the first depth block's chains start from it: bias[j] for C(i,j), or bias[i]
+// when c_transposed (the product computed is C^T, whose rows are the caller's columns).
 void GemmSerial(float* HWY_RESTRICT c, size_t ldc, bool c_transposed, const Source& a,
-                const Source& b, size_t m, size_t n, size_t k, bool accumulate) {
+                const Source& b, size_t m, size_t n, size_t k, bool accumulate,
+                const float* HWY_RESTRICT bias) {
   const size_t row_stride = c_transposed ? 1 : ldc, col_stride = c_transposed ? ldc : 1;
   if (k == 0) {
     if (!accumulate) {
       for (size_t i = 0; i < m; ++i) {
-        for (size_t j = 0; j < n; ++j) c[i * row_stride + j * col_stride] = 0.0f;
+        for (size_t j = 0; j < n; ++j) {
+          c[i * row_stride + j * col_stride] = bias == nullptr ? 0.0f : bias[c_transposed ? i : j];
+        }
       }
     }
     return;
@@ -378,7 +406,7 @@ void GemmSerial(float* HWY_RESTRICT c, size_t ldc, bool c_transposed, const Sour
     const size_t nc = std::min(nc_step, n - jc);
     for (size_t pc = 0; pc < k; pc += kc_step) {
       const size_t kc = std::min(kc_step, k - pc);
-      const bool load_c = accumulate || pc > 0;
+      const Start start = accumulate || pc > 0 ? Start::kC : bias != nullptr ? Start::kBias : Start::kZero;
       PackBlock<kNR>(packed_b, b, b.origin + jc * b.line_stride + pc * b.depth_stride, nc, kc);
       for (size_t ic = 0; ic < m; ic += mc_step) {
         const size_t mc = std::min(mc_step, m - ic);
@@ -392,7 +420,8 @@ void GemmSerial(float* HWY_RESTRICT c, size_t ldc, bool c_transposed, const Sour
                     : APanel{packed_a + ir * kc, kMR, false};
             Tile(kc, panel, packed_b + jr * kc,
                  c + (ic + ir) * row_stride + (jc + jr) * col_stride, ldc, c_transposed,
-                 std::min(kMR, mc - ir), std::min(kNR, nc - jr), load_c);
+                 std::min(kMR, mc - ir), std::min(kNR, nc - jr), start,
+                 start == Start::kBias ? bias + (c_transposed ? ic + ir : jc + jr) : nullptr);
           }
         }
       }
@@ -410,10 +439,10 @@ Source MakeSource(const GemmOperand& x, bool lines_are_rows) {
 
 // Part `part` of `parts` of C(m,n) [+]= op(A)(m,k) op(B)(k,n): the longer side of C, counted in
 // register tiles, is cut into `parts` nearly equal runs. Parts share no element of C, and each
-// element's sum is the same whichever part computes it.
+// element's sum is the same whichever part computes it. bias: null or n_total values (gemm.h).
 void GemmPartImpl(float* HWY_RESTRICT c, int64_t ldc, const GemmOperand& a_op,
                   const GemmOperand& b_op, int64_t m_total, int64_t n_total, int64_t k,
-                  bool accumulate, int64_t part, int64_t parts) {
+                  bool accumulate, const float* HWY_RESTRICT bias, int64_t part, int64_t parts) {
   Source a = MakeSource(a_op, /*lines_are_rows=*/true);
   Source b = MakeSource(b_op, /*lines_are_rows=*/false);
   size_t m = static_cast<size_t>(m_total), n = static_cast<size_t>(n_total);
@@ -440,8 +469,9 @@ void GemmPartImpl(float* HWY_RESTRICT c, int64_t ldc, const GemmOperand& a_op,
   a.origin += m0 * a.line_stride;
   b.origin += n0 * b.line_stride;
   const size_t c_ld = static_cast<size_t>(ldc);
+  if (bias != nullptr) bias += swap ? m0 : n0;  // the caller's columns are m after the swap
   GemmSerial(c + (swap ? n0 * c_ld + m0 : m0 * c_ld + n0), c_ld, swap, a, b, m1 - m0, n1 - n0,
-             static_cast<size_t>(k), accumulate);
+             static_cast<size_t>(k), accumulate, bias);
 }
 
 }  // namespace hg::kernels::HWY_NAMESPACE
@@ -491,10 +521,18 @@ void gemm_batched(float* c, int64_t ldc, int64_t c_batch_stride, const GemmOpera
   check(ldc >= n, "gemm: ldc = ", ldc, " is less than n = ", n);
   check_operand(a, "a", m, k);
   check_operand(b, "b", k, n);
+  check(options.bias == nullptr || !options.accumulate,
+        "gemm: options.bias and options.accumulate together (C = bias + A B or C += A B, not both)");
   if (options.accumulation != Accumulation::kF32) {  // f16 chains (accumulate.h), matrix by matrix
     for (int64_t i = 0; i < batch; ++i) {
       const std::vector<float> wa = widen_op(a.member(i), m, k), wb = widen_op(b.member(i), k, n);
-      gemm_f16(c + i * c_batch_stride, ldc, wa.data(), wb.data(), n, m, n, k, options.accumulation, options.accumulate);
+      float* ci = c + i * c_batch_stride;
+      // A bias enters as the C the chains start from (kF16: RN16(bias), kF16Blocked: the carry).
+      if (options.bias != nullptr) {
+        for (int64_t r = 0; r < m; ++r) std::copy_n(options.bias, n, ci + r * ldc);
+      }
+      gemm_f16(ci, ldc, wa.data(), wb.data(), n, m, n, k, options.accumulation,
+               options.accumulate || options.bias != nullptr);
     }
     return;
   }
@@ -511,11 +549,11 @@ void gemm_batched(float* c, int64_t ldc, int64_t c_batch_stride, const GemmOpera
     const int64_t i = t / parts;
     if (dot != Bf16DotKernel::kNone) {
       return gemm_bf16dot_part(dot, c + i * c_batch_stride, ldc, a.member(i), b.member(i), m, n, k,
-                               options.accumulate, t % parts, parts);
+                               options.accumulate, options.bias, t % parts, parts);
     }
     HWY_DYNAMIC_DISPATCH(GemmPartImpl)(c + i * c_batch_stride, ldc, a.member(i),
-                                       b.member(i), m, n, k, options.accumulate, t % parts,
-                                       parts);
+                                       b.member(i), m, n, k, options.accumulate, options.bias,
+                                       t % parts, parts);
   };
   if (team == 1) {  // no OpenMP region at all: even an inactive one costs a team setup
     for (int64_t t = 0; t < tasks; ++t) run(t);

@@ -123,24 +123,29 @@ void pack_pairs(uint32_t* dst, const Source& s, size_t line0, size_t lines, size
   }
 }
 
-// One register tile: c (rows x cols valid, row stride ldc) = (load_c ? c : 0) + the pairs of
-// panels a (pairs x kMR dwords) and b (pairs x kNR dwords), acc(r, j) taking per pair p the
-// instruction with src1 = b's dword (p, j), src2 = a's dword (p, r) (broadcast). Nothing outside
-// the valid rows and columns of C is read or written. pairs >= 1.
+// One register tile: c (rows x cols valid, row stride ldc) = start + the pairs of panels a
+// (pairs x kMR dwords) and b (pairs x kNR dwords), acc(r, j) taking per pair p the instruction
+// with src1 = b's dword (p, j), src2 = a's dword (p, r) (broadcast); start(r, j) = c(r, j) when
+// load_c, else bias[j] when bias is not null (cols values), else 0. Nothing outside the valid rows
+// and columns of C, or past the bias's cols values, is read or written. pairs >= 1.
 using TileKernel = void (*)(size_t pairs, const uint32_t* a, const uint32_t* b, float* c, size_t ldc,
-                            size_t rows, size_t cols, bool load_c);
+                            size_t rows, size_t cols, bool load_c, const float* bias);
 
 #if HG_BF16DOT_X86
 __attribute__((target("avx512f,avx512bf16"))) void tile_instruction(size_t pairs, const uint32_t* a,
                                                                      const uint32_t* b, float* c, size_t ldc,
-                                                                     size_t rows, size_t cols, bool load_c) {
+                                                                     size_t rows, size_t cols, bool load_c,
+                                                                     const float* bias) {
   const __mmask16 mask0 = cols >= 16 ? 0xFFFF : __mmask16((1u << cols) - 1);
   const __mmask16 mask1 = cols >= 32 ? 0xFFFF : cols > 16 ? __mmask16((1u << (cols - 16)) - 1) : 0;
+  const bool from_bias = !load_c && bias != nullptr;
+  const __m512 start0 = from_bias ? _mm512_maskz_loadu_ps(mask0, bias) : _mm512_setzero_ps();
+  const __m512 start1 = from_bias ? _mm512_maskz_loadu_ps(mask1, bias + 16) : _mm512_setzero_ps();
   __m512 acc[kMR][2];
   for (size_t r = 0; r < kMR; ++r) {
     const bool load = load_c && r < rows;
-    acc[r][0] = load ? _mm512_maskz_loadu_ps(mask0, c + r * ldc) : _mm512_setzero_ps();
-    acc[r][1] = load ? _mm512_maskz_loadu_ps(mask1, c + r * ldc + 16) : _mm512_setzero_ps();
+    acc[r][0] = load ? _mm512_maskz_loadu_ps(mask0, c + r * ldc) : start0;
+    acc[r][1] = load ? _mm512_maskz_loadu_ps(mask1, c + r * ldc + 16) : start1;
   }
   for (size_t p = 0; p < pairs; ++p) {
     const __m512i b0 = _mm512_loadu_si512(b + p * kNR), b1 = _mm512_loadu_si512(b + p * kNR + 16);
@@ -167,10 +172,13 @@ float dpbf16_lane(float acc, uint32_t src1, uint32_t src2) {
 }
 
 void tile_emulation(size_t pairs, const uint32_t* a, const uint32_t* b, float* c, size_t ldc, size_t rows,
-                    size_t cols, bool load_c) {
+                    size_t cols, bool load_c, const float* bias) {
+  const bool from_bias = !load_c && bias != nullptr;
   float acc[kMR][kNR];
   for (size_t r = 0; r < kMR; ++r) {
-    for (size_t j = 0; j < kNR; ++j) acc[r][j] = load_c && r < rows && j < cols ? c[r * ldc + j] : 0.0f;
+    for (size_t j = 0; j < kNR; ++j) {
+      acc[r][j] = j >= cols ? 0.0f : load_c && r < rows ? c[r * ldc + j] : from_bias ? bias[j] : 0.0f;
+    }
   }
   for (size_t p = 0; p < pairs; ++p) {
     for (size_t r = 0; r < kMR; ++r) {
@@ -191,13 +199,17 @@ uint32_t* reserve_aligned(std::vector<uint32_t>& buffer, size_t dwords) {
   return reinterpret_cast<uint32_t*>((reinterpret_cast<uintptr_t>(buffer.data()) + 63) & ~uintptr_t{63});
 }
 
-// C(m,n) [+]= A(m,k) B(k,n) on one thread, C(i,j) at c[i * ldc + j]: gemm.cpp's loop nest (for
-// each (kKC, kNC) block of B, packed once, every (kMC, kKC) block of A), in pairs of k.
+// C(m,n) [+]= [bias +] A(m,k) B(k,n) on one thread, C(i,j) at c[i * ldc + j]: gemm.cpp's loop nest
+// (for each (kKC, kNC) block of B, packed once, every (kMC, kKC) block of A), in pairs of k; the
+// first depth block starts from the bias (n values) when there is one.
 void gemm_serial(TileKernel tile, float* c, size_t ldc, const Source& a, const Source& b, size_t m, size_t n,
-                 size_t k, bool accumulate) {
+                 size_t k, bool accumulate, const float* bias) {
   if (k == 0) {
     if (!accumulate) {
-      for (size_t i = 0; i < m; ++i) std::fill_n(c + i * ldc, n, 0.0f);
+      for (size_t i = 0; i < m; ++i) {
+        if (bias == nullptr) std::fill_n(c + i * ldc, n, 0.0f);
+        else std::copy_n(bias, n, c + i * ldc);
+      }
     }
     return;
   }
@@ -222,7 +234,8 @@ void gemm_serial(TileKernel tile, float* c, size_t ldc, const Source& a, const S
         for (size_t jr = 0; jr < nc; jr += kNR) {
           for (size_t ir = 0; ir < mc; ir += kMR) {
             tile(pairs, packed_a + ir * pairs, packed_b + jr * pairs, c + (ic + ir) * ldc + jc + jr, ldc,
-                 std::min(kMR, mc - ir), std::min(kNR, nc - jr), accumulate || pc > 0);
+                 std::min(kMR, mc - ir), std::min(kNR, nc - jr), accumulate || pc > 0,
+                 bias == nullptr ? nullptr : bias + jc + jr);
           }
         }
       }
@@ -297,7 +310,8 @@ float dpbf16_fma(float acc, uint16_t x, uint16_t y) {
 }
 
 void gemm_bf16dot_part(Bf16DotKernel kernel, float* c, int64_t ldc, const GemmOperand& a_op, const GemmOperand& b_op,
-                       int64_t m_total, int64_t n_total, int64_t k, bool accumulate, int64_t part, int64_t parts) {
+                       int64_t m_total, int64_t n_total, int64_t k, bool accumulate, const float* bias,
+                       int64_t part, int64_t parts) {
   check(kernel != Bf16DotKernel::kNone, "gemm_bf16dot: no dot kernel chosen");
   check(a_op.dtype == DType::bf16 && b_op.dtype == DType::bf16, "gemm_bf16dot: operands are ",
         dtype_name(a_op.dtype), " and ", dtype_name(b_op.dtype), ", not bf16 and bf16");
@@ -325,7 +339,8 @@ void gemm_bf16dot_part(Bf16DotKernel kernel, float* c, int64_t ldc, const GemmOp
   Source a = make_source(a_op, /*lines_are_rows=*/true), b = make_source(b_op, /*lines_are_rows=*/false);
   a.base += m0 * a.line_stride;
   b.base += n0 * b.line_stride;
-  gemm_serial(tile, c + m0 * size_t(ldc) + n0, size_t(ldc), a, b, m1 - m0, n1 - n0, size_t(k), accumulate);
+  gemm_serial(tile, c + m0 * size_t(ldc) + n0, size_t(ldc), a, b, m1 - m0, n1 - n0, size_t(k), accumulate,
+              bias == nullptr ? nullptr : bias + n0);
 }
 
 }  // namespace hg::kernels

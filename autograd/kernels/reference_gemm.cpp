@@ -22,7 +22,9 @@ void reference_gemm(float* c, int64_t ldc, const GemmOperand& a, const GemmOpera
                     int64_t m, int64_t n, int64_t k, GemmOptions options) {
   for (int64_t i = 0; i < m; ++i) {
     for (int64_t j = 0; j < n; ++j) {
-      double sum = options.accumulate ? double(c[i * ldc + j]) : 0.0;
+      double sum = options.bias != nullptr ? double(options.bias[j])
+                   : options.accumulate       ? double(c[i * ldc + j])
+                                              : 0.0;
       for (int64_t p = 0; p < k; ++p) sum += double(element(a, i, p)) * double(element(b, p, j));
       c[i * ldc + j] = float(sum);
     }

@@ -4,6 +4,7 @@
 // the documented summation order (bit for bit), and inf/NaN propagation.
 #include <omp.h>
 
+#include <algorithm>
 #include <catch2/catch.hpp>
 #include <cmath>
 #include <cstdint>
@@ -226,6 +227,73 @@ TEST_CASE("gemm with k = 0 writes zeros or leaves C as it was when accumulating"
   CHECK(c == output(3, 5, 2, 1.5f));
   gemm(c.data(), 7, a, b, 3, 5, 0);
   CHECK(c == output(3, 5, 2, 0.0f));
+}
+
+// GemmOptions::bias promises the bits of C filled with the bias rows and then accumulated into
+// (what linear computed before the bias moved into the GEMM): both are the chain from bias[j].
+// So each case is compared bit for bit (padding included) with that form of gemm itself, in
+// every dtype, transpose and accumulation: one depth block and several (k = 513: 3 x 171), edge
+// tiles, A read in place and packed (k = 1024), a product computed as C^T (n = 3 <= kMR: the bias
+// then runs along the tile's rows), views, k = 0 (C = the bias rows), a batch sharing one bias,
+// and 2 threads cutting C along M, along N and along C^T's N (each part offsets the bias).
+TEST_CASE("gemm with a bias equals C filled with the bias and accumulated into, bit for bit", "[gemm][simd]") {
+  struct BiasCase {
+    int64_t batch, m, n, k;
+    int threads;
+  };
+  const BiasCase cases[] = {{1, 1, 1, 1, 1},     {1, 17, 65, 127, 1},  {1, 13, 35, 513, 1}, {1, 14, 33, 300, 1},
+                            {1, 13, 17, 1024, 1}, {1, 50, 3, 40, 1},    {1, 7, 5, 0, 1},     {3, 9, 20, 31, 1},
+                            {1, 300, 40, 200, 2}, {1, 7, 1000, 320, 2}, {1, 2400, 3, 300, 2}};
+  const Accumulation sums[] = {Accumulation::kF32, Accumulation::kF16, Accumulation::kF16Blocked};
+  for_each_target([&](int64_t) {
+    std::mt19937 rng(8);
+    int rotate = 0;
+    for (const BiasCase& s : cases) {
+      for (int t = 0; t < 4; ++t, ++rotate) {
+        if (s.threads > 1 && t % 3 != 0) continue;  // two threads (>= 2^22 flops): A, B as stored or both ^T
+        const DType ta = kDTypes[rotate % 3], tb = kDTypes[rotate / 3 % 3];
+        const bool transpose_a = (t & 1) != 0, transpose_b = (t & 2) != 0;
+        // f16 chains once per shape (they take no target: one run suffices), small shapes only.
+        const Accumulation accumulation = s.threads == 1 && t == 0 ? sums[rotate / 4 % 3] : Accumulation::kF32;
+        const int64_t pad = rotate % 3, ldc = s.n + pad;
+        INFO(s.batch << " x " << s.m << "x" << s.n << "x" << s.k << " " << dtype_name(ta) << (transpose_a ? "^T" : "")
+                     << " * " << dtype_name(tb) << (transpose_b ? "^T" : "") << " pad " << pad << ", "
+                     << s.threads << " threads, accumulation " << int(accumulation));
+        const int64_t a_rows = transpose_a ? s.k : s.m, b_rows = transpose_b ? s.n : s.k;
+        const Stored a = random_stored(ta, s.batch * a_rows, transpose_a ? s.m : s.k, pad, rng);
+        const Stored b = random_stored(tb, s.batch * b_rows, transpose_b ? s.k : s.n, pad, rng);
+        GemmOperand a_op = a.operand(transpose_a), b_op = b.operand(transpose_b);
+        a_op.batch_stride = a_rows * a.ld;
+        b_op.batch_stride = b_rows * b.ld;
+        std::vector<float> bias(size_t(s.n));
+        std::uniform_real_distribution<float> u(-4.0f, 4.0f);
+        for (float& x : bias) x = u(rng);
+        // C: batch x (m, ldc), padding = kSentinel; got starts as NaN (the kernel must not read it).
+        std::vector<float> got, want;
+        for (int64_t i = 0; i < s.batch; ++i) {
+          const std::vector<float> c_got = output(s.m, s.n, pad, kNaN);
+          got.insert(got.end(), c_got.begin(), c_got.end());
+          std::vector<float> c_want = output(s.m, s.n, pad, 0.0f);
+          for (int64_t r = 0; r < s.m; ++r) std::copy(bias.begin(), bias.end(), c_want.begin() + r * ldc);
+          want.insert(want.end(), c_want.begin(), c_want.end());
+        }
+        const int saved = omp_get_max_threads();
+        omp_set_num_threads(s.threads);
+        gemm_batched(got.data(), ldc, s.m * ldc, a_op, b_op, s.batch, s.m, s.n, s.k,
+                     {.accumulation = accumulation, .bias = bias.data()});
+        gemm_batched(want.data(), ldc, s.m * ldc, a_op, b_op, s.batch, s.m, s.n, s.k,
+                     {.accumulate = true, .accumulation = accumulation});
+        omp_set_num_threads(saved);
+        CHECK(std::memcmp(got.data(), want.data(), got.size() * sizeof(float)) == 0);
+      }
+    }
+  });
+  std::vector<float> c(4, 0.0f);
+  const float bias[2] = {1.0f, 2.0f}, unused = 0.0f;
+  const GemmOperand a{&unused, DType::f32, 1}, b{&unused, DType::f32, 2};
+  CHECK_THROWS_MATCHES(gemm(c.data(), 2, a, b, 2, 2, 0, {.accumulate = true, .bias = bias}), Error,
+                       Catch::Matchers::Message("gemm: options.bias and options.accumulate together (C = bias + A B "
+                                                "or C += A B, not both)"));
 }
 
 // hg::Error, like the rest of halfgrad, naming the argument at fault and its value.

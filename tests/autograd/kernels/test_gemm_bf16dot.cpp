@@ -11,6 +11,7 @@
 // asserts everything above.
 #include <omp.h>
 
+#include <algorithm>
 #include <catch2/catch.hpp>
 #include <cmath>
 #include <cstdint>
@@ -62,12 +63,14 @@ struct Case {
   bool transpose_a = false, transpose_b = false, accumulate = false;
   int64_t pad = 0, batch = 1;
   bool specials = false;  // subnormal, tiny, huge, inf and NaN inputs (and C values)
+  bool bias = false;      // C = bias + A B (GemmOptions::bias, one value per column, shared by the batch)
 };
 
 std::string describe(const Case& c) {
   return std::to_string(c.batch) + " x " + std::to_string(c.m) + "x" + std::to_string(c.n) + "x" +
          std::to_string(c.k) + (c.transpose_a ? " A^T" : "") + (c.transpose_b ? " B^T" : "") +
-         (c.accumulate ? " accumulate" : "") + " pad " + std::to_string(c.pad) + (c.specials ? " specials" : "");
+         (c.accumulate ? " accumulate" : "") + " pad " + std::to_string(c.pad) + (c.specials ? " specials" : "") +
+         (c.bias ? " bias" : "");
 }
 
 // Bits that exercise every branch of the model: bf16 subnormals (read as zeros), the smallest
@@ -87,6 +90,7 @@ struct Problem {
   Case c;
   std::vector<Stored> a, b;
   std::vector<float> c0;  // batch x m x (n + pad), padding = kSentinel
+  std::vector<float> bias;  // n values
   int64_t ldc, c_stride;
 
   Problem(const Case& cs, std::mt19937& rng) : c(cs), ldc(cs.n + cs.pad), c_stride(cs.m * (cs.n + cs.pad)) {
@@ -113,6 +117,7 @@ struct Problem {
         }
       }
     }
+    for (int64_t j = 0; j < c.n; ++j) bias.push_back(c.specials && j % 3 == 0 ? c_specials[j % 6] : u(rng));
   }
   uint16_t a_at(int64_t i, int64_t r, int64_t p) const { return c.transpose_a ? a[size_t(i)].at(p, r) : a[size_t(i)].at(r, p); }
   uint16_t b_at(int64_t i, int64_t p, int64_t j) const { return c.transpose_b ? b[size_t(i)].at(j, p) : b[size_t(i)].at(p, j); }
@@ -131,12 +136,13 @@ struct Problem {
     const GemmOperand b_op{fb.data(), DType::bf16, b[0].ld, c.transpose_b, int64_t(b[0].h.size())};
     std::vector<float> out = c0;
     ScopedBf16Dot scope(mode);
-    gemm_batched(out.data(), ldc, c_stride, a_op, b_op, c.batch, c.m, c.n, c.k, {.accumulate = c.accumulate});
+    gemm_batched(out.data(), ldc, c_stride, a_op, b_op, c.batch, c.m, c.n, c.k,
+                 {.accumulate = c.accumulate, .bias = c.bias ? bias.data() : nullptr});
     return out;
   }
 
   // The oracle: each element written out from the SDM's per-lane order, with no packing or
-  // blocking: from c0 (or 0), pairs p = 0, 1, ... of k, the odd member first (a +0 pad past an
+  // blocking: from c0 (or the bias, or 0), pairs p = 0, 1, ... of k, the odd member first (a +0 pad past an
   // odd K), each step one dpbf16_fma, with the B element as the instruction's src1.
   std::vector<float> oracle() const {
     std::vector<float> out = c0;
@@ -144,7 +150,7 @@ struct Problem {
       for (int64_t r = 0; r < c.m; ++r) {
         for (int64_t j = 0; j < c.n; ++j) {
           float& x = out[size_t(i * c_stride + r * ldc + j)];
-          float acc = c.accumulate ? x : 0.0f;
+          float acc = c.bias ? bias[size_t(j)] : c.accumulate ? x : 0.0f;
           for (int64_t p = 0; p < c.k; p += 2) {
             const bool odd = p + 1 < c.k;
             acc = dpbf16_fma(acc, odd ? b_at(i, p + 1, j) : uint16_t(0), odd ? a_at(i, r, p + 1) : uint16_t(0));
@@ -217,7 +223,7 @@ TEST_CASE("bf16 dot: the kernel is chosen from the dtypes, the sums, the mode an
     float c = 0.0f;
     const uint16_t one = 0x3F80;
     const GemmOperand x{&one, DType::bf16, 1};
-    CHECK_THROWS_WITH(gemm_bf16dot_part(Bf16DotKernel::kInstruction, &c, 1, x, x, 1, 1, 1, false, 0, 1),
+    CHECK_THROWS_WITH(gemm_bf16dot_part(Bf16DotKernel::kInstruction, &c, 1, x, x, 1, 1, 1, false, nullptr, 0, 1),
                       Catch::Contains("this CPU has no AVX512_BF16"));
   }
   // The scope sets the mode and restores what was in force before it.
@@ -312,19 +318,53 @@ TEST_CASE("bf16 dot: packing and loops equal the per-lane oracle over shapes, vi
       {.m = 14, .n = 35, .k = 36, .transpose_a = true, .transpose_b = true, .accumulate = true, .pad = 2,
        .specials = true},
       {.m = 9, .n = 20, .k = 11, .accumulate = true, .batch = 2, .specials = true},
+      {.m = 3, .n = 5, .k = 0, .bias = true},
+      {.m = 13, .n = 37, .k = 259, .transpose_b = true, .pad = 1, .bias = true},
+      {.m = 7, .n = 17, .k = 9, .transpose_a = true, .batch = 2, .bias = true},
+      {.m = 14, .n = 35, .k = 36, .pad = 2, .specials = true, .bias = true},
   };
   for (const Case& c : cases) ran = check_bits(c, rng) || ran;
   report_instruction(ran);
 }
 
+// GemmOptions::bias promises the bits of C filled with the bias rows and accumulated into: in this
+// kernel's order too, both chains start from bias[j]. Both forms run through the same packing and
+// tiles (the emulation, and the instruction where the CPU has it); views, an odd K over two
+// depth blocks, a batch sharing the bias, K = 0 and specials in the bias and the inputs.
+TEST_CASE("bf16 dot: a bias equals C filled with the bias and accumulated into, bit for bit", "[gemm][bf16dot]") {
+  std::mt19937 rng(20);
+  bool ran = false;
+  for (const Case& c : {Case{.m = 13, .n = 37, .k = 259, .transpose_a = true, .pad = 1, .bias = true},
+                        Case{.m = 5, .n = 40, .k = 0, .bias = true},
+                        Case{.m = 9, .n = 20, .k = 11, .transpose_b = true, .batch = 2, .specials = true, .bias = true}}) {
+    INFO(describe(c));
+    const Problem with_bias(c, rng);
+    Problem filled = with_bias;  // the same inputs, C = the bias rows, accumulated into
+    filled.c.bias = false;
+    filled.c.accumulate = true;
+    for (int64_t i = 0; i < c.batch; ++i) {
+      for (int64_t r = 0; r < c.m; ++r) {
+        std::copy(with_bias.bias.begin(), with_bias.bias.end(), filled.c0.begin() + i * filled.c_stride + r * filled.ldc);
+      }
+    }
+    for (const Bf16Dot mode : {Bf16Dot::kEmulated, Bf16Dot::kAuto}) {
+      if (mode == Bf16Dot::kAuto && !cpu_has_bf16_dot()) continue;
+      ran = ran || mode == Bf16Dot::kAuto;
+      CHECK(mismatches(with_bias.run(mode), filled.run(mode)) == 0);
+    }
+  }
+  report_instruction(ran);
+}
+
 // Thread-count independence: shapes cut along M and along N (in tiles of 12 rows, 32 columns),
-// each just large enough (>= 2^22 flops) for gemm_batched to use two threads. (How a batch is
-// cut into (matrix, part) tasks is gemm_batched's, shared with the exact path and tested there.)
+// each just large enough (>= 2^22 flops) for gemm_batched to use two threads; the cut along N
+// with a bias (each part reads its own columns' values). (How a batch is cut into (matrix, part)
+// tasks is gemm_batched's, shared with the exact path and tested there.)
 TEST_CASE("bf16 dot: the same bits with 1 and 2 threads", "[gemm][bf16dot]") {
   std::mt19937 rng(18);
   const int saved = omp_get_max_threads();
   bool ran = false;
-  for (const Case& c : {Case{.m = 150, .n = 30, .k = 470}, Case{.m = 13, .n = 340, .k = 475, .transpose_b = true}}) {
+  for (const Case& c : {Case{.m = 150, .n = 30, .k = 470}, Case{.m = 13, .n = 340, .k = 475, .transpose_b = true, .bias = true}}) {
     INFO(describe(c));
     const Problem problem(c, rng);
     for (const Bf16Dot mode : {Bf16Dot::kEmulated, Bf16Dot::kAuto}) {
