@@ -161,16 +161,10 @@ Tensor linear(const Tensor& x0, const Tensor& w0, const Tensor& bias0) {
   const Tensor bias = bias0.defined() ? autocast_input(bias0, dtype) : Tensor();
   const Accumulation accumulation = active_accumulation();
   Result y(x.shape().with(-1, out));
-  float* yd = y.data();
-  if (bias.defined()) {  // the bias is added in f32 before the single rounding (addmm)
-    const std::vector<float> b = bias.to_vector();
-    maybe_parallel(use_team(rows * out, kParallelElements), [&] {
-#pragma omp for schedule(static)
-      for (int64_t r = 0; r < rows; ++r) std::copy(b.begin(), b.end(), yd + r * out);
-    });
-  }
-  kernels::gemm(yd, out, operand(x, in, false), operand(w, in, true), rows, out, in,
-                {.accumulate = bias.defined(), .accumulation = accumulation});
+  // The bias is where each f32 chain starts, before the single rounding (addmm).
+  const std::vector<float> b = bias.defined() ? bias.to_vector() : std::vector<float>();
+  kernels::gemm(y.data(), out, operand(x, in, false), operand(w, in, true), rows, out, in,
+                {.accumulation = accumulation, .bias = bias.defined() ? b.data() : nullptr});
   return record("linear", y.finish(dtype), {x, w, bias}, [x, w, bias, rows, in, out, accumulation](const Tensor& dy) {
     const kernels::GemmOptions sums{.accumulation = accumulation};
     if (x.requires_grad()) {  // dX (R,in) = dY (R,out) W (out,in)
