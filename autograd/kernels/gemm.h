@@ -1,5 +1,6 @@
-// gemm: the matrix product every layer trains on. C (f32) = [bias +] op(A) op(B) [+ C], where A and B are
-// f32, f16 or bf16 (independently), each read as stored or transposed, never copied to transpose.
+// gemm: the matrix product every layer trains on. C (f32) = [bias +] op(A) op(B) [+ C], where A
+// and B are f32, f16 or bf16 (independently), each read as stored or transposed, never copied to
+// transpose.
 // Packed and cache-blocked (GotoBLAS/BLIS: Goto & van de Geijn 2008, "Anatomy of high-performance
 // matrix multiplication"), Highway micro-kernels, OpenMP over blocks of C. Rounding the f32 result
 // to a narrow output dtype is the caller's job (once, when storing). reference_gemm.h is the twin.
@@ -38,31 +39,33 @@ struct GemmOptions {
   // kF32: the packed kernel and the order below. kF16, kF16Blocked: every element one f16 chain
   // as accumulate.h defines (operands widened, then accumulate.h's gemm_f16).
   Accumulation accumulation = Accumulation::kF32;
-  // C = bias + op(A) op(B), as a Linear layer's forward needs: bias (f32, n values, one per column
-  // of C, shared by every matrix of a batch) is where each element's chain starts, instead of 0.
-  // The bits equal C filled with the bias rows and then accumulated into, without that pass over C.
-  // Not together with accumulate (an hg::Error).
+  // C = bias + op(A) op(B), as a Linear layer's forward needs: bias (f32, n values, one per
+  // column of C, shared by every matrix of a batch) is where each element's chain starts instead
+  // of 0. The bits equal C filled with the bias rows and then accumulated into, without that pass
+  // over C. Not together with accumulate (an hg::Error).
   const float* bias = nullptr;
 };
 
-// C(M,N) = op(A)(M,K) op(B)(K,N) [+ C], C f32 row-major with row stride ldc.
+// C(M,N) = [bias +] op(A)(M,K) op(B)(K,N) [+ C], C f32 row-major with row stride ldc.
 // Summation order, fixed: every C element is one sequential f32 chain over k = 0..K-1 of
-// acc = acc + a_ik * b_kj, starting from C's old value (accumulate), bias[j] (bias) or 0; the multiply-add is
-// fused (one rounding) on targets with FMA (AVX2, AVX-512) and rounded twice on SSE4 and scalar.
+// acc = acc + a_ik * b_kj, starting from C's old value (accumulate), bias[j] (bias) or 0; the
+// multiply-add is fused (one rounding) on targets with FMA (AVX2, AVX-512) and rounded twice on
+// SSE4 and scalar.
 // So on a given target the bits do not depend on the thread count, the blocking, sub-matrix views
 // or batching. K = 0 gives C = 0 (or C unchanged, or C = the bias rows).
 // The exception: when A and B are both bf16 (f32 sums), a CPU with AVX512_BF16 runs VDPBF16PS,
 // which visits k in pairs, odd member first, and flushes subnormals (gemm_bf16dot.h: the order,
 // the error bound against this chain, and the switch back to it, HALFGRAD_EXACT_BF16=1).
 // NaN and inf propagate as IEEE arithmetic says. C must not overlap A or B. Throws hg::Error for
-// negative sizes, a null operand, a leading dimension below the stored width, or bias with accumulate.
+// negative sizes, a null operand, a leading dimension below the stored width, or a bias with
+// accumulate.
 // Reference: BLAS sgemm with alpha = 1, beta = 0 (or 1 when accumulating); with a bias, addmm.
 void gemm(float* c, int64_t ldc, const GemmOperand& a, const GemmOperand& b, int64_t m,
           int64_t n, int64_t k, GemmOptions options = {});
 
-// `batch` independent products C_i = [bias +] op(A_i) op(B_i) [+ C_i] (attention: one per batch and head),
-// A_i at a.data + i * a.batch_stride, likewise B_i, and C_i at c + i * c_batch_stride. Same
-// summation order as gemm. Reference: cublasSgemmStridedBatched, torch.bmm.
+// `batch` independent products C_i = [bias +] op(A_i) op(B_i) [+ C_i] (attention: one per batch
+// and head), A_i at a.data + i * a.batch_stride, likewise B_i, and C_i at c + i * c_batch_stride;
+// one bias for all. Same summation order as gemm. Reference: cublasSgemmStridedBatched, torch.bmm.
 void gemm_batched(float* c, int64_t ldc, int64_t c_batch_stride, const GemmOperand& a,
                   const GemmOperand& b, int64_t batch, int64_t m, int64_t n, int64_t k,
                   GemmOptions options = {});

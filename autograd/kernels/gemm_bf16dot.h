@@ -19,10 +19,10 @@
 // below is that step in scalar code.
 //
 // The order of a GEMM element C(i,j) = c0 + sum_k a_ik b_kj (c0 = C's old value when accumulating,
-// bias[j] with a bias, else 0): k runs in pairs (0,1), (2,3), ...; pair p adds a_i,2p+1 b_2p+1,j and then a_i,2p b_2p,j,
-// each step dpbf16_fma; an odd K ends with a pair whose odd member is a zero pad (+0 x +0, which
-// leaves acc unchanged except that -0 becomes +0). So the chain visits k = 1, 0, 3, 2, 5, 4, ...,
-// where the exact path visits 0, 1, 2, 3, ... with plain IEEE FMAs.
+// bias[j] with a bias, else 0): k runs in pairs (0,1), (2,3), ...; pair p adds a_i,2p+1 b_2p+1,j
+// and then a_i,2p b_2p,j, each step dpbf16_fma; an odd K ends with a pair whose odd member is a
+// zero pad (+0 x +0, which leaves acc unchanged except that -0 becomes +0). So the chain visits
+// k = 1, 0, 3, 2, 5, 4, ..., where the exact path visits 0, 1, 2, 3, ... with plain IEEE FMAs.
 //
 // Error against the exact path g (gemm.h's chain, the same exact products t_k = a_k b_k: a bf16
 // product has at most 16 significant bits and fits f32): both are chains of K once-rounded
@@ -98,9 +98,9 @@ float dpbf16_fma(float acc, uint16_t x, uint16_t y);
 // Part `part` of `parts` of C(m,n) [+]= [bias +] op(A)(m,k) op(B)(k,n), A and B bf16, on `kernel`
 // (kInstruction or kEmulation): the longer side of C, in register tiles, is cut into `parts`
 // runs; each element's chain is the same whichever part computes it, and starts from C's old
-// value (accumulate), bias[j] (bias: null or n values, gemm.h's GemmOptions) or 0. gemm_batched (gemm.cpp)
-// calls it per (matrix, part) task after validating the arguments; kInstruction on a CPU without
-// the instruction is an hg::Error.
+// value (accumulate), bias[j] (bias: null or n values, gemm.h's GemmOptions) or 0. gemm_batched
+// (gemm.cpp) calls it per (matrix, part) task after validating the arguments; kInstruction on a
+// CPU without the instruction is an hg::Error.
 void gemm_bf16dot_part(Bf16DotKernel kernel, float* c, int64_t ldc, const GemmOperand& a, const GemmOperand& b,
                        int64_t m, int64_t n, int64_t k, bool accumulate, const float* bias, int64_t part,
                        int64_t parts);

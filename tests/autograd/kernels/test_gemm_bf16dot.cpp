@@ -336,7 +336,8 @@ TEST_CASE("bf16 dot: a bias equals C filled with the bias and accumulated into, 
   bool ran = false;
   for (const Case& c : {Case{.m = 13, .n = 37, .k = 259, .transpose_a = true, .pad = 1, .bias = true},
                         Case{.m = 5, .n = 40, .k = 0, .bias = true},
-                        Case{.m = 9, .n = 20, .k = 11, .transpose_b = true, .batch = 2, .specials = true, .bias = true}}) {
+                        Case{.m = 9, .n = 20, .k = 11, .transpose_b = true, .batch = 2, .specials = true,
+                             .bias = true}}) {
     INFO(describe(c));
     const Problem with_bias(c, rng);
     Problem filled = with_bias;  // the same inputs, C = the bias rows, accumulated into
@@ -344,7 +345,8 @@ TEST_CASE("bf16 dot: a bias equals C filled with the bias and accumulated into, 
     filled.c.accumulate = true;
     for (int64_t i = 0; i < c.batch; ++i) {
       for (int64_t r = 0; r < c.m; ++r) {
-        std::copy(with_bias.bias.begin(), with_bias.bias.end(), filled.c0.begin() + i * filled.c_stride + r * filled.ldc);
+        std::copy(with_bias.bias.begin(), with_bias.bias.end(),
+                  filled.c0.begin() + i * filled.c_stride + r * filled.ldc);
       }
     }
     for (const Bf16Dot mode : {Bf16Dot::kEmulated, Bf16Dot::kAuto}) {
@@ -364,7 +366,8 @@ TEST_CASE("bf16 dot: the same bits with 1 and 2 threads", "[gemm][bf16dot]") {
   std::mt19937 rng(18);
   const int saved = omp_get_max_threads();
   bool ran = false;
-  for (const Case& c : {Case{.m = 150, .n = 30, .k = 470}, Case{.m = 13, .n = 340, .k = 475, .transpose_b = true, .bias = true}}) {
+  for (const Case& c :
+       {Case{.m = 150, .n = 30, .k = 470}, Case{.m = 13, .n = 340, .k = 475, .transpose_b = true, .bias = true}}) {
     INFO(describe(c));
     const Problem problem(c, rng);
     for (const Bf16Dot mode : {Bf16Dot::kEmulated, Bf16Dot::kAuto}) {
