@@ -256,9 +256,9 @@ std::vector<size_t> print_op_table(const std::vector<OpShare>& ops, const std::s
       "of all -> 0: its part of all activation-gradient elements, the rows add up to the total;\n"
       "reshape and permute pass a gradient on unchanged: their rows repeat the op before them)\n",
       top);
-  std::printf("%4s %-22s %10s %9s %12s %14s\n", "#", "op", "elements", "-> 0", "of all -> 0", (scaled_label + " -> 0").c_str());
+  std::printf("%4s %-26s %10s %9s %12s %14s\n", "#", "op", "elements", "-> 0", "of all -> 0", (scaled_label + " -> 0").c_str());
   auto row = [&](const std::string& place, const OpShare& o) {
-    std::printf("%4s %-22s %10llu %8.2f%% %11.3f%% %13.2f%%\n", place.c_str(), o.name.c_str(),
+    std::printf("%4s %-26s %10llu %8.2f%% %11.3f%% %13.2f%%\n", place.c_str(), o.name.c_str(),
                 static_cast<unsigned long long>(o.count), percent(o.flushed, o.count), percent(o.flushed, all.count),
                 percent(o.flushed_scaled, o.count));
   };

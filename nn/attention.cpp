@@ -1,4 +1,4 @@
-// MultiHeadAttention: project, split heads, attend, merge heads, project.
+// MultiHeadAttention: project, attend per head in the projections' layout, project.
 #include "nn/attention.h"
 
 #include "autograd/ops.h"
@@ -19,13 +19,12 @@ MultiHeadAttention::MultiHeadAttention(int64_t d_model, int64_t num_heads, const
 
 Tensor MultiHeadAttention::forward(const Tensor& x, const Indices& attention_mask, bool causal) const {
   check(x.ndim() == 3, "MultiHeadAttention: input must be (B, T, C), got ", x.shape());
-  const int64_t b = x.shape()[0], t = x.shape()[1], c = x.shape()[2], d = c / heads;
-  // (B, T, C) -> (B, H, T, D)
-  auto split = [&](const Tensor& y) { return permute(reshape(y, {b, t, heads, d}), {0, 2, 1, 3}); };
-  const Tensor attended = scaled_dot_product_attention(
-      split(q_proj->forward(x)), split(k_proj->forward(x)), split(v_proj->forward(x)), attention_mask, causal,
-      is_training() ? dropout : 0.0f, dropout_gen.get());
-  return out_proj->forward(reshape(permute(attended, {0, 2, 1, 3}), {b, t, c}));
+  // v, k, q in this order: the tape follows it, and with it the order x's three gradients are
+  // summed in (the order the trainer's fingerprints were recorded with).
+  const Tensor v = v_proj->forward(x), k = k_proj->forward(x), q = q_proj->forward(x);
+  // The heads are read and written in place in (B, T, C) = (B, T, H, D): no split or merge copies.
+  return out_proj->forward(multi_head_attention(q, k, v, heads, attention_mask, causal,
+                                                is_training() ? dropout : 0.0f, dropout_gen.get()));
 }
 
 }  // namespace hg::nn

@@ -46,56 +46,111 @@ int64_t batch_of(const Shape& s) {
 
 namespace {
 
-// a @ op(b), op(b) = b or b^T: the one implementation of matmul and matmul_transposed.
-// Stored b is (K, N), or (N, K) when transposed; a 2-D b is shared by every batch of a.
-Tensor matmul_impl(const Tensor& a0, const Tensor& b0, bool tb, const char* op) {
-  check(a0.ndim() >= 2 && b0.ndim() >= 2, op, ": needs 2-D or batched operands, got ", a0.shape(), " and ", b0.shape());
-  const int64_t m = a0.shape()[-2], k = a0.shape()[-1], n = tb ? b0.shape()[-2] : b0.shape()[-1];
-  check((tb ? b0.shape()[-1] : b0.shape()[-2]) == k, op, ": inner dims differ: ", a0.shape(), " and ", b0.shape());
-  const bool shared_b = b0.ndim() == 2;  // one B for every batch of A: one tall GEMM
-  check(shared_b || (a0.ndim() == b0.ndim() && a0.shape().with(-1, 1).with(-2, 1) == b0.shape().with(-1, 1).with(-2, 1)),
-        op, ": batch dims differ: ", a0.shape(), " and ", b0.shape());
+// Where the matrices of a batched product sit in a tensor: matrix (i, j) of an (outer x inner)
+// grid starts at element i * outer + j * inner, its rows ld apart. A contiguous (..., R, C) batch
+// is one row of the grid (inner = R * C); attention's heads in a (B, T, H*D) tensor are outer =
+// T*H*D (a batch element), inner = D (a head), ld = H*D.
+struct Layout {
+  int64_t outer = 0, inner = 0, ld = 0;
+};
+
+// Row i of the grid of `t`'s matrices, as gemm_batched reads it.
+GemmOperand grid_row(const Tensor& t, const Layout& l, bool transposed, int64_t i) {
+  return {t.bytes() + i * l.outer * static_cast<int64_t>(element_size(t.dtype())), t.dtype(), l.ld, transposed, l.inner};
+}
+
+// C_ij = op(A_ij) op(B_ij) over an (outer x inner) grid: one gemm_batched call over j for each i
+// (a single batch stride cannot step over both). With enough rows for the team the rows are
+// shared out and each call runs on its thread; otherwise each call threads over its matrices.
+// Every element is one GEMM chain either way, so the bits do not depend on the threads.
+void gemm_grid(float* c, const Layout& lc, const Tensor& a, const Layout& la, bool ta, const Tensor& b,
+               const Layout& lb, bool tb, int64_t outer, int64_t inner, int64_t m, int64_t n, int64_t k,
+               const kernels::GemmOptions& sums) {
+  const auto row = [&](int64_t i) {
+    kernels::gemm_batched(c + i * lc.outer, lc.ld, lc.inner, grid_row(a, la, ta, i), grid_row(b, lb, tb, i), inner, m,
+                          n, k, sums);
+  };
+  const int team = outer > 1 ? team_size(2.0 * double(m) * double(n) * double(k) * double(outer * inner), kParallelFlops) : 1;
+  if (team > 1 && (outer % team == 0 || outer >= 4 * team)) {
+#pragma omp parallel for num_threads(team) schedule(static)
+    for (int64_t i = 0; i < outer; ++i) row(i);
+  } else {
+    for (int64_t i = 0; i < outer; ++i) row(i);
+  }
+}
+
+// y = A op(B), op(B) = B or B^T, over a grid of matrices (M,K) x op(B)(K,N) -> (M,N) in the given
+// layouts, recorded with its backward: dA = dY op(B)^T in A's layout, d op(B) = A^T dY in B's.
+// The one implementation of matmul, matmul_transposed and the head products.
+Tensor grid_product(const char* op, const Tensor& a0, const Layout& la, const Tensor& b0, const Layout& lb, bool tb,
+                    const Shape& y_shape, const Layout& ly, int64_t outer, int64_t inner, int64_t m, int64_t n,
+                    int64_t k) {
   const DType dtype = autocast_dtype(CastPolicy::kLowerPrecision, {a0, b0});
   const Tensor a = autocast_input(a0, dtype), b = autocast_input(b0, dtype);
-  const int64_t batch = batch_of(a.shape()), ldb = tb ? k : n;
   const kernels::GemmOptions sums{.accumulation = active_accumulation()};
-  Result y(a.shape().with(-1, n));
-  if (shared_b) {
-    kernels::gemm(y.data(), n, operand(a, k, false), operand(b, ldb, tb), batch * m, n, k, sums);
-  } else {
-    kernels::gemm_batched(y.data(), n, m * n, operand(a, k, false, m * k), operand(b, ldb, tb, k * n), batch, m, n, k,
-                          sums);
-  }
-  return record(op, y.finish(dtype), {a, b}, [a, b, batch, m, n, k, shared_b, tb, ldb, sums](const Tensor& dy) {
+  Result y(y_shape);
+  gemm_grid(y.data(), ly, a, la, false, b, lb, tb, outer, inner, m, n, k, sums);
+  return record(op, y.finish(dtype), {a, b}, [a, la, b, lb, tb, ly, outer, inner, m, n, k, sums](const Tensor& dy) {
     if (a.requires_grad()) {  // dA (M,K) = dY (M,N) op(B)^T
       Result da(a.shape());
-      if (shared_b) {
-        kernels::gemm(da.data(), k, operand(dy, n, false), operand(b, ldb, !tb), batch * m, k, n, sums);
-      } else {
-        kernels::gemm_batched(da.data(), k, m * k, operand(dy, n, false, m * n), operand(b, ldb, !tb, k * n), batch, m,
-                              k, n, sums);
-      }
+      gemm_grid(da.data(), la, dy, ly, false, b, lb, !tb, outer, inner, m, k, n, sums);
       accumulate_grad(a, da.finish(a.dtype()));
     }
     if (b.requires_grad()) {  // d op(B) (K,N) = A^T dY; stored transposed: dB (N,K) = dY^T A
       Result db(b.shape());
-      const GemmOperand lhs = tb ? operand(dy, n, true, m * n) : operand(a, k, true, m * k);
-      const GemmOperand rhs = tb ? operand(a, k, false, m * k) : operand(dy, n, false, m * n);
-      const int64_t rows = tb ? n : k, cols = tb ? k : n;
-      if (shared_b) {  // summed over the batch: one GEMM over all batch rows
-        kernels::gemm(db.data(), cols, lhs, rhs, rows, cols, batch * m, sums);
+      if (tb) {
+        gemm_grid(db.data(), lb, dy, ly, true, a, la, false, outer, inner, n, k, m, sums);
       } else {
-        kernels::gemm_batched(db.data(), cols, k * n, lhs, rhs, batch, rows, cols, m, sums);
+        gemm_grid(db.data(), lb, a, la, true, dy, ly, false, outer, inner, k, n, m, sums);
       }
       accumulate_grad(b, db.finish(b.dtype()));
     }
   });
 }
 
+// a @ op(b), op(b) = b or b^T: matmul and matmul_transposed.
+// Stored b is (K, N), or (N, K) when transposed; a 2-D b is shared by every batch of a.
+Tensor matmul_impl(const Tensor& a, const Tensor& b, bool tb, const char* op) {
+  check(a.ndim() >= 2 && b.ndim() >= 2, op, ": needs 2-D or batched operands, got ", a.shape(), " and ", b.shape());
+  const int64_t m = a.shape()[-2], k = a.shape()[-1], n = tb ? b.shape()[-2] : b.shape()[-1];
+  check((tb ? b.shape()[-1] : b.shape()[-2]) == k, op, ": inner dims differ: ", a.shape(), " and ", b.shape());
+  const bool shared_b = b.ndim() == 2;
+  check(shared_b || (a.ndim() == b.ndim() && a.shape().with(-1, 1).with(-2, 1) == b.shape().with(-1, 1).with(-2, 1)),
+        op, ": batch dims differ: ", a.shape(), " and ", b.shape());
+  const int64_t batch = batch_of(a.shape()), ldb = tb ? k : n;
+  if (shared_b) {  // one B for every batch of A: one tall GEMM over all batch rows, forward and backward
+    return grid_product(op, a, {0, 0, k}, b, {0, 0, ldb}, tb, a.shape().with(-1, n), {0, 0, n}, 1, 1, batch * m, n, k);
+  }
+  return grid_product(op, a, {0, m * k, k}, b, {0, k * n, ldb}, tb, a.shape().with(-1, n), {0, m * n, n}, 1, batch, m,
+                      n, k);
+}
+
 }  // namespace
 
 Tensor matmul(const Tensor& a, const Tensor& b) { return matmul_impl(a, b, false, "matmul"); }
 Tensor matmul_transposed(const Tensor& a, const Tensor& b) { return matmul_impl(a, b, true, "matmul_transposed"); }
+
+// Head h of row (b, t) of a (B, T, H*D) tensor is columns [h*D, (h+1)*D): its (T, D) matrix starts
+// at b*T*H*D + h*D, rows H*D apart. A (B, H, Tq, Tk) tensor's (b, h) matrix is contiguous.
+Tensor matmul_heads_transposed(const Tensor& q, const Tensor& k, int64_t heads) {
+  check(q.ndim() == 3 && k.ndim() == 3 && q.shape()[0] == k.shape()[0] && q.shape()[2] == k.shape()[2],
+        "matmul_heads_transposed: q and k must be (B, T, H*D) with one B and H*D, got ", q.shape(), " and ", k.shape());
+  const int64_t b = q.shape()[0], tq = q.shape()[1], tk = k.shape()[1], c = q.shape()[2];
+  check(heads > 0 && c % heads == 0, "matmul_heads_transposed: ", heads, " heads do not divide q's ", c, " columns");
+  const int64_t d = c / heads;
+  return grid_product("matmul_heads_transposed", q, {tq * c, d, c}, k, {tk * c, d, c}, true, {b, heads, tq, tk},
+                      {heads * tq * tk, tq * tk, tk}, b, heads, tq, tk, d);
+}
+
+Tensor matmul_heads(const Tensor& p, const Tensor& v) {
+  check(p.ndim() == 4 && v.ndim() == 3 && p.shape()[0] == v.shape()[0] && p.shape()[3] == v.shape()[1] &&
+            p.shape()[1] > 0 && v.shape()[2] % p.shape()[1] == 0,
+        "matmul_heads: p must be (B, H, Tq, Tk) and v (B, Tk, H*D), got ", p.shape(), " and ", v.shape());
+  const int64_t b = p.shape()[0], heads = p.shape()[1], tq = p.shape()[2], tk = p.shape()[3], c = v.shape()[2];
+  const int64_t d = c / heads;
+  return grid_product("matmul_heads", p, {heads * tq * tk, tq * tk, tk}, v, {tk * c, d, c}, false, {b, tq, c},
+                      {tq * c, d, c}, b, heads, tq, d, tk);
+}
 
 namespace {
 

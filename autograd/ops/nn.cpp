@@ -383,22 +383,20 @@ Tensor cross_entropy(const Tensor& logits, const Indices& targets, const CrossEn
   });
 }
 
-Tensor scaled_dot_product_attention(const Tensor& q, const Tensor& k, const Tensor& v,
-                                    const Indices& attention_mask, bool causal, float dropout_p,
-                                    Generator* gen) {
-  check(q.ndim() == 4 && k.shape() == q.shape() && v.shape() == q.shape(),
-        "attention: q, k, v must share one (B, H, T, D) shape, got ", q.shape(), ", ",
-        k.shape(), ", ", v.shape());
-  const int64_t b = q.shape()[0], t = q.shape()[2], d = q.shape()[3];
+namespace {
+
+// Attention's inputs checked (before any product) and its mask built, for scaled_masked_softmax:
+// the scale and the mask are applied inside the softmax, so the scaled and masked (B, H, T, T)
+// scores are never stored, and a masked key gets weight exactly 0, as torch's -inf masks give
+// (Hugging Face fills torch.finfo(dtype).min instead: the same zeros whenever a row has one real
+// key). A row with no key at all gives zeros, not NaN.
+Indices attention_masked(const Indices& attention_mask, int64_t b, int64_t t, bool causal, float dropout_p,
+                         const Generator* gen) {
   check(attention_mask.numel() == 0 || attention_mask.shape == Shape{b, t}, "attention: mask of shape ",
         attention_mask.shape, " for batch ", b, " and length ", t);
+  check(dropout_p <= 0.0f || gen != nullptr, "attention: dropout_p > 0 needs a generator");
   const bool padded = std::find(attention_mask.values.begin(), attention_mask.values.end(), 0) !=
                       attention_mask.values.end();
-  // The scale and the mask are applied inside the softmax (scaled_masked_softmax): the scaled and
-  // masked (B, H, T, T) scores are never stored, and a masked key gets weight exactly 0, as
-  // torch's -inf masks give (Hugging Face fills torch.finfo(dtype).min instead: the same zeros
-  // whenever a row has one real key). A row with no key at all gives zeros, not NaN.
-  Indices masked;
   if (causal) {
     // masked[b, 0, i, j] = 1 where key j is padding or j > i.
     std::vector<int32_t> values(size_t(b * t * t), 0);
@@ -410,20 +408,48 @@ Tensor scaled_dot_product_attention(const Tensor& q, const Tensor& k, const Tens
         }
       }
     }
-    masked = Indices(std::move(values), {b, 1, t, t});
-  } else if (padded) {
+    return Indices(std::move(values), {b, 1, t, t});
+  }
+  if (padded) {
     // masked[b, 0, 0, j] = 1 where key j is padding, for every head and query. Without padding
     // nothing is masked.
     std::vector<int32_t> values(size_t(b * t));
     for (int64_t i = 0; i < b * t; ++i) values[size_t(i)] = attention_mask[i] == 0 ? 1 : 0;
-    masked = Indices(std::move(values), {b, 1, 1, t});
+    return Indices(std::move(values), {b, 1, 1, t});
   }
-  Tensor probabilities = scaled_masked_softmax(matmul_transposed(q, k), 1.0f / std::sqrt(float(d)), masked);
-  if (dropout_p > 0.0f) {
-    check(gen != nullptr, "attention: dropout_p > 0 needs a generator");
-    probabilities = dropout(probabilities, dropout_p, *gen);
-  }
-  return matmul(probabilities, v);
+  return {};
+}
+
+// The attention probabilities from the (B, H, T, T) scores q k^T: softmax(scores / sqrt(D) + mask),
+// then dropout.
+Tensor attention_probabilities(const Tensor& scores, int64_t d, const Indices& masked, float dropout_p,
+                               Generator* gen) {
+  Tensor probabilities = scaled_masked_softmax(scores, 1.0f / std::sqrt(float(d)), masked);
+  return dropout_p > 0.0f ? dropout(probabilities, dropout_p, *gen) : probabilities;
+}
+
+}  // namespace
+
+Tensor scaled_dot_product_attention(const Tensor& q, const Tensor& k, const Tensor& v,
+                                    const Indices& attention_mask, bool causal, float dropout_p,
+                                    Generator* gen) {
+  check(q.ndim() == 4 && k.shape() == q.shape() && v.shape() == q.shape(),
+        "attention: q, k, v must share one (B, H, T, D) shape, got ", q.shape(), ", ",
+        k.shape(), ", ", v.shape());
+  const int64_t b = q.shape()[0], t = q.shape()[2], d = q.shape()[3];
+  const Indices masked = attention_masked(attention_mask, b, t, causal, dropout_p, gen);
+  return matmul(attention_probabilities(matmul_transposed(q, k), d, masked, dropout_p, gen), v);
+}
+
+Tensor multi_head_attention(const Tensor& q, const Tensor& k, const Tensor& v, int64_t heads,
+                            const Indices& attention_mask, bool causal, float dropout_p, Generator* gen) {
+  check(q.ndim() == 3 && k.shape() == q.shape() && v.shape() == q.shape(),
+        "attention: q, k, v must share one (B, T, H*D) shape, got ", q.shape(), ", ", k.shape(), ", ", v.shape());
+  check(heads > 0 && q.shape()[2] % heads == 0, "attention: ", heads, " heads do not divide the ", q.shape()[2],
+        " columns of q, k, v");
+  const int64_t b = q.shape()[0], t = q.shape()[1], d = q.shape()[2] / heads;
+  const Indices masked = attention_masked(attention_mask, b, t, causal, dropout_p, gen);
+  return matmul_heads(attention_probabilities(matmul_heads_transposed(q, k, heads), d, masked, dropout_p, gen), v);
 }
 
 Tensor masked_mean(const Tensor& x, const Indices& mask) {

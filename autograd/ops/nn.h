@@ -54,6 +54,13 @@ Tensor cross_entropy(const Tensor& logits, const Indices& targets, const CrossEn
 Tensor scaled_dot_product_attention(const Tensor& q, const Tensor& k, const Tensor& v,
                                     const Indices& attention_mask = {}, bool causal = false,
                                     float dropout_p = 0.0f, Generator* gen = nullptr);
+// The same attention on the layout the projections produce: q, k, v: (B, T, H*D), head h of a
+// token in columns [h*D, (h+1)*D) -> (B, T, H*D), the layout the output projection reads.
+// Bit for bit scaled_dot_product_attention of the (B, H, T, D) permutations, permuted back, without
+// the copies: the products read and write each head in place (matmul_heads, matmul.h).
+Tensor multi_head_attention(const Tensor& q, const Tensor& k, const Tensor& v, int64_t heads,
+                            const Indices& attention_mask = {}, bool causal = false, float dropout_p = 0.0f,
+                            Generator* gen = nullptr);
 
 // x: (B, T, C), mask: (B, T) with 1 for real tokens -> (B, C): the mean over real tokens.
 Tensor masked_mean(const Tensor& x, const Indices& mask);

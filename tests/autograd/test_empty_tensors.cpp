@@ -84,6 +84,18 @@ TEST_CASE("empty tensors: matrix products with an empty outer or inner dimension
   }
 }
 
+TEST_CASE("empty tensors: attention on heads in place with no batch, no tokens or no columns", "[empty]") {
+  for (const Shape& shape : {Shape{0, 4, 6}, Shape{2, 0, 6}, Shape{2, 3, 0}}) {
+    const Tensor q = leaf(shape, DType::f16), k = leaf(shape, DType::f16), v = leaf(shape, DType::f16);
+    const Tensor y = multi_head_attention(q, k, v, 2);
+    CHECK(y.shape() == shape);
+    backward_ones(y);
+    CHECK(q.grad().shape() == shape);
+    CHECK(k.grad().shape() == shape);
+    CHECK(v.grad().shape() == shape);
+  }
+}
+
 TEST_CASE("empty tensors: row ops, shape ops and embedding", "[empty]") {
   for (DType dtype : {DType::f32, DType::f16, DType::bf16}) {
     const Tensor x = leaf({0, 5}, dtype), g = leaf({5}, dtype), b = leaf({5}, dtype);

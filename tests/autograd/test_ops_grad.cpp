@@ -102,6 +102,9 @@ TEST_CASE("gradcheck: attention with masks, masked mean", "[grad]") {
   for (bool causal : {false, true}) {
     gradcheck([&](const V& x) { return scaled_dot_product_attention(x[0], x[1], x[2], mask, causal); },
               {random_tensor({2, 2, 4, 3}, 59), random_tensor({2, 2, 4, 3}, 60), random_tensor({2, 2, 4, 3}, 61)});
+    // The heads read in place from (B, T, H*D): 2 heads of 3.
+    gradcheck([&](const V& x) { return multi_head_attention(x[0], x[1], x[2], 2, mask, causal); },
+              {random_tensor({2, 4, 6}, 68), random_tensor({2, 4, 6}, 69), random_tensor({2, 4, 6}, 70)});
   }
   gradcheck([&](const V& x) { return masked_mean(x[0], mask); }, {random_tensor({2, 4, 3}, 62)});
 }
