@@ -56,7 +56,7 @@ int main(int argc, char** argv) {
   std::printf("\n%-24s %10s %9s %11s %11s %11s %8s %11s\n", "run", "final loss", "test acc", "zero grads",
               "zero act.g", "act.g ->0", "skipped", "final scale");
   for (const demos::RunResult& r : runs) {
-    std::printf("%-24s %10.6f %8.2f%% %10.2f%% %10.2f%% %10.2f%% %8lld %11g\n", r.label.c_str(), r.final_loss,
+    std::printf("%-24s %10.6f %8.2f%% %10.3f%% %10.3f%% %10.3f%% %8lld %11g\n", r.label.c_str(), r.final_loss,
                 100 * r.test_accuracy, 100 * r.param_grad_zero, 100 * r.act_grad_zero, 100 * r.act_grad_fp16_underflow,
                 static_cast<long long>(r.skipped), r.scales.back());
   }
