@@ -119,6 +119,7 @@ HWY_AFTER_NAMESPACE();
 #include "precision/float_format.h"
 #include "precision/half.h"
 #include "precision/stochastic.h"
+#include "tests/sweep_stride.h"
 
 namespace hg_test {
 HWY_EXPORT(RunHelpers);
@@ -172,15 +173,9 @@ struct ForceTarget {
 // Every value of every format, the midpoints between neighbours (the ties) and the floats just
 // either side of those, plus random bit patterns (NaNs, infs, subnormals included) and random
 // values concentrated on the formats' ranges; then a few specials. The sanitized tree keeps every
-// kStride-th of the generated values (the specials all): there the tests look for memory and UB
-// errors, which depend on span lengths, tails and targets, not on which values are rounded, and
-// the full set under ASan took 92 s of the test command's 15 minutes. The Release tree checks
-// every value on all four targets.
-#ifdef HALFGRAD_SANITIZED_TREE
-constexpr size_t kStride = 8;
-#else
-constexpr size_t kStride = 1;
-#endif
+// kSweepStride-th of the generated values (the specials all; tests/sweep_stride.h says why). The
+// Release tree checks every value on all four targets.
+using hg::testing::kSweepStride;
 
 std::vector<float> test_inputs() {
   std::vector<float> v;
@@ -208,9 +203,9 @@ std::vector<float> test_inputs() {
     const uint32_t r = uint32_t(rng());
     v.push_back(std::ldexp(float(1 + (r & 0xFFFFFF)) / float(1 << 24), exponent(rng)) * ((r >> 31) ? -1.0f : 1.0f));
   }
-  if (kStride > 1) {
+  if (kSweepStride > 1) {
     size_t kept = 0;
-    for (size_t i = 0; i < v.size(); i += kStride) v[kept++] = v[i];
+    for (size_t i = 0; i < v.size(); i += kSweepStride) v[kept++] = v[i];
     v.resize(kept);
   }
   const float specials[] = {0.0f, -0.0f, INFINITY, -INFINITY, std::numeric_limits<float>::quiet_NaN(),

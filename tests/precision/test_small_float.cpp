@@ -23,6 +23,7 @@
 #include "precision/half.h"
 #include "tests/precision/oracles.h"
 #include "tests/precision/sweep_modes.h"
+#include "tests/sweep_stride.h"
 
 namespace {
 
@@ -183,7 +184,8 @@ TEST_CASE("half + - * / equal _Float16 and the exact oracle on 1e6 random pairs"
   // Half the pairs are uniform bit patterns (all exponents, inf, NaN); half are close pairs
   // (b within +-64 patterns of +-a), where sums cancel and quotients land near 1.
   std::mt19937 rng(1);
-  std::vector<std::pair<uint16_t, uint16_t>> pairs(1000000);
+  // (a sample of them in the sanitized tree: tests/sweep_stride.h)
+  std::vector<std::pair<uint16_t, uint16_t>> pairs(1000000 / hg::testing::kSweepStride);
   for (size_t k = 0; k < pairs.size(); ++k) {
     const uint32_t r = rng();
     const uint16_t a = uint16_t(r);
@@ -509,7 +511,8 @@ TEST_CASE("bfloat16 + - * / equal float-then-round and the exact oracle on 1e6 r
   // Half uniform bit patterns, half close pairs (exponent fields within 3, random mantissas),
   // where the operands interact.
   std::mt19937 rng(2);
-  std::vector<std::pair<uint16_t, uint16_t>> pairs(1000000);
+  // (a sample of them in the sanitized tree: tests/sweep_stride.h)
+  std::vector<std::pair<uint16_t, uint16_t>> pairs(1000000 / hg::testing::kSweepStride);
   for (size_t k = 0; k < pairs.size(); ++k) {
     const uint32_t r = rng();
     const uint16_t a = uint16_t(r);
@@ -561,12 +564,13 @@ TEST_CASE("bfloat16 sqrt and fma and specials", "[precision][small_float]") {
 }
 
 TEST_CASE("comparisons follow IEEE order: NaN is unordered and -0 == +0", "[precision][small_float]") {
-  // A sample of 2048 patterns including every special, checked against the order of an integer
-  // key (sign-magnitude to two's complement, both zeros to 0).
+  // A sample of 2048 patterns (2048 / kSweepStride in the sanitized tree) including every special,
+  // checked against the order of an integer key (sign-magnitude to two's complement, both zeros
+  // to 0).
   std::vector<uint16_t> sample = {0x0000, 0x8000, 0x0001, 0x8001, 0x03FF, 0x0400, 0x3C00, 0xBC00,
                                   0x7BFF, 0xFBFF, 0x7C00, 0xFC00, 0x7C01, 0x7E00, 0xFE00, 0xFFFF};
   std::mt19937 rng(5);
-  while (sample.size() < 2048) sample.push_back(uint16_t(rng()));
+  while (sample.size() < 2048 / hg::testing::kSweepStride) sample.push_back(uint16_t(rng()));
   auto key = [](uint16_t b) { return (b & 0x8000) ? -int(b & 0x7FFF) : int(b); };
   int wrong = 0;
   for (uint16_t a : sample) {

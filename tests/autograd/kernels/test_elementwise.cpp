@@ -21,6 +21,7 @@
 #include "hwy/targets.h"
 
 #include "tests/autograd/kernels/kernel_test_util.h"
+#include "tests/sweep_stride.h"
 
 namespace hg::kernels {
 
@@ -220,8 +221,10 @@ namespace {
 
 // Dense sweeps: every float between low and high (both finite, same sign or either side of 0)
 // stepping through the ordered bit patterns, so that every binade is covered; plus a uniform
-// grid on [low, high] clipped to `linear` (the range where the values matter most).
+// grid on [low, high] clipped to `linear` (the range where the values matter most). `points`
+// of each, divided by tests/sweep_stride.h's stride in the sanitized tree.
 std::vector<float> sweep(float low, float high, float linear_low, float linear_high, int64_t points) {
+  points = std::max<int64_t>(1, points / int64_t(testing::kSweepStride));
   std::vector<float> x;
   const int64_t a = ordered(low), b = ordered(high);
   const int64_t step = std::max<int64_t>(1, (b - a) / points);
