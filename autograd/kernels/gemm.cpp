@@ -232,6 +232,30 @@ void PackBlockT(float* HWY_RESTRICT dst, const Source& s, size_t origin, size_t 
   }
 }
 
+// Copies `lines` lines x depth [0, kc) of `s` (depth contiguous: A as stored) from `origin`,
+// widened to f32, line w at dst[w * step + p]: the layout the micro-kernel reads A in place from,
+// without PackBlockT's transposes (a load, a widening and a store per vector). For f16/bf16 A and
+// for f32 rows 4 KiB apart (see AMode). step: a multiple of the f32 lanes, dst aligned.
+template <DType kT>
+void WidenLinesT(float* HWY_RESTRICT dst, size_t step, const Source& s, size_t origin, size_t lines,
+                 size_t kc) {
+  const DF d;
+  for (size_t w = 0; w < lines; ++w, dst += step, origin += s.line_stride) {
+    size_t p = 0;
+    for (; p + kL <= kc; p += kL) hn::Store(LoadWiden<kT>(d, s.base, origin + p), d, dst + p);
+    for (; p < kc; ++p) dst[p] = WidenOne<kT>(s.base, origin + p);
+  }
+}
+
+void WidenLines(float* HWY_RESTRICT dst, size_t step, const Source& s, size_t origin, size_t lines,
+                size_t kc) {
+  switch (s.dtype) {
+    case DType::f32: return WidenLinesT<DType::f32>(dst, step, s, origin, lines, kc);
+    case DType::f16: return WidenLinesT<DType::f16>(dst, step, s, origin, lines, kc);
+    case DType::bf16: return WidenLinesT<DType::bf16>(dst, step, s, origin, lines, kc);
+  }
+}
+
 template <size_t W>
 void PackBlock(float* HWY_RESTRICT dst, const Source& s, size_t origin, size_t lines, size_t kc) {
   switch (s.dtype) {
@@ -247,7 +271,7 @@ void PackBlock(float* HWY_RESTRICT dst, const Source& s, size_t origin, size_t l
 enum class Start { kZero, kC, kBias };
 
 // Micro-kernel. a: element (row r, depth p) at a[p * a_step + r] (a packed panel, a_step = kMR),
-// or at a[r * a_step + p] when kRowsApart (A read in place, see ReadAInPlace); rows
+// or at a[r * a_step + p] when kRowsApart (A in rows, see AMode); rows
 // [0, kRows) are read. b: packed (kc, kNR), columns [0, kVecs * kL) used -> c: (kRows, kVecs * kL),
 // row stride ldc; c = start + a b, start = 0, c or bias[j] (bias: kVecs * kL values) by kStart,
 // each element one sequential fused chain over p; kc >= 1. kStart is a template parameter (not a
@@ -357,20 +381,28 @@ void Tile(size_t kc, const APanel& a, const float* HWY_RESTRICT b, float* HWY_RE
 }
 
 // ---------------------------------------------------------------------------------------------
-// Whether the micro-kernel reads A where it is stored instead of a packed copy: f32 elements
-// (nothing to widen), each row contiguous in depth, rows not a multiple of 4 KiB apart. Packing
-// A costs about as much as the multiply when N is small (at K = 128, N = 128 each A element meets
-// only four B micro-panels), while the broadcasts read such an in-place micro-panel (kMR rows of
-// kc floats, at most 12 KiB) from L1 as fast as a packed one. Rows 4 KiB apart would share L1
-// sets (kMR of them in one set), and A read along its columns (A^T) ran at about 0.7x the packed
-// speed in place, so those are packed (BENCHMARKS.md, "The non-GEMM half and A read in place").
-bool ReadAInPlace(const Source& a) {
-  return a.dtype == DType::f32 && a.depth_stride == 1 && (a.line_stride * sizeof(float)) % 4096 != 0;
+// How the micro-kernel reads A. Packing A into transposed panels costs about as much as the
+// multiply when N is small (at K = 128, N = 128 each A element meets only four B micro-panels),
+// while the broadcasts read a micro-panel of kMR rows of kc floats (at most 12 KiB) from L1 as fast
+// when the rows lie apart. So A whose rows are contiguous in depth keeps that layout:
+// - kInPlace: f32 rows are read where they are stored;
+// - kLines: f16/bf16 rows, and f32 rows a multiple of 4 KiB apart (kMR of them would share L1
+//   sets), are widened to f32 into a buffer of rows (WidenLines), rows a short stride apart;
+// - kPanels: A read along its columns (A^T) is packed: in place it ran at about 0.7x.
+// The micro-kernel's chains are the same either way (BENCHMARKS.md, "The non-GEMM half and A read
+// in place").
+enum class AMode { kInPlace, kLines, kPanels };
+
+AMode ChooseAMode(const Source& a) {
+  if (a.depth_stride != 1) return AMode::kPanels;
+  const bool aliased = (a.line_stride * sizeof(float)) % 4096 == 0;
+  return a.dtype == DType::f32 && !aliased ? AMode::kInPlace : AMode::kLines;
 }
 
 // C(m,n) [+]= A(m,k) B(k,n) on one thread, C(i,j) at c[i * ldc + j] (c[j * ldc + i] if
 // c_transposed): the GotoBLAS loop nest. For each (kKC, kNC) block of B, packed once, every
-// (kMC, kKC) block of A is packed (unless ReadAInPlace) and multiplied panel by panel. Block
+// (kMC, kKC) block of A is packed or widened (unless read in place, see AMode) and multiplied
+// panel by panel. Block
 // sizes are balanced (e.g. k = 300 -> 2 x 150) but depend only on the shape. With a bias (not
 // with accumulate), the first depth block's chains start from it: bias[j] for C(i,j), or bias[i]
 // when c_transposed (the product computed is C^T, whose rows are the caller's columns).
@@ -398,8 +430,12 @@ void GemmSerial(float* HWY_RESTRICT c, size_t ldc, bool c_transposed, const Sour
   const size_t nc_step = balanced(n, kNC, kNR);
 
   gemm_detail::PackBuffers& buffers = gemm_detail::thread_pack_buffers();
-  const bool a_in_place = ReadAInPlace(a);
-  float* HWY_RESTRICT packed_a = a_in_place ? nullptr : buffers.a.reserve(mc_step * kc_step + kPackSlack);
+  const AMode a_mode = ChooseAMode(a);
+  const size_t a_lines_step = (kc_step + kL - 1) / kL * kL;  // <= kKC floats: never 4 KiB
+  float* HWY_RESTRICT packed_a =
+      a_mode == AMode::kInPlace ? nullptr
+      : a_mode == AMode::kLines ? buffers.a.reserve(mc_step * a_lines_step)
+                                : buffers.a.reserve(mc_step * kc_step + kPackSlack);
   float* HWY_RESTRICT packed_b = buffers.b.reserve(nc_step * kc_step + kPackSlack);
 
   for (size_t jc = 0; jc < n; jc += nc_step) {
@@ -411,13 +447,15 @@ void GemmSerial(float* HWY_RESTRICT c, size_t ldc, bool c_transposed, const Sour
       for (size_t ic = 0; ic < m; ic += mc_step) {
         const size_t mc = std::min(mc_step, m - ic);
         const size_t a_block = a.origin + ic * a.line_stride + pc * a.depth_stride;
-        if (!a_in_place) PackBlock<kMR>(packed_a, a, a_block, mc, kc);
+        if (a_mode == AMode::kLines) WidenLines(packed_a, a_lines_step, a, a_block, mc, kc);
+        if (a_mode == AMode::kPanels) PackBlock<kMR>(packed_a, a, a_block, mc, kc);
         for (size_t jr = 0; jr < nc; jr += kNR) {
           for (size_t ir = 0; ir < mc; ir += kMR) {
             const APanel panel =
-                a_in_place
+                a_mode == AMode::kInPlace
                     ? APanel{static_cast<const float*>(a.base) + a_block + ir * a.line_stride, a.line_stride, true}
-                    : APanel{packed_a + ir * kc, kMR, false};
+                : a_mode == AMode::kLines ? APanel{packed_a + ir * a_lines_step, a_lines_step, true}
+                                          : APanel{packed_a + ir * kc, kMR, false};
             Tile(kc, panel, packed_b + jr * kc,
                  c + (ic + ir) * row_stride + (jc + jr) * col_stride, ldc, c_transposed,
                  std::min(kMR, mc - ir), std::min(kNR, nc - jr), start,

@@ -365,7 +365,9 @@ TEST_CASE("gemm gives the same bits for any thread count", "[gemm][simd]") {
 // gemm.h promises that each element is the chain acc = acc + a_p b_p over p = 0..k-1 from c0 (or
 // 0), fused where the target has FMA (AVX2, AVX-512), so any blocking gives these exact bits.
 // f32 A as stored is read in place (two depth blocks at k = 300, an edge tile at m = 14),
-// except with rows 4 KiB apart (k = 1024), where it is packed: both give the same bits.
+// except with rows 4 KiB apart (k = 1024), where its rows are copied; bf16 A as stored is widened
+// row by row (k = 513, and f16 at k = 37: vector tails), A^T is packed into panels (m = 150):
+// all give the same bits.
 TEST_CASE("gemm sums each element in the documented order bit for bit", "[gemm][simd]") {
   for_each_target([](int64_t target) {
     const bool fused = (target & (HWY_AVX2 | HWY_AVX3 | HWY_AVX3_DL)) != 0;
@@ -375,6 +377,7 @@ TEST_CASE("gemm sums each element in the documented order bit for bit", "[gemm][
                          Case{.m = 5, .n = 40, .k = 9, .transpose_b = true, .pad = 2},
                          Case{.m = 14, .n = 33, .k = 300, .accumulate = true},
                          Case{.m = 13, .n = 17, .k = 1024, .transpose_b = true},
+                         Case{.m = 27, .n = 40, .k = 37, .ta = DType::f16, .pad = 3},
                          Case{.m = 50, .n = 3, .k = 40, .ta = DType::f16, .transpose_a = true,
                               .accumulate = true, .pad = 1}}) {
       INFO(describe(c));
