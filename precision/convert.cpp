@@ -208,9 +208,10 @@ void check_format(const char* op, FloatFormat f, int storage_bits) {
   const bool ok = storage_bits == 16   ? f == kBinary16 || f == kBFloat16
                   : storage_bits == 8  ? f == kE4M3 || f == kE5M2
                                        : f == kBinary16 || f == kBFloat16 || f == kE4M3 || f == kE5M2;
-  check(ok, "hg::precision::", op, ": format ", format_name(f), " (", f.exponent_bits, " exponent, ",
-        f.mantissa_bits, " mantissa bits) is not supported",
-        storage_bits != 0 ? " with uint" + std::to_string(storage_bits) + "_t storage" : std::string());
+  if (ok) return;  // not check(): its message parts, a std::string among them, would be built on every call
+  fail("hg::precision::", op, ": format ", format_name(f), " (", f.exponent_bits, " exponent, ", f.mantissa_bits,
+       " mantissa bits) is not supported",
+       storage_bits != 0 ? " with uint" + std::to_string(storage_bits) + "_t storage" : std::string());
 }
 
 template <class Fn>
