@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <sstream>
 
 #include "autograd/ops/elementwise.h"
@@ -43,12 +44,15 @@ void GradScaler::unscale(Optimizer& optimizer, bool allow_fp16) {
     if (!p.has_grad()) continue;
     const Tensor g = p.grad_values();  // a row-sparse gradient's stored rows: the rest are zeros
     std::vector<float> values = g.to_vector();
-    bool finite = true;
+    // Counts, not an early exit or a short-circuit &&, so that the loop vectorises.
+    int64_t nonfinite = 0, zeros = 0;
     for (float& v : values) {
-      finite = finite && std::isfinite(v);
+      nonfinite += !(std::fabs(v) <= std::numeric_limits<float>::max());  // inf, and NaN (unordered)
       v *= inv_scale;
-      current_.zero_grad_elements += v == 0.0f;
+      zeros += v == 0.0f;
     }
+    const bool finite = nonfinite == 0;
+    current_.zero_grad_elements += zeros;
     // The counts are the dense gradient's: the rows a sparse one does not store count as zeros.
     current_.zero_grad_elements += p.numel() - g.numel();
     current_.grad_elements += p.numel();
