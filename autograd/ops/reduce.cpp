@@ -103,8 +103,12 @@ void sum_dim(float* result, const Tensor& x, const Split& s, Accumulation accumu
         std::fill_n(out, width, 0.0f);
         for (int64_t r0 = 0; r0 < s.d; r0 += kColumnBlock) {
           const int64_t rows = std::min(kColumnBlock, s.d - r0);
-          for (int64_t r = 0; r < rows; ++r) {
-            kernels::load_f32(&buffer[size_t(r * width)], x.bytes(), x.dtype(), origin + (r0 + r) * s.inner, width);
+          if (width == s.inner) {  // the block's rows are contiguous: one widening call, not one a row
+            kernels::load_f32(buffer.data(), x.bytes(), x.dtype(), origin + r0 * s.inner, rows * width);
+          } else {
+            for (int64_t r = 0; r < rows; ++r) {
+              kernels::load_f32(&buffer[size_t(r * width)], x.bytes(), x.dtype(), origin + (r0 + r) * s.inner, width);
+            }
           }
           kernels::column_sums(block_sum.data(), buffer.data(), rows, width, width);
           kernels::add(out, out, block_sum.data(), width);
