@@ -74,7 +74,8 @@ void AdaptiveThreads::after_step(double seconds) {
       if (phase_steps_ >= 2 * options_.probe_steps) decide();
       break;
     case Phase::kRun:
-      if (phase_steps_ >= interval_ || phase_seconds_ >= options_.reprobe_seconds) {
+      if (phase_steps_ >= interval_ ||
+          (phase_steps_ >= options_.reprobe_steps && phase_seconds_ >= options_.reprobe_seconds)) {
         phase_ = Phase::kProbe;
         phase_steps_ = 0;
         phase_seconds_ = 0;

@@ -16,11 +16,13 @@
 //      same machine load; the size with the lower median step time wins, but max must be more
 //      than `margin` faster to win: at equal speed one thread does the work for half the CPU time
 //      and leaves the other core to the program that is using it;
-//   3. run at the winner, then probe again after `reprobe_steps` steps or `reprobe_seconds` of
-//      timed steps, whichever comes first, so a machine that becomes busy or quiet mid-run is
-//      followed. A probe that confirms the winner doubles the steps until the next (up to
-//      `max_reprobe_steps`; the seconds still cap it), one that changes it resets them: on a
-//      steady machine the probes' slow steps cost little, after a change they come often.
+//   3. run at the winner, then probe again after `reprobe_steps` steps, so a machine that
+//      becomes busy or quiet mid-run is followed. A probe that confirms the winner doubles the
+//      steps until the next (up to `max_reprobe_steps`), one that changes it resets them: on a
+//      steady machine the probes' slow steps cost little, after a change they come often. Once
+//      `reprobe_seconds` of steps have run the next probe comes sooner, but never before
+//      `reprobe_steps` steps: a probe's 3 steps at the slower size cost 1.5 steps' time when that
+//      size is 1.5x slower, and one every 50 steps keeps that under 3% however long a step is.
 // With max == 1 there is nothing to choose: every step runs at 1 and omp_set_num_threads is
 // never called.
 //
@@ -41,7 +43,7 @@ struct AdaptiveThreadsOptions {
   int64_t probe_steps = 3;          // timed steps at each size per probe
   int64_t reprobe_steps = 50;       // steps at the winner before the next probe (after a change)
   int64_t max_reprobe_steps = 800;  // the most it doubles to while probes confirm the winner
-  double reprobe_seconds = 10;      // ... and never more than this much step time
+  double reprobe_seconds = 10;      // ... and past reprobe_steps, no more than this much step time
   double margin = 0.03;             // max wins only when its median is below (1 - margin) x 1's
 };
 

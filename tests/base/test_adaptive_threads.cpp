@@ -120,13 +120,22 @@ TEST_CASE("adaptive threads: probes space out while they confirm the winner, cap
     // Each probe takes 6 steps; between decisions: the interval's steps plus the next probe's 6.
     CHECK(steps == std::vector<int64_t>{8, 8 + 56, 64 + 106, 170 + 206, 376 + 206, 582 + 206, 788 + 206});
   }
-  SECTION("seconds: no more than reprobe_seconds of steps between probes") {
-    // 2 threads take 0.125 s a step (exact in binary, so the sum is), so 1 s of steps is 8 steps,
-    // long before the 50.
-    AdaptiveThreads a(2, {.reprobe_seconds = 1.0});
-    run(a, 8 + 8 + 6, [](int team, int64_t) { return team == 1 ? 0.25 : 0.125; });
-    REQUIRE(a.decisions().size() == 2);
-    CHECK(a.decisions()[1].step == 8 + 8 + 6);
+  SECTION("seconds: after reprobe_steps, no more than reprobe_seconds of steps between probes") {
+    // 2 threads take 0.125 s a step (exact in binary, so the sums are): 1 s is 8 steps.
+    AdaptiveThreads a(2, {.reprobe_steps = 4, .reprobe_seconds = 1.0});
+    run(a, 60, [](int team, int64_t) { return team == 1 ? 0.25 : 0.125; });
+    std::vector<int64_t> steps;
+    for (const AdaptiveThreads::Decision& d : a.decisions()) steps.push_back(d.step);
+    // Intervals 4, 8, then 16 and 32 cut to the 8 steps of 1 s (each + the 6 probe steps).
+    CHECK(steps == std::vector<int64_t>{8, 8 + 10, 18 + 14, 32 + 14, 46 + 14});
+  }
+  SECTION("seconds never bring the probes closer than reprobe_steps") {
+    // 0.5 s steps: 1 s is 2 steps, but the interval stays at least 4.
+    AdaptiveThreads a(2, {.reprobe_steps = 4, .reprobe_seconds = 1.0});
+    run(a, 38, [](int team, int64_t) { return team == 1 ? 1.0 : 0.5; });
+    std::vector<int64_t> steps;
+    for (const AdaptiveThreads::Decision& d : a.decisions()) steps.push_back(d.step);
+    CHECK(steps == std::vector<int64_t>{8, 8 + 10, 18 + 10, 28 + 10});
   }
 }
 
