@@ -19,7 +19,9 @@
 #   bf16/torch     our bf16 over torch bf16 autocast
 #   O2/f32 peak RSS, O2/f32 peak tensors   memory of our fp16 O2 over our f32 (bench_step's
 #                  peak_rss_mb and peak_tensor_mb)
-# and, when two thread counts ran, the speed-up of the larger over the smaller per precision.
+# and, when several thread settings ran, the speed-up of each over the first (1 thread by default)
+# per precision. A setting is a count or "auto" (bench_step --threads auto: base/adaptive_threads.h
+# picks all cores or 1 per step; PyTorch is not run for it).
 # --no-torch runs bench_step alone. --busy keeps the last CPU busy with a spinning shell loop
 # (taskset) for the whole run, as another program on a shared machine would: the case where a
 # second thread must not make the step slower than one thread.
@@ -77,6 +79,7 @@ for ((r = 1; r <= rounds; ++r)); do
         "$bench" --config "$c" --threads "$t" --precision "$p" --steps "$steps" --warmup "$warmup" | tee -a "$log"
       done
       ((run_torch)) || continue
+      [[ $t =~ ^[0-9]+$ ]] || continue  # torch_step.py takes a count: "auto" is bench_step's alone
       torch "$c" "$t" fp32 unset "$steps" "$warmup"
       torch "$c" "$t" fp32 "$coretype" "$steps" "$warmup"
       if [[ -z $bf16_steps ]]; then
@@ -89,7 +92,7 @@ for ((r = 1; r <= rounds; ++r)); do
 done
 echo "# done $(date -u '+%H:%M UTC'), load:$(uptime | sed 's/.*load average://')" >&2
 
-/usr/bin/python3 - "$log" <<'EOF'
+/usr/bin/python3 - "$log" "$threads" <<'EOF'
 import json, math, statistics, sys
 rows = [json.loads(line) for line in open(sys.argv[1])]
 def med(field='ms_per_step', **k):
@@ -97,7 +100,10 @@ def med(field='ms_per_step', **k):
     return statistics.median(v) if v else float('nan')
 def f(v, digits=1):
     return 'not run' if math.isnan(v) else f'{v:.{digits}f}'
-keys = sorted({(r['config'], r['threads']) for r in rows})
+for r in rows:
+    r['threads'] = str(r['threads'])  # a count, or a label such as "auto"
+order = {t: i for i, t in enumerate(sys.argv[2].split())}  # --threads' order
+keys = sorted({(r['config'], r['threads']) for r in rows}, key=lambda k: (k[0], order.get(k[1], len(order))))
 print('| config | threads | f32 | fp16-O1 | fp16-O2 | bf16 | torch fp32 | torch bf16 | f32/torch | O2/f32 | bf16/torch '
       '| O2/f32 peak RSS | O2/f32 peak tensors |')
 print('|---|---|---|---|---|---|---|---|---|---|---|---|---|')
@@ -115,15 +121,24 @@ for c, t in keys:
           f" | {f(ours['f32'] / fast['fp32'], 2)} ({f(ours['f32'] / slow, 2)}) | {f(ours['fp16-O2'] / ours['f32'], 2)}"
           f" | {f(ours['bf16'] / fast['bf16'], 3)} | {f(memory['peak_rss_mb'], 2)} | {f(memory['peak_tensor_mb'], 2)} |")
 print('ms per step, median over rounds; torch with --malloc tuned, OPENBLAS_CORETYPE unset (in parentheses: set, fp32 only)')
-threads = sorted({t for _, t in keys})
-if len(threads) > 1:
+threads = sorted({t for _, t in keys}, key=lambda t: order.get(t, len(order)))
+for other in threads[1:]:
     print()
-    print(f'speed-up of {threads[-1]} threads over {threads[0]} (median times):')
+    print(f'speed-up of threads {other} over {threads[0]} (median times):')
     for c in sorted({c for c, _ in keys}):
         ratios = []
         for p in ('f32', 'fp16-O1', 'fp16-O2', 'bf16'):
-            one = med(bench='step', config=c, threads=threads[0], precision=p)
-            many = med(bench='step', config=c, threads=threads[-1], precision=p)
-            ratios.append(f'{p} {f(one / many, 2)}x')
+            base = med(bench='step', config=c, threads=threads[0], precision=p)
+            ratios.append(f'{p} {f(base / med(bench="step", config=c, threads=other, precision=p), 2)}x')
         print(f'  {c}: ' + ', '.join(ratios))
+teams = [r for r in rows if 'steps_per_team' in r]
+if teams:
+    print()
+    print('threads auto, steps run at each team size (all runs, warm-up included):')
+    for c in sorted({r['config'] for r in teams}):
+        for p in ('f32', 'fp16-O1', 'fp16-O2', 'bf16'):
+            runs = [r['steps_per_team'] for r in teams if r['config'] == c and r['precision'] == p]
+            if runs:
+                print(f'  {c} {p}: ' + '; '.join(', '.join(f'{t}: {n}' for t, n in sorted(run.items(), key=lambda tn: -int(tn[0])))
+                                            for run in runs))
 EOF

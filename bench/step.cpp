@@ -4,6 +4,8 @@
 //   (lr 1e-3, weight decay 0.01 on every parameter), f32 master weights for fp16 O2, scale update.
 // Configs (torch_step.py's): S vocab 256, batch 64, seq 32, d 128, heads 4, ff 512, layers 2,
 // classes 8; M batch 32, seq 128, d 256, heads 8, ff 1024, layers 4. Dropout 0, every token real.
+// --threads auto runs each step at all cores or 1 as base/adaptive_threads.h chooses (the JSON
+// line adds "steps_per_team"); the median then includes its probes' steps at the slower size.
 // Prints one JSON object: median (and best) ms per step over --steps after --warmup, the
 // matmul GFLOP/s at the median (FLOPs counted as torch_step.py's matmul_flops), peak RSS, and
 // the peak of tensor storage in use (the caching allocator's high-water mark: live tensors only,
@@ -18,11 +20,13 @@
 #include <cstdio>
 #include <map>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "autograd/allocator.h"
 #include "autograd/ops.h"
+#include "base/adaptive_threads.h"
 #include "base/parallel.h"
 #include "nn/text_classifier.h"
 #include "optim/adam.h"
@@ -77,16 +81,24 @@ Batch random_batch(const StepConfig& c, hg::Generator& gen) {
 int main(int argc, char** argv) {
   CLI::App app{"bench_step: median time of one training step of the TextClassifier"};
   std::string config = "S", precision = "fp16-O2";
-  int threads = 1, steps = 30, warmup = 5;
+  std::string threads = "1";
+  int steps = 30, warmup = 5;
   app.add_option("--config", config, "S or M")->check(CLI::IsMember({"S", "M"}));
   app.add_option("--precision", precision, "f32, fp16-O1, fp16-O2 or bf16")
       ->check(CLI::IsMember({"f32", "fp16-O1", "fp16-O2", "bf16"}));
-  app.add_option("--threads", threads, "OpenMP threads")->check(CLI::PositiveNumber);
+  app.add_option("--threads", threads,
+                 "OpenMP threads, or auto: each step at all cores or 1 as base/adaptive_threads.h chooses")
+      ->check(CLI::IsMember({"auto"}) | CLI::Range(1, 1024));
   app.add_option("--steps", steps, "timed steps")->check(CLI::PositiveNumber);
   app.add_option("--warmup", warmup, "untimed steps first")->check(CLI::NonNegativeNumber);
   CLI11_PARSE(app, argc, argv);
   hg::use_default_wait_policy(argv);  // re-executes once unless OMP_WAIT_POLICY/GOMP_SPINCOUNT are set
-  omp_set_num_threads(threads);
+  std::optional<hg::AdaptiveThreads> adaptive;  // fed every step, --warmup's included (it has its own warm-up)
+  if (threads == "auto") {
+    adaptive.emplace(omp_get_max_threads());
+  } else {
+    omp_set_num_threads(std::stoi(threads));
+  }
 
   const StepConfig& c = kConfigs.at(config);
   hg::nn::ClassifierConfig model_config{.vocab = c.vocab,
@@ -113,12 +125,14 @@ int main(int argc, char** argv) {
   float first_loss = 0, last_loss = 0;
   for (int i = 0; i < warmup + steps; ++i) {
     const Batch& batch = batches[size_t(i) % batches.size()];
+    if (adaptive) adaptive->before_step();
     const auto start = std::chrono::steady_clock::now();
     const hg::Tensor loss = hg::cross_entropy(prepared.forward(batch.ids, batch.mask), batch.labels);
     const float value = loss.item();
     accelerator.backward(loss);
     accelerator.step();  // steps, updates the scale, zeroes the gradients
     const double elapsed = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+    if (adaptive) adaptive->after_step(elapsed * 1e-3);
     if (i == 0) first_loss = value;
     last_loss = value;
     if (i >= warmup) ms.push_back(elapsed);
@@ -127,19 +141,22 @@ int main(int argc, char** argv) {
   std::sort(sorted.begin(), sorted.end());
   const size_t n = sorted.size();  // the median as Python's statistics.median takes it
   const double median = n % 2 ? sorted[n / 2] : (sorted[n / 2 - 1] + sorted[n / 2]) / 2;
-  const nlohmann::json out = {{"bench", "step"},
-                              {"config", config},
-                              {"precision", precision},
-                              {"threads", threads},
-                              {"parameters", model.parameter_count()},
-                              {"ms_per_step", median},
-                              {"best_ms", sorted.front()},
-                              {"gflops", step_flops(c) / (median * 1e-3) / 1e9},
-                              {"peak_rss_mb", peak_rss_mb()},
-                              {"peak_tensor_mb", double(hg::allocator_stats().peak_in_use_bytes) / (1 << 20)},
-                              {"wait_policy", hg::thread_wait_policy()},
-                              {"loss_first", first_loss},
-                              {"loss_last", last_loss}};
+  nlohmann::json out = {{"bench", "step"},
+                        {"config", config},
+                        {"precision", precision},
+                        {"threads", adaptive ? nlohmann::json("auto") : nlohmann::json(std::stoi(threads))},
+                        {"parameters", model.parameter_count()},
+                        {"ms_per_step", median},
+                        {"best_ms", sorted.front()},
+                        {"gflops", step_flops(c) / (median * 1e-3) / 1e9},
+                        {"peak_rss_mb", peak_rss_mb()},
+                        {"peak_tensor_mb", double(hg::allocator_stats().peak_in_use_bytes) / (1 << 20)},
+                        {"wait_policy", hg::thread_wait_policy()},
+                        {"loss_first", first_loss},
+                        {"loss_last", last_loss}};
+  if (adaptive) {  // every step's team, --warmup's included: {"2": 30, "1": 5}
+    for (const auto& [team, count] : adaptive->steps_per_team()) out["steps_per_team"][std::to_string(team)] = count;
+  }
   std::printf("%s\n", out.dump().c_str());
   return 0;
 }

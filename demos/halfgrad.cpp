@@ -19,6 +19,7 @@
 #include <fstream>
 #include <iostream>
 
+#include "base/adaptive_threads.h"
 #include "base/error.h"
 #include "base/parallel.h"
 #include "data/dataset.h"
@@ -115,6 +116,9 @@ int run_train(const CLI::App& cmd, cli::TrainOptions& o) {
       check(world.size() > 1 || cmd.get_option(flag)->count() == 0, flag,
             " applies to data-parallel runs (mpirun -np N with N >= 2): drop it");
     }
+    check(world.size() == 1 || o.threads != "auto",
+          "--threads auto times one process's steps; under mpirun they wait for the slowest rank: give --threads N, "
+          "or leave it out for the cores divided among the ranks");
     config.vocab = data::Tokenizer(a.tokenizer, o.pooling == "cls").vocab_size();
     if (a.tokenizer.kind != data::TokenizerKind::kBytes) {  // a bag of hashed n-grams over 2^16+ rows
       config.position_embedding = nn::PositionEmbedding::kNone;
@@ -133,10 +137,14 @@ int run_train(const CLI::App& cmd, cli::TrainOptions& o) {
       io::model_config_from_json(c.config, o.resume + "/config.json");
     }
   });
-  if (o.threads > 0) {
-    omp_set_num_threads(o.threads);
-  } else if (world.size() > 1 && std::getenv("OMP_NUM_THREADS") == nullptr) {
-    // The ranks on one machine share its cores (OMPI_COMM_WORLD_LOCAL_SIZE: how many there are).
+  // The team: a count given is kept. "auto", and by default one process without OMP_NUM_THREADS,
+  // times the steps and runs each at all cores or 1, whichever is faster (base/adaptive_threads.h).
+  // Under mpirun the ranks on one machine share its cores (OMPI_COMM_WORLD_LOCAL_SIZE: how many).
+  const bool no_env = std::getenv("OMP_NUM_THREADS") == nullptr;
+  const bool adapt = o.threads == "auto" || (o.threads.empty() && world.size() == 1 && no_env);
+  if (!o.threads.empty() && !adapt) {
+    omp_set_num_threads(std::stoi(o.threads));  // CLI11 checked it: 1..1024
+  } else if (world.size() > 1 && no_env) {
     const char* local = std::getenv("OMPI_COMM_WORLD_LOCAL_SIZE");
     omp_set_num_threads(std::max(1, omp_get_num_procs() / std::max(1, local ? std::atoi(local) : 1)));
   }
@@ -159,14 +167,18 @@ int run_train(const CLI::App& cmd, cli::TrainOptions& o) {
 
   config.classes = int64_t(train_set.label_names.size());
   nn::TextClassifier model(config, a.seed);
+  const int max_threads = omp_get_max_threads();
+  const std::string team = adapt && max_threads > 1
+                               ? "threads auto (" + std::to_string(max_threads) + " or 1, by step time)"
+                               : std::to_string(max_threads) + " threads";
   std::printf(
       "model: %lld parameters (d_model %lld, heads %lld, layers %lld, d_ff %lld, max_len %lld, tokenizer %s); "
-      "precision %s%s; %d threads%s\n",
+      "precision %s%s; %s%s\n",
       static_cast<long long>(model.parameter_count()), static_cast<long long>(config.d_model),
       static_cast<long long>(config.heads), static_cast<long long>(config.layers), static_cast<long long>(config.d_ff),
       static_cast<long long>(config.max_len), o.tokenizer.c_str(), o.precision.c_str(),
       a.mixed_precision.precision == optim::Precision::kFp16 ? (" " + o.opt_level + ", loss scale " + o.loss_scale).c_str() : "",
-      omp_get_max_threads(),
+      team.c_str(),
       world.size() > 1 ? (" x " + std::to_string(world.size()) + " processes, --ddp-comm " + a.ddp_comm).c_str() : "");
 
   std::vector<std::shared_ptr<train::TrainerCallback>> callbacks;
@@ -179,6 +191,7 @@ int run_train(const CLI::App& cmd, cli::TrainOptions& o) {
         report::InspectorOptions{.every = o.inspect, .mx = o.inspect_mx}, a.output_dir));
   }
   train::Trainer trainer(model, a, train_set, has_eval ? &eval_set : nullptr, {}, callbacks);
+  if (adapt) trainer.adapt_threads(AdaptiveThreads(max_threads));
   // A step count past the end of the run would silently do nothing (known now that the data is).
   const int64_t steps = trainer.state().max_steps, eval_every = a.eval_steps > 0 ? a.eval_steps : a.logging_steps;
   dist::agree(world, [&] {  // the same on every rank; agreed, so rank 0 alone prints it
@@ -203,6 +216,9 @@ int run_train(const CLI::App& cmd, cli::TrainOptions& o) {
   std::printf("steps %lld (%lld skipped by the loss scaler), %.1f s, %.2f steps/s\n",
               static_cast<long long>(out.global_step), static_cast<long long>(trainer.state().skipped_steps),
               out.metrics.at("train_runtime"), out.metrics.at("train_steps_per_second"));
+  if (const AdaptiveThreads* threads = trainer.adaptive_threads(); threads && threads->max_threads() > 1) {
+    std::printf("threads %s\n", threads->summary().c_str());
+  }
   const train::TrainerState& state = trainer.state();
   std::printf("train_loss %.4f (the mean loss of the %lld optimizer steps%s, as Hugging Face's train_loss)\n",
               out.training_loss, static_cast<long long>(state.loss_steps),

@@ -26,7 +26,9 @@ struct TrainOptions {
   // --precision fp8's delayed-scaling recipe (Fp8Recipe's fields, TE's defaults).
   std::string fp8_format = "hybrid", fp8_amax_compute_algo = "max", fp8_scale = "pow2";
   int64_t fp8_amax_history_len = 1024, fp8_margin = 0;
-  int threads = 0;
+  // --threads: a count (fixed), "auto" (chosen by timing the steps: base/adaptive_threads.h), or
+  // empty: auto for one process on several cores without OMP_NUM_THREADS (demos/halfgrad.cpp).
+  std::string threads;
   // The main job's recipe (docs/classifier.md, the sweep): a fastText-like bag of hashed char
   // 1..5-grams over 2^18 buckets (sparse row gradients make their size cost nothing per step),
   // d_model 32, no encoder layers, batch 256, lr 1e-2, dropout 0.5 (the bag overfits: train loss
@@ -98,7 +100,10 @@ inline void add_train_flags(CLI::App& app, TrainOptions& o) {
   app.add_option("--warmup-ratio", a.warmup_ratio, "warmup as a share of all steps, in [0, 1) (replaces --warmup-steps)");
   app.add_option("--scheduler", a.lr_scheduler_type, "linear | cosine | constant")->capture_default_str();
   app.add_option("--seed", a.seed, "random seed (weights, data order, dropout)")->capture_default_str();
-  app.add_option("--threads", o.threads, "OpenMP threads (default: all cores)")->check(CLI::Range(1, 1024));
+  app.add_option("--threads", o.threads,
+                 "OpenMP threads: N, or auto (all cores or 1, whichever runs the steps faster, measured as it "
+                 "trains; the default for one process without OMP_NUM_THREADS)")
+      ->check(CLI::IsMember({"auto"}) | CLI::Range(1, 1024));
   app.add_option("--output-dir", a.output_dir, "checkpoints and logs")->capture_default_str();
   app.add_option("--resume", o.resume, "continue from a checkpoint directory")->check(CLI::ExistingDirectory);
   app.add_option("--eval-strategy,--evaluation-strategy", a.eval_strategy, "no | steps | epoch")->capture_default_str();

@@ -2,6 +2,7 @@
 // logging, evaluation, checkpoints and resume.
 #include "train/trainer.h"
 
+#include <omp.h>
 #include <signal.h>
 
 #include <chrono>
@@ -564,6 +565,7 @@ TrainOutput Trainer::end_training(double seconds, int64_t start_step, bool inter
                  {"skipped_steps", double(state_.skipped_steps)},
                  {"epoch", state_.epoch}};
   nlohmann::json summary(out.metrics);
+  summary["threads"] = threads_ ? threads_->summary() : std::to_string(omp_get_max_threads());
   if (interrupted) summary["interrupted"] = true;
   log(summary);
   for (auto& c : callbacks_) c->on_train_end(state_);
@@ -585,14 +587,28 @@ TrainOutput Trainer::train(const std::string& resume_from_checkpoint) {
   for (int64_t epoch = state_.global_step / per_epoch; !stop && state_.global_step < state_.max_steps; ++epoch) {
     for (int64_t b = begin_epoch(epoch); b < parts_->loader->num_batches() && !stop;
          b += args_.gradient_accumulation_steps) {
-      stop = end_step(training_step(epoch, b), interrupted);
+      if (threads_) threads_->before_step();
+      const auto step_start = std::chrono::steady_clock::now();
+      const StepOutcome step = training_step(epoch, b);
+      if (threads_) {
+        threads_->after_step(std::chrono::duration<double>(std::chrono::steady_clock::now() - step_start).count());
+      }
+      stop = end_step(step, interrupted);
     }
     if (!interrupted && (state_.global_step % per_epoch == 0 || state_.global_step >= state_.max_steps)) {
       stop = end_epoch() || stop;
     }
   }
+  if (threads_ && threads_->max_threads() > 1) omp_set_num_threads(threads_->best());
   return end_training(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(), start_step,
                       interrupted);
+}
+
+void Trainer::adapt_threads(AdaptiveThreads policy) {
+  check(accelerator_->num_processes() == 1, "Trainer: adaptive threads (--threads auto) need one process, this run has ",
+        accelerator_->num_processes(), ": under mpirun a step waits for the slowest rank, so its time does not measure "
+        "the local team; give --threads N");
+  threads_ = std::move(policy);
 }
 
 }  // namespace hg::train

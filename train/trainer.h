@@ -29,6 +29,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "base/adaptive_threads.h"
 #include "data/data_loader.h"
 #include "data/dataset.h"
 #include "nn/text_classifier.h"
@@ -134,6 +135,16 @@ class Trainer {
   PredictionOutput predict(const data::Dataset& dataset);
   // Writes output_dir/checkpoint-<global_step>/ now.
   std::string save_checkpoint();
+  // From now on, train() sets the OpenMP team of each optimizer step with `policy`
+  // (base/adaptive_threads.h, `halfgrad train --threads auto`), timing each step's compute
+  // (forward, backward, update; not evaluation, logging or checkpoints). No result changes: none
+  // depends on the team size. The final log entry's "threads" reports the steps run at each size;
+  // after train() the team stays at the policy's last choice. One process only (an hg::Error
+  // otherwise): under mpirun each step waits for the slowest rank in the all-reduce, so its time
+  // does not measure the local team.
+  void adapt_threads(AdaptiveThreads policy);
+  // The policy adapt_threads gave, with its history; null without one.
+  const AdaptiveThreads* adaptive_threads() const { return threads_ ? &*threads_ : nullptr; }
 
   const TrainerState& state() const { return state_; }
   const TrainingArguments& args() const { return args_; }
@@ -171,6 +182,7 @@ class Trainer {
   std::unique_ptr<Parts> parts_;
   std::unique_ptr<Accelerator> accelerator_;
   TrainerState state_;
+  std::optional<AdaptiveThreads> threads_;
 };
 
 // The standard metrics of an EvalPrediction: accuracy and macro-F1 (keys "accuracy", "f1").
