@@ -53,7 +53,11 @@ echo "# $(date -u '+%Y-%m-%d %H:%M UTC'), load:$(uptime | sed 's/.*load average:
 if ((busy)); then
   taskset -c "$(($(nproc) - 1))" bash -c 'while :; do :; done' &
   busy_pid=$!
-  trap 'kill "$busy_pid"' EXIT
+  # Stopped however the script ends: an interrupted run (Ctrl-C, timeout's SIGTERM) once left the
+  # loop spinning for half an hour under the next measurements.
+  trap 'kill "$busy_pid" 2>/dev/null' EXIT
+  trap 'exit 130' INT
+  trap 'exit 143' TERM
   echo "# CPU $(($(nproc) - 1)) kept busy by a spinning loop (pid $busy_pid)" >&2
 fi
 
