@@ -11,6 +11,8 @@
 #                    then rank 1's file is missing (the command line rejects it before MPI starts):
 #                    the job still ends, non-zero
 #   different_flags  the ranks get different --lr: one message naming the setting and both values
+#   threads_auto     --threads auto under mpirun (step times would measure the slowest rank, not
+#                    the local team): one message naming the flag, exit 1, before any output
 # Usage: halfgrad_under_mpirun.sh TEST HALFGRAD MPIEXEC NUMPROC_FLAG [MPIEXEC_PREFLAGS...]
 set -uo pipefail
 test_name=$1 halfgrad=$2 mpiexec=$3 np=$4
@@ -18,7 +20,8 @@ shift 4
 pre=("$@")
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
-small=(train --train-per-language 30 --test-per-language 10 --buckets 4096 --batch-size 16 --threads 1)
+tiny=(train --train-per-language 30 --test-per-language 10 --buckets 4096 --batch-size 16)
+small=("${tiny[@]}" --threads 1)
 
 fail() {
   echo "FAILED: $*"
@@ -77,6 +80,14 @@ case $test_name in
     [ "$(count 'halfgrad: error')" -eq 1 ] || fail "not exactly one error message"
     grep -q "differ across ranks: /training_args/learning_rate is 0.0099.* on rank 0 but 0.0199.* on rank 1" \
       "$tmp/out.txt" || fail "the message does not name learning_rate and both values"
+    [ ! -e "$tmp/out" ] || fail "an output directory was created before the check"
+    ;;
+  threads_auto)
+    launch "$np" 2 "$halfgrad" "${tiny[@]}" --threads auto --max-steps 2 --output-dir "$tmp/out"
+    status=$?
+    [ "$status" -ne 0 ] && [ "$status" -ne 124 ] || fail "exit code $status (124: timed out)"
+    [ "$(count 'halfgrad: error')" -eq 1 ] || fail "not exactly one error message"
+    grep -q -- "--threads auto times one process's steps" "$tmp/out.txt" || fail "the message does not name --threads auto"
     [ ! -e "$tmp/out" ] || fail "an output directory was created before the check"
     ;;
   *)
