@@ -7,19 +7,9 @@
 #include <cmath>
 
 #include "base/error.h"
+#include "base/median.h"
 
 namespace hg {
-
-namespace {
-
-// The median (the mean of the middle two for an even count) of a non-empty list.
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  const size_t n = v.size();
-  return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
-}
-
-}  // namespace
 
 AdaptiveThreads::AdaptiveThreads(int max_threads, AdaptiveThreadsOptions options)
     : max_(max_threads), options_(options), phase_(Phase::kWarmup), interval_(options.reprobe_steps) {

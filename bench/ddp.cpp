@@ -12,15 +12,11 @@
 #include <vector>
 
 #include "autograd/tensor.h"
+#include "base/median.h"
 #include "dist/communicator.h"
 #include "dist/ddp.h"
 
 namespace {
-
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v.size() % 2 ? v[v.size() / 2] : (v[v.size() / 2 - 1] + v[v.size() / 2]) / 2;
-}
 
 template <class F>
 double time_ms(hg::dist::Communicator& comm, int repeats, F&& f) {
@@ -32,7 +28,7 @@ double time_ms(hg::dist::Communicator& comm, int repeats, F&& f) {
     ms.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count());
   }
   // The slowest rank's median: a collective ends when its last rank does.
-  const std::vector<double> all = hg::dist::allgather_value(comm, median(ms));
+  const std::vector<double> all = hg::dist::allgather_value(comm, hg::median(ms));
   return *std::max_element(all.begin(), all.end());
 }
 

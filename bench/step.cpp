@@ -27,6 +27,7 @@
 #include "autograd/allocator.h"
 #include "autograd/ops.h"
 #include "base/adaptive_threads.h"
+#include "base/median.h"
 #include "base/parallel.h"
 #include "nn/text_classifier.h"
 #include "optim/adam.h"
@@ -137,18 +138,15 @@ int main(int argc, char** argv) {
     last_loss = value;
     if (i >= warmup) ms.push_back(elapsed);
   }
-  std::vector<double> sorted = ms;
-  std::sort(sorted.begin(), sorted.end());
-  const size_t n = sorted.size();  // the median as Python's statistics.median takes it
-  const double median = n % 2 ? sorted[n / 2] : (sorted[n / 2 - 1] + sorted[n / 2]) / 2;
+  const double median_ms = hg::median(ms), best_ms = *std::min_element(ms.begin(), ms.end());
   nlohmann::json out = {{"bench", "step"},
                         {"config", config},
                         {"precision", precision},
                         {"threads", adaptive ? nlohmann::json("auto") : nlohmann::json(std::stoi(threads))},
                         {"parameters", model.parameter_count()},
-                        {"ms_per_step", median},
-                        {"best_ms", sorted.front()},
-                        {"gflops", step_flops(c) / (median * 1e-3) / 1e9},
+                        {"ms_per_step", median_ms},
+                        {"best_ms", best_ms},
+                        {"gflops", step_flops(c) / (median_ms * 1e-3) / 1e9},
                         {"peak_rss_mb", peak_rss_mb()},
                         {"peak_tensor_mb", double(hg::allocator_stats().peak_in_use_bytes) / (1 << 20)},
                         {"wait_policy", hg::thread_wait_policy()},
