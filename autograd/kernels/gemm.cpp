@@ -402,10 +402,10 @@ AMode ChooseAMode(const Source& a) {
 // C(m,n) [+]= A(m,k) B(k,n) on one thread, C(i,j) at c[i * ldc + j] (c[j * ldc + i] if
 // c_transposed): the GotoBLAS loop nest. For each (kKC, kNC) block of B, packed once, every
 // (kMC, kKC) block of A is packed or widened (unless read in place, see AMode) and multiplied
-// panel by panel. Block
-// sizes are balanced (e.g. k = 300 -> 2 x 150) but depend only on the shape. With a bias (not
-// with accumulate), the first depth block's chains start from it: bias[j] for C(i,j), or bias[i]
-// when c_transposed (the product computed is C^T, whose rows are the caller's columns).
+// panel by panel. Block sizes are balanced (e.g. k = 300 -> 2 x 150) but depend only on the shape.
+// With a bias (not with accumulate), the first depth block's chains start from it: bias[j] for
+// C(i,j), or bias[i] when c_transposed (the product computed is C^T, whose rows are the caller's
+// columns).
 void GemmSerial(float* HWY_RESTRICT c, size_t ldc, bool c_transposed, const Source& a,
                 const Source& b, size_t m, size_t n, size_t k, bool accumulate,
                 const float* HWY_RESTRICT bias) {
