@@ -75,8 +75,9 @@ inline constexpr const char* kDefaultSpinCount = "1000";
 
 // Call first thing in main(). Unless OMP_WAIT_POLICY or GOMP_SPINCOUNT is set, sets
 // GOMP_SPINCOUNT=kDefaultSpinCount and re-executes /proc/self/exe with the same argv (once:
-// the new process finds the variable set). Returns normally when a policy is already set or the
-// exec fails (the program then runs with libgomp's default).
+// the new process finds the variable set). Thread binding (OMP_PROC_BIND, OMP_PLACES) comes out
+// as the user set it. Returns normally when a policy is already set or the exec fails (the
+// program then runs with libgomp's default).
 void use_default_wait_policy(char** argv);
 
 // The policy in effect, for logs: "OMP_WAIT_POLICY=..." and/or "GOMP_SPINCOUNT=...", or

@@ -2,8 +2,10 @@
 // count, nesting), that maybe_parallel's loops cover their range inside a caller's team, and that
 // the default OpenMP wait policy reaches libgomp: a child process started without a policy
 // re-executes itself through use_default_wait_policy, and what omp_display_env prints there
-// (libgomp's own view of its settings) holds the default spin count.
+// (libgomp's own view of its settings) holds the default spin count, and the places of a user's
+// OMP_PROC_BIND.
 #include <omp.h>
+#include <sched.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -21,14 +23,26 @@ namespace hg {
 TEST_CASE("parallel child: print libgomp's settings", "[.parallel_child]") {
   omp_display_env(1);  // to stderr, which the parent reads
   std::fprintf(stderr, "policy: %s\n", thread_wait_policy().c_str());
+  std::fprintf(stderr, "places: %d\n", omp_get_num_places());
+}
+
+// Hidden: a program started in the test's environment, whose libgomp has read it, applying the
+// default policy as a program's main() does: it re-executes into the case above.
+TEST_CASE("parallel child: apply the default policy", "[.parallel_child]") {
+  static char name[] = "halfgrad_tests", filter[] = "parallel child: print libgomp's settings";
+  char* argv[] = {name, filter, nullptr};
+  use_default_wait_policy(argv);
+  FAIL("use_default_wait_policy returned without re-executing");
 }
 
 namespace {
 
-// Forks a child without OMP_WAIT_POLICY and GOMP_SPINCOUNT but with `set` (NAME=value, or
-// nothing), which calls use_default_wait_policy to re-execute this test binary's hidden child case;
-// returns the child's stderr.
-std::string child_output(const std::string& set) {
+// Forks a child without OMP_WAIT_POLICY and GOMP_SPINCOUNT but with `settings` (NAME=value
+// each), which calls use_default_wait_policy to re-execute this test binary's hidden child case;
+// returns the child's stderr. With `exec_first` the child first executes this binary afresh (so
+// that libgomp starts from `settings`, as in a program the user starts) into the hidden case that
+// applies the policy.
+std::string child_output(const std::vector<std::string>& settings, bool exec_first = false) {
   int fds[2];
   REQUIRE(pipe(fds) == 0);
   const pid_t pid = fork();
@@ -39,8 +53,14 @@ std::string child_output(const std::string& set) {
     std::freopen("/dev/null", "w", stdout);  // the re-executed test runner's report
     unsetenv("OMP_WAIT_POLICY");
     unsetenv("GOMP_SPINCOUNT");
-    if (!set.empty()) putenv(const_cast<char*>(set.c_str()));
-    static char name[] = "halfgrad_tests", filter[] = "parallel child: print libgomp's settings";
+    for (const std::string& set : settings) putenv(const_cast<char*>(set.c_str()));
+    static char name[] = "halfgrad_tests", filter[] = "parallel child: print libgomp's settings",
+                apply[] = "parallel child: apply the default policy";
+    if (exec_first) {
+      char* fresh[] = {name, apply, nullptr};
+      execv("/proc/self/exe", fresh);
+      _exit(127);
+    }
     char* argv[] = {name, filter, nullptr};
     use_default_wait_policy(argv);  // re-executes when no policy is set
     omp_display_env(1);             // not re-executed: this process's (inherited) settings
@@ -118,16 +138,29 @@ TEST_CASE("maybe_parallel runs the whole loop for each caller inside a team and 
 }
 
 TEST_CASE("without a user policy libgomp runs with GOMP_SPINCOUNT=1000 and a user's policy is kept", "[parallel]") {
-  const std::string defaulted = child_output("");
+  const std::string defaulted = child_output({});
   INFO(defaulted);
   CHECK(defaulted.find(std::string("GOMP_SPINCOUNT = '") + kDefaultSpinCount + "'") != std::string::npos);
   CHECK(defaulted.find(std::string("policy: GOMP_SPINCOUNT=") + kDefaultSpinCount) != std::string::npos);
 
   // A policy of the user's: no re-execution (the forked child reports its own, unchanged settings).
-  const std::string user = child_output("OMP_WAIT_POLICY=active");
+  const std::string user = child_output({"OMP_WAIT_POLICY=active"});
   INFO(user);
   CHECK(user.find("policy: OMP_WAIT_POLICY=active\n") != std::string::npos);
   CHECK(user.find("GOMP_SPINCOUNT=") == std::string::npos);
+}
+
+// With OMP_PROC_BIND libgomp binds the initial thread to the first place as it starts, and exec
+// keeps that mask: a plain re-execution found one place, a single CPU here, and ran every thread on
+// it. With OMP_PLACES=threads there is one place per CPU of the mask the program started with.
+TEST_CASE("the default policy's re-execution keeps the places of OMP_PROC_BIND", "[parallel]") {
+  cpu_set_t mask;
+  REQUIRE(sched_getaffinity(0, sizeof mask, &mask) == 0);
+  const int cpus = CPU_COUNT(&mask);  // the child starts with this mask
+  const std::string bound = child_output({"OMP_PROC_BIND=spread", "OMP_PLACES=threads"}, /*exec_first=*/true);
+  INFO(bound);
+  CHECK(bound.find(std::string("policy: GOMP_SPINCOUNT=") + kDefaultSpinCount) != std::string::npos);
+  CHECK(bound.find("places: " + std::to_string(cpus) + "\n") != std::string::npos);
 }
 
 }  // namespace hg
