@@ -17,7 +17,8 @@ Shape::Shape(std::span<const int64_t> dims) {
 
 int Shape::axis(int dim, const char* op) const {
   const int normalised = dim < 0 ? dim + ndim_ : dim;
-  check(normalised >= 0 && normalised < ndim_, op, ": dim ", dim, " out of range for shape ", str());
+  // *this, not str(): check() streams its parts only on failure, and this runs on every shape[i].
+  check(normalised >= 0 && normalised < ndim_, op, ": dim ", dim, " out of range for shape ", *this);
   return normalised;
 }
 

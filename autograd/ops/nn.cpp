@@ -258,12 +258,13 @@ Tensor layer_norm(const Tensor& x0, const Tensor& weight0, const Tensor& bias0, 
 Tensor dropout(const Tensor& x, float p, Generator& gen, bool training) {
   check(p >= 0.0f && p < 1.0f, "dropout: p must be in [0, 1), got ", p);
   if (!training || p == 0.0f) return x;
-  // mask: 1/(1-p) where kept, 0 where dropped, in f32 so the scale is not rounded.
-  std::vector<float> u(static_cast<size_t>(x.numel()));
+  // mask: 1/(1-p) where kept, 0 where dropped, in f32 so the scale is not rounded. Drawn into
+  // the mask's own storage: no zero-filled vector and no copy.
+  const Tensor mask = Tensor::empty(x.shape(), DType::f32);
+  const std::span<float> u(mask.data<float>(), size_t(x.numel()));
   gen.uniform(u);
   const float scale = 1.0f / (1.0f - p);
   for (float& v : u) v = v >= p ? scale : 0.0f;
-  const Tensor mask = Tensor::from_vector(u, x.shape());
   auto apply = [](float* out, const std::array<const float*, 2>& in, int64_t n) { kernels::mul(out, in[0], in[1], n); };
   Tensor y = detail::map<2>(x.shape(), x.dtype(), {x, mask}, apply);
   return record("dropout", y, {x}, [x, mask, apply](const Tensor& dy) {

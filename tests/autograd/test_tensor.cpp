@@ -50,6 +50,10 @@ TEST_CASE("element access checks shape and index", "[tensor]") {
   REQUIRE_THROWS_WITH(x.item(), Catch::Contains("6 elements"));
   REQUIRE_THROWS_WITH(Tensor::from_vector({1, 2}, {3}), Catch::Contains("2 values for shape (3,)"));
   REQUIRE_THROWS_WITH(Tensor::zeros({2}, DType::f16).f32(), Catch::Contains("f16"));
+  // A dim out of range names the shape (streamed only on failure: shape[i] is on every op's path).
+  REQUIRE_THROWS_WITH(x.shape()[2], Catch::Equals("Shape[]: dim 2 out of range for shape (2, 3)"));
+  REQUIRE_THROWS_WITH(x.shape()[-3], Catch::Equals("Shape[]: dim -3 out of range for shape (2, 3)"));
+  CHECK(x.shape()[-1] == 3);
 }
 
 TEST_CASE("storage writes: assign_nearest ignores the rounding scope, ScopedRounder honours it", "[tensor]") {
