@@ -1,11 +1,13 @@
-// Philox4x32-10 and the distributions drawn from it. Parallel over elements: every element
-// computes its own counter, so the result is identical for any thread count.
+// Philox4x32-10 and the distributions drawn from it. Parallel over chunks of blocks, computed in
+// bulk by kernels::philox_blocks: every element's value is a function of its own counter, so the
+// result is identical for any thread count.
 #include "autograd/generator.h"
 
 #include <algorithm>
 #include <cmath>
 #include <numbers>
 
+#include "autograd/kernels/philox.h"
 #include "base/parallel.h"
 
 namespace hg {
@@ -34,24 +36,27 @@ std::array<uint32_t, 4> block(uint64_t seed, uint64_t counter) {
 // 24 random bits to a float in [0, 1): exact, every value equally likely.
 float unit_float(uint32_t bits) { return float(bits >> 8) * 0x1.0p-24f; }
 
+// Blocks per chunk of a draw (kernels::philox_blocks): 4 KiB of words on a thread's stack.
+constexpr uint64_t kChunkBlocks = 256;
+
 }  // namespace
 
 void Generator::uniform(std::span<float> out, float low, float high) {
   // Counter c = offset + i selects word c % 4 of block c / 4: still a pure function of
-  // (seed, c), and one Philox evaluation serves four elements.
-  const uint64_t base = offset_;
+  // (seed, c), and one Philox evaluation serves four elements. Chunks of whole blocks (the first
+  // and last may be partly outside the draw) are computed in bulk, in any order.
+  const uint64_t base = offset_, end = offset_ + out.size();
   const float width = high - low;
-  const int64_t n = int64_t(out.size());
-  maybe_parallel(use_team(n, kParallelRandomElements), [&] {
+  const uint64_t first_block = base / 4, blocks = (end + 3) / 4 - first_block;
+  const int64_t chunks = int64_t((blocks + kChunkBlocks - 1) / kChunkBlocks);
+  maybe_parallel(use_team(out.size(), kParallelRandomElements), [&] {
+    uint32_t words[4 * kChunkBlocks];
 #pragma omp for schedule(static)
-    for (int64_t i = 0; i < n; i += 4) {
-      const uint64_t first = base + uint64_t(i);
-      std::array<uint32_t, 4> words = block(seed_, first / 4);
-      for (int64_t j = i; j < std::min(n, i + 4); ++j) {
-        const uint64_t c = base + uint64_t(j);
-        if (c / 4 != first / 4) words = block(seed_, c / 4);  // an unaligned start crosses a block
-        out[size_t(j)] = low + width * unit_float(words[c % 4]);
-      }
+    for (int64_t chunk = 0; chunk < chunks; ++chunk) {
+      const uint64_t b = first_block + uint64_t(chunk) * kChunkBlocks;
+      kernels::philox_blocks(words, seed_, b, size_t(std::min<uint64_t>(kChunkBlocks, first_block + blocks - b)));
+      const uint64_t from = std::max(4 * b, base), to = std::min(4 * (b + kChunkBlocks), end);
+      for (uint64_t c = from; c < to; ++c) out[size_t(c - base)] = low + width * unit_float(words[c - 4 * b]);
     }
   });
   offset_ += out.size();
@@ -59,15 +64,20 @@ void Generator::uniform(std::span<float> out, float low, float high) {
 
 void Generator::normal(std::span<float> out, float mean, float stddev) {
   const uint64_t base = offset_;
+  const int64_t chunks = int64_t((out.size() + kChunkBlocks - 1) / kChunkBlocks);
   maybe_parallel(use_team(out.size(), kParallelRandomElements), [&] {
+    uint32_t words[4 * kChunkBlocks];
 #pragma omp for schedule(static)
-    for (size_t i = 0; i < out.size(); ++i) {
-      // Box-Muller on two words of the element's own block; u1 in (0, 1] keeps log finite.
-      const auto words = block(seed_, base + i);
-      const double u1 = (double(words[0] >> 8) + 1.0) * 0x1.0p-24;
-      const double u2 = double(words[1] >> 8) * 0x1.0p-24;
-      const double z = std::sqrt(-2.0 * std::log(u1)) * std::cos(2.0 * std::numbers::pi * u2);
-      out[i] = float(mean + stddev * z);
+    for (int64_t chunk = 0; chunk < chunks; ++chunk) {
+      const size_t first = size_t(chunk) * kChunkBlocks, count = std::min<size_t>(kChunkBlocks, out.size() - first);
+      kernels::philox_blocks(words, seed_, base + first, count);  // block c for element c
+      for (size_t i = 0; i < count; ++i) {
+        // Box-Muller on two words of the element's own block; u1 in (0, 1] keeps log finite.
+        const double u1 = (double(words[4 * i] >> 8) + 1.0) * 0x1.0p-24;
+        const double u2 = double(words[4 * i + 1] >> 8) * 0x1.0p-24;
+        const double z = std::sqrt(-2.0 * std::log(u1)) * std::cos(2.0 * std::numbers::pi * u2);
+        out[first + i] = float(mean + stddev * z);
+      }
     }
   });
   offset_ += out.size();
