@@ -5,6 +5,7 @@
 #include "autograd/ops/nn.h"
 
 #include <algorithm>
+#include <bit>
 #include <cmath>
 #include <cstring>
 #include <limits>
@@ -272,6 +273,34 @@ Tensor dropout(const Tensor& x, float p, Generator& gen, bool training) {
   });
 }
 
+namespace {
+
+// The positions of `ids` (each in [0, v)) that are not padding_idx, ordered by id and, among
+// equal ids, by position: std::stable_sort's order, by a least-significant-digit radix sort (11
+// bits a pass, as many passes as ids below v have bits; each pass is stable). Per step of the
+// main job that is two passes over 32K positions instead of a comparison sort (3.6% of its time).
+std::vector<int64_t> positions_by_id(const Indices& ids, int32_t padding_idx, int64_t v) {
+  std::vector<int64_t> order, next;
+  order.reserve(size_t(ids.numel()));
+  for (int64_t i = 0; i < ids.numel(); ++i) {
+    if (ids[i] != padding_idx) order.push_back(i);
+  }
+  constexpr int kBits = 11;
+  constexpr uint32_t kMask = (1u << kBits) - 1;
+  const int bits = std::bit_width(uint64_t(std::max<int64_t>(v, 1) - 1));
+  next.resize(order.size());
+  for (int shift = 0; shift < bits; shift += kBits) {
+    std::vector<size_t> start(size_t(kMask) + 2, 0);  // start[d + 1] counts digit d, then prefix sums
+    for (const int64_t i : order) ++start[((uint32_t(ids[i]) >> shift) & kMask) + 1];
+    for (size_t d = 1; d < start.size(); ++d) start[d] += start[d - 1];
+    for (const int64_t i : order) next[start[(uint32_t(ids[i]) >> shift) & kMask]++] = i;
+    order.swap(next);
+  }
+  return order;
+}
+
+}  // namespace
+
 Tensor embedding(const Indices& ids, const Tensor& weight, int32_t padding_idx, bool sparse) {
   check(weight.ndim() == 2, "embedding: weight must be (V, C), got ", weight.shape());
   const int64_t v = weight.shape()[0], c = weight.shape()[1];
@@ -289,12 +318,7 @@ Tensor embedding(const Indices& ids, const Tensor& weight, int32_t padding_idx, 
   return record("embedding", y, {weight}, [ids, weight, padding_idx, v, c, sparse](const Tensor& dy) {
     // Scatter-add rows of dy into dW in position order (f32), skipping padding_idx.
     if (sparse) {  // the same sums, for the touched rows only: positions sorted by id, stably
-      std::vector<int64_t> order;
-      order.reserve(size_t(ids.numel()));
-      for (int64_t i = 0; i < ids.numel(); ++i) {
-        if (ids[i] != padding_idx) order.push_back(i);
-      }
-      std::stable_sort(order.begin(), order.end(), [&ids](int64_t a, int64_t b) { return ids[a] < ids[b]; });
+      const std::vector<int64_t> order = positions_by_id(ids, padding_idx, v);
       SparseRows dw;
       for (const int64_t i : order) {
         if (dw.rows.empty() || dw.rows.back() != ids[i]) dw.rows.push_back(ids[i]);

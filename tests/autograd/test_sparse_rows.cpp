@@ -72,6 +72,34 @@ TEST_CASE("a sparse embedding's gradient holds the dense gradient's touched rows
   }
 }
 
+// The sparse path orders positions by id with a radix sort of 11-bit digits: ids that agree in
+// their low digits and differ above them, in tables needing one, two and three digits, each
+// repeated at scattered positions so that a sum taken out of position order changes bits.
+TEST_CASE("a sparse embedding's rows sum in position order in tables of one to three radix digits", "[sparse][grad]") {
+  for (const int64_t v : {int64_t{2000}, int64_t{1} << 21, (int64_t{1} << 22) + 5000}) {
+    INFO("vocabulary " << v);
+    std::vector<int32_t> distinct = {0, 5, int32_t(v - 1), int32_t(v / 2), int32_t(v / 2) + 1};
+    if (v > 2048) distinct.insert(distinct.end(), {2047, 2048, 2048 + 5, 4096 + 5});
+    if (v > (int64_t{1} << 22)) distinct.insert(distinct.end(), {(1 << 22) - 1, 1 << 22, (1 << 22) + 5});
+    std::vector<int32_t> values;
+    // 7 is prime to every count of distinct ids here (5, 9, 12): each id comes back every few positions.
+    for (int64_t i = 0; i < 120; ++i) values.push_back(distinct[size_t(i * 7 % int64_t(distinct.size()))]);
+    const Indices ids(values, {int64_t(values.size())});
+    const Tensor projection = random_tensor({int64_t(values.size()), 2}, 97, -3.0f, 3.0f);
+    Tensor dense = Tensor::zeros({v, 2}).set_requires_grad(), sparse = Tensor::zeros({v, 2}).set_requires_grad();
+    backward(sum(mul(embedding(ids, dense), projection)));
+    backward(sum(mul(embedding(ids, sparse, -1, /*sparse=*/true), projection)));
+    REQUIRE(sparse.sparse_grad() != nullptr);
+    const SparseRows& g = *sparse.sparse_grad();
+    const std::set<int32_t> touched(distinct.begin(), distinct.end());
+    REQUIRE(g.rows == std::vector<int64_t>(touched.begin(), touched.end()));
+    const std::vector<float> d = dense.grad().to_vector(), s = g.values.to_vector();
+    std::vector<float> expected;
+    for (const int64_t r : g.rows) expected.insert(expected.end(), d.begin() + r * 2, d.begin() + r * 2 + 2);
+    CHECK(bits(s) == bits(expected));
+  }
+}
+
 TEST_CASE("a table used twice, and over two backward calls, sums its sparse gradients as the dense path",
           "[sparse][grad]") {
   // The two lookups share rows 2 and 5; each backward adds into the gradient of the first.
