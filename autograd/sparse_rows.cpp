@@ -7,6 +7,7 @@
 
 #include "autograd/ops/elementwise.h"
 #include "base/error.h"
+#include "base/parallel.h"
 
 namespace hg {
 namespace {
@@ -56,15 +57,22 @@ std::vector<float> read_rows(const Tensor& t, std::span<const int64_t> rows) {
   check(t.ndim() == 2, "read_rows: tensor '", t.name(), "' of shape ", t.shape(), " is not 2-D");
   const int64_t c = t.size(1);
   std::vector<float> out(rows.size() * size_t(c));
-  for (size_t i = 0; i < rows.size(); ++i) t.read(std::span(out).subspan(i * size_t(c), size_t(c)), rows[i] * c);
+  const int64_t n = int64_t(rows.size());
+  maybe_parallel(use_team(double(n) * double(c), kParallelElements), [&] {
+#pragma omp for schedule(static)
+    for (int64_t i = 0; i < n; ++i) t.read(std::span(out).subspan(size_t(i * c), size_t(c)), rows[size_t(i)] * c);
+  });
   return out;
 }
 
 void write_rows(const Tensor& t, std::span<const int64_t> rows, std::span<const float> values) {
   check(t.ndim() == 2 && values.size() == rows.size() * size_t(t.size(1)), "write_rows: ", values.size(),
         " values for ", rows.size(), " rows of tensor '", t.name(), "' of shape ", t.shape());
-  const int64_t c = t.size(1);
-  for (size_t i = 0; i < rows.size(); ++i) t.assign_nearest(values.subspan(i * size_t(c), size_t(c)), rows[i] * c);
+  const int64_t c = t.size(1), n = int64_t(rows.size());
+  maybe_parallel(use_team(double(n) * double(c), kParallelElements), [&] {
+#pragma omp for schedule(static)
+    for (int64_t i = 0; i < n; ++i) t.assign_nearest(values.subspan(size_t(i * c), size_t(c)), rows[size_t(i)] * c);
+  });
 }
 
 }  // namespace hg

@@ -34,7 +34,8 @@ Tensor to_dense(const SparseRows& g, const Shape& shape);
 // a and b share one dtype and row width.
 SparseRows add(const SparseRows& a, const SparseRows& b);
 
-// Rows `rows` of the 2-D tensor t widened to f32, concatenated: rows.size() * C values.
+// Rows `rows` of the 2-D tensor t widened to f32, concatenated: rows.size() * C values. Rows are
+// copied in parallel when there are enough (each is its own copy: the bits do not depend on it).
 std::vector<float> read_rows(const Tensor& t, std::span<const int64_t> rows);
 // The inverse: rows.size() * C f32 values written into those rows of t, each rounded once
 // (nearest even), as an optimizer step writes a parameter.

@@ -3,6 +3,7 @@
 #include "optim/master_weights.h"
 
 #include "autograd/sparse_rows.h"
+#include "base/parallel.h"
 
 namespace hg::optim {
 
@@ -31,8 +32,14 @@ void MasterWeights::copy_step_to_model() {
     const Tensor& p = model_[i];
     const std::span<const float> master = masters_[i].f32();
     if (const SparseRows* g = masters_[i].sparse_grad()) {
-      const size_t c = size_t(p.size(1));
-      for (const int64_t row : g->rows) p.assign_nearest(master.subspan(size_t(row) * c, c), int64_t(row * c));
+      const int64_t c = p.size(1), n = int64_t(g->rows.size());
+      maybe_parallel(use_team(double(n) * double(c), kParallelElements), [&] {  // rows are independent
+#pragma omp for schedule(static)
+        for (int64_t k = 0; k < n; ++k) {
+          const int64_t row = g->rows[size_t(k)];
+          p.assign_nearest(master.subspan(size_t(row * c), size_t(c)), row * c);
+        }
+      });
     } else {
       p.assign_nearest(master);
     }

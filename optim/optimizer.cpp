@@ -9,6 +9,7 @@
 #include "autograd/sparse_rows.h"
 #include "autograd/tape.h"
 #include "base/error.h"
+#include "base/parallel.h"
 
 namespace hg::optim {
 
@@ -52,46 +53,40 @@ void Optimizer::step() {
 void Optimizer::update_rows(const Tensor& param, const SparseRows& grad, const ParamGroup& group,
                             std::map<std::string, std::vector<float>>& state, int64_t step) {
   const int64_t c = param.size(1), n = int64_t(grad.rows.size());
-  // In chunks of about 16K elements, so the working copies stay in L2. Every chunk sees the
-  // state as it was before the step (a buffer update() creates is kept aside until the end),
-  // so how the rows are chunked cannot change a result. The chunks run one after the other:
-  // update()'s orphaned `omp for` would bind to a team running chunks, and deadlock it.
-  // (Splitting them over threads needs an update() without worksharing of its own.)
-  const int64_t chunk = std::max<int64_t>(1, (int64_t(1) << 14) / c);
-  std::map<std::string, std::vector<float>> rows_state, created;
-  std::vector<float> g;
-  for (int64_t first = 0; first < n; first += chunk) {
-    const std::span<const int64_t> rows(grad.rows.data() + first, size_t(std::min(chunk, n - first)));
-    const size_t m = rows.size() * size_t(c);
-    rows_state.clear();
-    for (const auto& [name, buffer] : state) {  // the rows, gathered into the values' layout
-      std::vector<float>& gathered = rows_state[name];
-      gathered.resize(m);
-      for (size_t k = 0; k < rows.size(); ++k) {
-        std::copy_n(buffer.begin() + rows[k] * c, c, gathered.begin() + ptrdiff_t(k) * c);
-      }
-    }
-    std::vector<float> p = read_rows(param, rows);
-    g.resize(m);
-    grad.values.read(g, first * c);
-    update(p, g, group, rows_state, step);
-    write_rows(param, rows, p);
-    for (const auto& [name, gathered] : rows_state) {  // scattered back
-      std::vector<float>* buffer = state.contains(name) ? &state[name] : &created[name];
-      if (buffer->empty()) {  // zero in the untouched rows; on 2 MiB pages: rows are visited at random
-        buffer->reserve(size_t(param.numel()));
-        advise_huge_pages(buffer->data(), size_t(param.numel()) * sizeof(float));
-        buffer->assign(size_t(param.numel()), 0.0f);
-      }
-      for (size_t k = 0; k < rows.size(); ++k) {
-        std::copy_n(gathered.begin() + ptrdiff_t(k) * c, c, buffer->begin() + rows[k] * c);
-      }
-    }
-  }
   if (n == 0) return;
-  // A buffer update() dropped is dropped; the ones it created join the state.
+  // The rows' state is gathered into the values' layout, update() runs once on the gathered rows
+  // (elementwise: as on a dense parameter of those rows, and split over threads by update() itself),
+  // and the rows are scattered back. Gathers and scatters copy rows in parallel when there are
+  // enough; each row is its own copy, so no bit depends on the split.
+  const std::span<const int64_t> rows(grad.rows);
+  const auto for_rows = [&](const auto& body) {
+    maybe_parallel(use_team(double(n) * double(c), kParallelElements), [&] {
+#pragma omp for schedule(static)
+      for (int64_t k = 0; k < n; ++k) body(k * c, rows[size_t(k)] * c);
+    });
+  };
+  std::map<std::string, std::vector<float>> rows_state;
+  for (const auto& [name, buffer] : state) {
+    std::vector<float>& gathered = rows_state[name];
+    gathered.resize(size_t(n * c));
+    for_rows([&](int64_t at, int64_t from) { std::copy_n(buffer.begin() + from, c, gathered.begin() + at); });
+  }
+  std::vector<float> p = read_rows(param, rows);
+  std::vector<float> g(size_t(n * c));
+  grad.values.read(g);
+  update(p, g, group, rows_state, step);
+  write_rows(param, rows, p);
+  // A buffer update() dropped is dropped; one it created is zero in the untouched rows.
   std::erase_if(state, [&](const auto& entry) { return !rows_state.contains(entry.first); });
-  state.merge(created);
+  for (const auto& [name, gathered] : rows_state) {
+    std::vector<float>& buffer = state[name];
+    if (buffer.empty()) {  // on 2 MiB pages: rows are visited at random
+      buffer.reserve(size_t(param.numel()));
+      advise_huge_pages(buffer.data(), size_t(param.numel()) * sizeof(float));
+      buffer.assign(size_t(param.numel()), 0.0f);
+    }
+    for_rows([&](int64_t at, int64_t to) { std::copy_n(gathered.begin() + at, c, buffer.begin() + to); });
+  }
 }
 
 void Optimizer::zero_grad() {

@@ -13,6 +13,7 @@
 #include "autograd/ops.h"
 #include "autograd/sparse_rows.h"
 #include "autograd/tape.h"
+#include "base/parallel.h"
 #include "nn/embedding.h"
 #include "nn/linear.h"
 #include "optim/adam.h"
@@ -254,16 +255,18 @@ TEST_CASE("converting a model drops its sparse gradients with the dense ones", "
   CHECK_FALSE(model.head->weight.has_grad());
 }
 
-TEST_CASE("a sparse step over many rows, in chunks and on a team, matches the dense step bit for bit",
+TEST_CASE("a sparse step over many rows, copied on a team, matches the dense step bit for bit",
           "[sparse][optim]") {
-  // 400 touched rows of width 128: the update runs in chunks of 128 rows, the later ones on a
-  // team when there are threads. Every step touches the same rows, so they follow the dense twin.
+  // About 400 touched rows of width 128, more elements than kParallelElements: the rows are
+  // gathered and scattered on a team when there are threads, and update() splits its loop.
+  // Every step touches the same rows, so they follow the dense twin.
   constexpr int64_t kRows = 1000, kWidth = 128;
   Generator gen(23);
   std::vector<int64_t> rows;
   for (int64_t r = 0; r < kRows; ++r) {
     if (gen.next_u32() % 5 < 2) rows.push_back(r);
   }
+  REQUIRE(int64_t(rows.size()) * kWidth >= kParallelElements);  // enough to copy on a team
   const Tensor init = Tensor::randn({kRows, kWidth}, gen);
   for (const bool adam : {true, false}) {
     INFO((adam ? "AdamW" : "SGD with momentum"));
