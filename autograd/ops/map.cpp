@@ -1,5 +1,5 @@
-// Broadcasting for ops/map.h: shapes, and widening a broadcast input chunk by runs of the
-// innermost dimension.
+// Broadcasting for ops/map.h: shapes, and a broadcast input's chunk by runs of the innermost
+// dimension.
 #include "autograd/ops/map.h"
 
 #include <algorithm>
@@ -21,15 +21,10 @@ Shape broadcast_shapes(const Shape& a, const Shape& b, const char* op) {
   return Shape(std::span<const int64_t>(dims.data(), size_t(ndim)));
 }
 
-void widen_broadcast(float* dst, const Tensor& in, const Shape& out_shape, int64_t start, int64_t n) {
-  if (in.shape() == out_shape) {
-    kernels::load_f32(dst, in.bytes(), in.dtype(), start, n);
-    return;
-  }
-  if (in.numel() == 1) {
-    float v;
-    kernels::load_f32(&v, in.bytes(), in.dtype(), 0, 1);
-    std::fill(dst, dst + n, v);
+void broadcast_chunk(float* dst, const float* in, const Shape& in_shape, const Shape& out_shape, int64_t start,
+                     int64_t n) {
+  if (in_shape.numel() == 1) {
+    std::fill(dst, dst + n, in[0]);
     return;
   }
   // Strides of `in` in the output's index space (0 along broadcast dims).
@@ -37,8 +32,8 @@ void widen_broadcast(float* dst, const Tensor& in, const Shape& out_shape, int64
   std::array<int64_t, Shape::kMaxDims> stride{}, size{};
   int64_t s = 1;
   for (int i = nd - 1; i >= 0; --i) {
-    const int ii = in.ndim() - nd + i;
-    const int64_t d = ii >= 0 ? in.shape()[ii] : 1;
+    const int ii = in_shape.ndim() - nd + i;
+    const int64_t d = ii >= 0 ? in_shape[ii] : 1;
     size[size_t(i)] = out_shape[i];
     stride[size_t(i)] = d == 1 ? 0 : s;
     s *= d;
@@ -57,11 +52,9 @@ void widen_broadcast(float* dst, const Tensor& in, const Shape& out_shape, int64
     for (int i = 0; i < nd; ++i) offset += index[size_t(i)] * stride[size_t(i)];
     const int64_t run = std::min(inner - index[size_t(nd - 1)], n - done);
     if (stride[size_t(nd - 1)] != 0) {
-      kernels::load_f32(dst + done, in.bytes(), in.dtype(), offset, run);
+      std::copy_n(in + offset, run, dst + done);
     } else {
-      float v;
-      kernels::load_f32(&v, in.bytes(), in.dtype(), offset, 1);
-      std::fill(dst + done, dst + done + run, v);
+      std::fill(dst + done, dst + done + run, in[offset]);
     }
     done += run;
     index[size_t(nd - 1)] += run;

@@ -11,6 +11,7 @@
 #include <array>
 #include <cstdint>
 #include <memory>
+#include <vector>
 
 #include "autograd/kernels/cast.h"
 #include "autograd/rounding_scope.h"
@@ -26,8 +27,10 @@ inline constexpr int64_t kRowBlockElements = 1 << 14;
 // numpy broadcasting of two shapes; throws naming `op` and both shapes when incompatible.
 Shape broadcast_shapes(const Shape& a, const Shape& b, const char* op);
 
-// dst[i] = element (start + i) of `in` broadcast to `out_shape`, widened to f32, i < n.
-void widen_broadcast(float* dst, const Tensor& in, const Shape& out_shape, int64_t start, int64_t n);
+// dst[i] = element (start + i) of `in` (f32 values of shape `in_shape`) broadcast to
+// `out_shape`, i < n.
+void broadcast_chunk(float* dst, const float* in, const Shape& in_shape, const Shape& out_shape, int64_t start,
+                     int64_t n);
 
 // out = kernel(inputs...) over `shape`. kernel(float* y, const std::array<const float*, K>& x,
 // int64_t n) sees each input already broadcast to `shape` and widened; y does not alias x.
@@ -38,8 +41,20 @@ Tensor map(const Shape& shape, DType dtype, const std::array<Tensor, K>& inputs,
   const int64_t n = shape.numel();
   const int64_t chunks = (n + kChunk - 1) / kChunk;
   std::array<const float*, K> in_place{};  // f32 inputs of the output's shape, else null
+  // Broadcast inputs (a bias, a mask of shape (B, T, 1)) are widened once, whole, and chunks
+  // read them from f32: a chunk of a size-1 inner dim is thousands of runs of one element.
+  std::array<std::vector<float>, K> widened;
+  std::array<const float*, K> broadcast{};
   for (size_t i = 0; i < K; ++i) {
-    if (inputs[i].dtype() == DType::f32 && inputs[i].shape() == shape) in_place[i] = inputs[i].template data<float>();
+    const bool f32 = inputs[i].dtype() == DType::f32;
+    if (inputs[i].shape() == shape) {
+      if (f32) in_place[i] = inputs[i].template data<float>();
+    } else if (f32) {
+      broadcast[i] = inputs[i].template data<float>();
+    } else {
+      widened[i] = inputs[i].to_vector();
+      broadcast[i] = widened[i].data();
+    }
   }
   float* const out_f32 = dtype == DType::f32 ? out.data<float>() : nullptr;
   maybe_parallel(use_team(n, kParallelElements), [&] {
@@ -54,7 +69,11 @@ Tensor map(const Shape& shape, DType dtype, const std::array<Tensor, K>& inputs,
         if (in_place[i]) {
           xs[i] = in_place[i] + start;
         } else {
-          widen_broadcast(x[i], inputs[i], shape, start, len);
+          if (broadcast[i]) {
+            broadcast_chunk(x[i], broadcast[i], inputs[i].shape(), shape, start, len);
+          } else {
+            kernels::load_f32(x[i], inputs[i].bytes(), inputs[i].dtype(), start, len);
+          }
           xs[i] = x[i];
         }
       }

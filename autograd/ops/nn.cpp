@@ -325,16 +325,14 @@ Tensor embedding(const Indices& ids, const Tensor& weight, int32_t padding_idx, 
       }
       dw.values = Tensor::zeros({int64_t(dw.rows.size()), c});
       float* row = dw.values.data<float>() - c;
-      std::vector<float> widened(static_cast<size_t>(c));
+      // dy in f32: in place, or widened once (a decode call per position cost more than its rows).
+      std::vector<float> widened;
+      if (dy.dtype() != DType::f32) widened = dy.to_vector();
+      const float* gy = dy.dtype() == DType::f32 ? dy.data<float>() : widened.data();
       for (size_t k = 0; k < order.size(); ++k) {
         const int64_t i = order[k];
         if (k == 0 || ids[order[k - 1]] != ids[i]) row += c;
-        const float* g = widened.data();
-        if (dy.dtype() == DType::f32) {
-          g = dy.data<float>() + i * c;
-        } else {
-          dy.read(widened, i * c);
-        }
+        const float* g = gy + i * c;
         for (int64_t j = 0; j < c; ++j) row[j] += g[j];
       }
       accumulate_grad(weight, std::move(dw));

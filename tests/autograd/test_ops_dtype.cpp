@@ -69,6 +69,36 @@ TEST_CASE("f16/bf16 elementwise ops equal the f32 op rounded once", "[dtype]") {
   check_rounded_once([](const V& x) { return gelu(x[0], GeluApproximation::kTanh); }, {{1000}}, -5.0f, 5.0f);
 }
 
+// Broadcasting against explicit indexing: an output of 5,550 elements (chunks of 2,048 end inside
+// rows and inside the middle dim), the broadcast input on either side, in every dtype.
+TEST_CASE("broadcast operands equal explicit indexing across chunks, in every dtype", "[dtype]") {
+  const Shape out_shape{3, 50, 37};
+  const std::vector<Shape> shapes = {{50, 1}, {3, 1, 37}, {37}, {1}, {3, 50, 1}, {1, 50, 37}, {3, 1, 1}};
+  for (const DType dtype : {DType::f32, DType::f16, DType::bf16}) {
+    for (const Shape& shape : shapes) {
+      INFO(dtype_name(dtype) << ", operand of shape " << shape);
+      Generator gen(5);
+      const Tensor x = Tensor::uniform(out_shape, gen, -2.0f, 2.0f, dtype);
+      const Tensor b = Tensor::uniform(shape, gen, -2.0f, 2.0f, dtype);
+      const std::vector<float> xv = x.to_vector(), bv = b.to_vector();
+      std::vector<float> x_times_b(xv.size()), b_minus_x(xv.size());
+      for (int64_t i = 0; i < out_shape.numel(); ++i) {
+        const int64_t index[3] = {i / (50 * 37), i / 37 % 50, i % 37};
+        int64_t at = 0;  // b's element: its dims aligned right, size-1 dims read at 0
+        for (int d = 0; d < shape.ndim(); ++d) {
+          const int64_t dim = shape[d];
+          at = at * dim + (dim == 1 ? 0 : index[3 - shape.ndim() + d]);
+        }
+        x_times_b[size_t(i)] = xv[size_t(i)] * bv[size_t(at)];
+        b_minus_x[size_t(i)] = bv[size_t(at)] - xv[size_t(i)];
+      }
+      // The f32 results rounded once (nearest even), as the ops round them.
+      CHECK(mul(x, b).to_vector() == Tensor::from_vector(x_times_b, out_shape, dtype).to_vector());
+      CHECK(sub(b, x).to_vector() == Tensor::from_vector(b_minus_x, out_shape, dtype).to_vector());
+    }
+  }
+}
+
 TEST_CASE("f16/bf16 reductions, matmul and row ops equal the f32 op rounded once", "[dtype]") {
   // The claim is about the exact path: on a CPU with AVX512_BF16 a bf16 x bf16 product would
   // otherwise run VDPBF16PS, whose f32 sums differ (kernels/gemm_bf16dot.h).
