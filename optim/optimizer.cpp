@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <ranges>
 
 #include "autograd/allocator.h"
 #include "autograd/sparse_rows.h"
@@ -54,39 +55,68 @@ void Optimizer::update_rows(const Tensor& param, const SparseRows& grad, const P
                             std::map<std::string, std::vector<float>>& state, int64_t step) {
   const int64_t c = param.size(1), n = int64_t(grad.rows.size());
   if (n == 0) return;
-  // The rows' state is gathered into the values' layout, update() runs once on the gathered rows
-  // (elementwise: as on a dense parameter of those rows, and split over threads by update() itself),
-  // and the rows are scattered back. Gathers and scatters copy rows in parallel when there are
-  // enough; each row is its own copy, so no bit depends on the split.
-  const std::span<const int64_t> rows(grad.rows);
-  const auto for_rows = [&](const auto& body) {
-    maybe_parallel(use_team(double(n) * double(c), kParallelElements), [&] {
-#pragma omp for schedule(static)
-      for (int64_t k = 0; k < n; ++k) body(k * c, rows[size_t(k)] * c);
-    });
+  // In chunks of about 16K elements, so that a chunk's rows are still in L2 when they are
+  // scattered back. Every chunk sees the state as it was before the step (chunks share no row,
+  // and a buffer update() creates is kept aside until the end), so how the rows are chunked, and
+  // on which thread a chunk runs, cannot change a result.
+  const int64_t per = std::max<int64_t>(1, (int64_t(1) << 14) / c);
+  const int64_t chunks = (n + per - 1) / per;
+  std::map<std::string, std::vector<float>> created;
+  // Gathers chunk `k`'s rows of the parameter, its gradient and its state into `rows_state`,
+  // updates them, writes the parameter's rows; returns the rows, for the scatter.
+  const auto update_chunk = [&](int64_t k, std::map<std::string, std::vector<float>>& rows_state) {
+    const std::span<const int64_t> rows(grad.rows.data() + k * per, size_t(std::min(per, n - k * per)));
+    rows_state.clear();
+    for (const auto& [name, buffer] : state) {
+      std::vector<float>& gathered = rows_state[name];
+      gathered.resize(rows.size() * size_t(c));
+      for (size_t r = 0; r < rows.size(); ++r) {
+        std::copy_n(buffer.begin() + rows[r] * c, c, gathered.begin() + ptrdiff_t(r) * c);
+      }
+    }
+    std::vector<float> p = read_rows(param, rows);
+    std::vector<float> g(rows.size() * size_t(c));
+    grad.values.read(g, k * per * c);
+    update(p, g, group, rows_state, step);
+    write_rows(param, rows, p);
+    return rows;
+  };
+  const auto scatter = [c](std::span<const int64_t> rows, const std::vector<float>& gathered, std::vector<float>& buffer) {
+    for (size_t r = 0; r < rows.size(); ++r) std::copy_n(gathered.begin() + ptrdiff_t(r) * c, c, buffer.begin() + rows[r] * c);
   };
   std::map<std::string, std::vector<float>> rows_state;
-  for (const auto& [name, buffer] : state) {
-    std::vector<float>& gathered = rows_state[name];
-    gathered.resize(size_t(n * c));
-    for_rows([&](int64_t at, int64_t from) { std::copy_n(buffer.begin() + from, c, gathered.begin() + at); });
+  const std::span<const int64_t> first_rows = update_chunk(0, rows_state);
+  const bool same_buffers = std::ranges::equal(std::views::keys(rows_state), std::views::keys(state));
+  if (same_buffers) {
+    // Every step after the first: the other chunks update buffers that exist, rows apart, so
+    // they run on a team (update() inside gets a team of one: base/parallel.h).
+    for (const auto& [name, gathered] : rows_state) scatter(first_rows, gathered, state.at(name));
+    maybe_parallel(use_team(double(n - per) * double(c), kParallelElements), [&] {
+      std::map<std::string, std::vector<float>> local;
+#pragma omp for schedule(static)
+      for (int64_t k = 1; k < chunks; ++k) {
+        const std::span<const int64_t> rows = update_chunk(k, local);
+        for (const auto& [name, gathered] : local) scatter(rows, gathered, state.at(name));
+      }
+    });
+    return;
   }
-  std::vector<float> p = read_rows(param, rows);
-  std::vector<float> g(size_t(n * c));
-  grad.values.read(g);
-  update(p, g, group, rows_state, step);
-  write_rows(param, rows, p);
-  // A buffer update() dropped is dropped; one it created is zero in the untouched rows.
-  std::erase_if(state, [&](const auto& entry) { return !rows_state.contains(entry.first); });
-  for (const auto& [name, gathered] : rows_state) {
-    std::vector<float>& buffer = state[name];
-    if (buffer.empty()) {  // on 2 MiB pages: rows are visited at random
-      buffer.reserve(size_t(param.numel()));
-      advise_huge_pages(buffer.data(), size_t(param.numel()) * sizeof(float));
-      buffer.assign(size_t(param.numel()), 0.0f);
+  // update() created or dropped a buffer (the first step): chunk by chunk on this thread.
+  for (int64_t k = 0; k < chunks; ++k) {
+    const std::span<const int64_t> rows = k == 0 ? first_rows : update_chunk(k, rows_state);
+    for (const auto& [name, gathered] : rows_state) {
+      std::vector<float>* buffer = state.contains(name) ? &state[name] : &created[name];
+      if (buffer->empty()) {  // zero in the untouched rows; on 2 MiB pages: rows are visited at random
+        buffer->reserve(size_t(param.numel()));
+        advise_huge_pages(buffer->data(), size_t(param.numel()) * sizeof(float));
+        buffer->assign(size_t(param.numel()), 0.0f);
+      }
+      scatter(rows, gathered, *buffer);
     }
-    for_rows([&](int64_t at, int64_t to) { std::copy_n(gathered.begin() + at, c, buffer.begin() + to); });
   }
+  // A buffer update() dropped is dropped; the ones it created join the state.
+  std::erase_if(state, [&](const auto& entry) { return !rows_state.contains(entry.first); });
+  state.merge(created);
 }
 
 void Optimizer::zero_grad() {
