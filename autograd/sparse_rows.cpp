@@ -4,7 +4,9 @@
 #include <algorithm>
 #include <cstring>
 #include <iterator>
+#include <vector>
 
+#include "autograd/kernels/cast.h"
 #include "autograd/ops/elementwise.h"
 #include "base/error.h"
 #include "base/parallel.h"
@@ -69,9 +71,27 @@ void write_rows(const Tensor& t, std::span<const int64_t> rows, std::span<const 
   check(t.ndim() == 2 && values.size() == rows.size() * size_t(t.size(1)), "write_rows: ", values.size(),
         " values for ", rows.size(), " rows of tensor '", t.name(), "' of shape ", t.shape());
   const int64_t c = t.size(1), n = int64_t(rows.size());
-  maybe_parallel(use_team(double(n) * double(c), kParallelElements), [&] {
+  if (t.dtype() == DType::f32) {
+    maybe_parallel(use_team(double(n) * double(c), kParallelElements), [&] {
 #pragma omp for schedule(static)
-    for (int64_t i = 0; i < n; ++i) t.assign_nearest(values.subspan(size_t(i * c), size_t(c)), rows[size_t(i)] * c);
+      for (int64_t i = 0; i < n; ++i) t.assign_nearest(values.subspan(size_t(i * c), size_t(c)), rows[size_t(i)] * c);
+    });
+    return;
+  }
+  // f16/bf16: rounded a block of rows at a time (nearest even, as assign_nearest), then the rows'
+  // bits copied into place; a conversion call per row of a narrow table cost more than its row.
+  const int64_t per = std::max<int64_t>(1, 4096 / std::max<int64_t>(c, 1)), blocks = (n + per - 1) / per;
+  maybe_parallel(use_team(double(n) * double(c), kParallelElements), [&] {
+    std::vector<uint16_t> bits(size_t(per * c));
+#pragma omp for schedule(static)
+    for (int64_t b = 0; b < blocks; ++b) {
+      const int64_t first = b * per, count = std::min(per, n - first);
+      kernels::store_rounded(bits.data(), t.dtype(), 0, values.data() + first * c, count * c, {}, 0, 0);
+      for (int64_t r = 0; r < count; ++r) {
+        std::memcpy(t.bytes() + size_t(rows[size_t(first + r)] * c) * sizeof(uint16_t), bits.data() + r * c,
+                    size_t(c) * sizeof(uint16_t));
+      }
+    }
   });
 }
 

@@ -3,7 +3,6 @@
 #include "optim/master_weights.h"
 
 #include "autograd/sparse_rows.h"
-#include "base/parallel.h"
 
 namespace hg::optim {
 
@@ -30,18 +29,10 @@ void MasterWeights::copy_grads_to_masters() {
 void MasterWeights::copy_step_to_model() {
   for (size_t i = 0; i < model_.size(); ++i) {
     const Tensor& p = model_[i];
-    const std::span<const float> master = masters_[i].f32();
     if (const SparseRows* g = masters_[i].sparse_grad()) {
-      const int64_t c = p.size(1), n = int64_t(g->rows.size());
-      maybe_parallel(use_team(double(n) * double(c), kParallelElements), [&] {  // rows are independent
-#pragma omp for schedule(static)
-        for (int64_t k = 0; k < n; ++k) {
-          const int64_t row = g->rows[size_t(k)];
-          p.assign_nearest(master.subspan(size_t(row * c), size_t(c)), row * c);
-        }
-      });
+      write_rows(p, g->rows, read_rows(masters_[i], g->rows));
     } else {
-      p.assign_nearest(master);
+      p.assign_nearest(masters_[i].f32());
     }
   }
 }

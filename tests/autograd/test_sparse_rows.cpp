@@ -192,4 +192,29 @@ TEST_CASE("adding sparse rows rounds each element as add() does, a lone -0 inclu
   CHECK(got[4] == 0.5f);                         // the tie, rounded to even
 }
 
+// write_rows rounds narrow rows a block at a time (4096 / C rows) and copies their bits into place:
+// the same bits as assign_nearest row by row, over several blocks, with halfway values (ties to
+// even) and values beyond f16's range among them; other rows untouched.
+TEST_CASE("write_rows gives assign_nearest's bits row by row in every dtype, over several blocks", "[sparse]") {
+  constexpr int64_t kTableRows = 2000, kWidth = 24;  // 170 rows a block: 1,100 rows are 7 blocks
+  std::vector<int64_t> rows;
+  for (int64_t r = 3; r < kTableRows && rows.size() < 1100; r += 1 + r % 3) rows.push_back(r);
+  REQUIRE(rows.size() == 1100);
+  std::vector<float> values = random_tensor({int64_t(rows.size()), kWidth}, 98, -4.0f, 4.0f).to_vector();
+  values[0] = 1.0f + 0x1p-11f;    // halfway between two f16 values: rounds to even (1.0)
+  values[1] = 1.0f + 3 * 0x1p-11f;  // halfway, rounds up to even
+  values[2] = 1.0e6f;              // beyond f16's range: inf
+  for (const DType dtype : {DType::f32, DType::f16, DType::bf16}) {
+    INFO(dtype_name(dtype));
+    const Tensor fill = random_tensor({kTableRows, kWidth}, 99).to(dtype);
+    Tensor blocks = fill.clone(), by_row = fill.clone();
+    write_rows(blocks, rows, values);
+    for (size_t k = 0; k < rows.size(); ++k) {
+      by_row.assign_nearest(std::span<const float>(values).subspan(k * kWidth, kWidth), rows[k] * kWidth);
+    }
+    CHECK(bits(blocks.to_vector()) == bits(by_row.to_vector()));
+    CHECK(blocks.to_vector() != fill.to_vector());
+  }
+}
+
 }  // namespace hg
