@@ -4,7 +4,6 @@
 
 #include <algorithm>
 #include <cstring>
-#include <ranges>
 
 #include "autograd/allocator.h"
 #include "autograd/sparse_rows.h"
@@ -81,12 +80,17 @@ void Optimizer::update_rows(const Tensor& param, const SparseRows& grad, const P
     write_rows(param, rows, p);
     return rows;
   };
-  const auto scatter = [c](std::span<const int64_t> rows, const std::vector<float>& gathered, std::vector<float>& buffer) {
-    for (size_t r = 0; r < rows.size(); ++r) std::copy_n(gathered.begin() + ptrdiff_t(r) * c, c, buffer.begin() + rows[r] * c);
+  const auto scatter = [c](std::span<const int64_t> rows, const std::vector<float>& gathered,
+                           std::vector<float>& buffer) {
+    for (size_t r = 0; r < rows.size(); ++r) {
+      std::copy_n(gathered.begin() + ptrdiff_t(r) * c, c, buffer.begin() + rows[r] * c);
+    }
   };
   std::map<std::string, std::vector<float>> rows_state;
   const std::span<const int64_t> first_rows = update_chunk(0, rows_state);
-  const bool same_buffers = std::ranges::equal(std::views::keys(rows_state), std::views::keys(state));
+  const bool same_buffers =
+      std::equal(rows_state.begin(), rows_state.end(), state.begin(), state.end(),
+                 [](const auto& a, const auto& b) { return a.first == b.first; });  // the same names
   if (same_buffers) {
     // Every step after the first: the other chunks update buffers that exist, rows apart, so
     // they run on a team (update() inside gets a team of one: base/parallel.h).
