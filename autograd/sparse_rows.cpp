@@ -55,42 +55,67 @@ SparseRows add(const SparseRows& a, const SparseRows& b) {
   return {std::move(rows), std::move(values)};
 }
 
-std::vector<float> read_rows(const Tensor& t, std::span<const int64_t> rows) {
-  check(t.ndim() == 2, "read_rows: tensor '", t.name(), "' of shape ", t.shape(), " is not 2-D");
+namespace {
+
+// t must be 2-D and hold every row of `rows`; the error names `op`.
+void check_rows(const Tensor& t, std::span<const int64_t> rows, const char* op) {
+  check(t.ndim() == 2, op, ": tensor '", t.name(), "' of shape ", t.shape(), " is not 2-D");
+  for (const int64_t row : rows) {
+    check(row >= 0 && row < t.size(0), op, ": row ", row, " is outside tensor '", t.name(), "' of shape ", t.shape());
+  }
+}
+
+// body(first, count, staging) for `rows` (n of them) of the 2-D tensor t, in blocks of about 4,096
+// values, on a team when there are enough: read_rows and write_rows convert a block per call, not
+// a row (a call per row of a narrow table cost more than its row). staging holds a block in t's
+// dtype, private to the calling thread; null for f32, whose rows need no conversion.
+template <class Body>
+void for_row_blocks(const Tensor& t, int64_t n, const Body& body) {
   const int64_t c = t.size(1);
-  std::vector<float> out(rows.size() * size_t(c));
-  const int64_t n = int64_t(rows.size());
+  const int64_t per = std::max<int64_t>(1, 4096 / std::max<int64_t>(c, 1)), blocks = (n + per - 1) / per;
   maybe_parallel(use_team(double(n) * double(c), kParallelElements), [&] {
+    std::vector<std::byte> staging(t.dtype() == DType::f32 ? 0 : size_t(per * c) * element_size(t.dtype()));
 #pragma omp for schedule(static)
-    for (int64_t i = 0; i < n; ++i) t.read(std::span(out).subspan(size_t(i * c), size_t(c)), rows[size_t(i)] * c);
+    for (int64_t b = 0; b < blocks; ++b) {
+      body(b * per, std::min(per, n - b * per), staging.empty() ? nullptr : staging.data());
+    }
+  });
+}
+
+}  // namespace
+
+std::vector<float> read_rows(const Tensor& t, std::span<const int64_t> rows) {
+  check_rows(t, rows, "read_rows");
+  const int64_t c = t.size(1);
+  const size_t row_bytes = size_t(c) * element_size(t.dtype());
+  std::vector<float> out(rows.size() * size_t(c));
+  for_row_blocks(t, int64_t(rows.size()), [&](int64_t first, int64_t count, std::byte* staging) {
+    // f32 rows are copied to their place in `out`; narrow ones are gathered, then widened at once.
+    std::byte* gathered = staging ? staging : reinterpret_cast<std::byte*>(out.data() + first * c);
+    for (int64_t r = 0; r < count; ++r) {
+      std::memcpy(gathered + size_t(r) * row_bytes, t.bytes() + size_t(rows[size_t(first + r)]) * row_bytes,
+                  row_bytes);
+    }
+    if (staging) kernels::load_f32(out.data() + first * c, staging, t.dtype(), 0, count * c);
   });
   return out;
 }
 
 void write_rows(const Tensor& t, std::span<const int64_t> rows, std::span<const float> values) {
-  check(t.ndim() == 2 && values.size() == rows.size() * size_t(t.size(1)), "write_rows: ", values.size(),
-        " values for ", rows.size(), " rows of tensor '", t.name(), "' of shape ", t.shape());
-  const int64_t c = t.size(1), n = int64_t(rows.size());
-  if (t.dtype() == DType::f32) {
-    maybe_parallel(use_team(double(n) * double(c), kParallelElements), [&] {
-#pragma omp for schedule(static)
-      for (int64_t i = 0; i < n; ++i) t.assign_nearest(values.subspan(size_t(i * c), size_t(c)), rows[size_t(i)] * c);
-    });
-    return;
-  }
-  // f16/bf16: rounded a block of rows at a time (nearest even, as assign_nearest), then the rows'
-  // bits copied into place; a conversion call per row of a narrow table cost more than its row.
-  const int64_t per = std::max<int64_t>(1, 4096 / std::max<int64_t>(c, 1)), blocks = (n + per - 1) / per;
-  maybe_parallel(use_team(double(n) * double(c), kParallelElements), [&] {
-    std::vector<uint16_t> bits(size_t(per * c));
-#pragma omp for schedule(static)
-    for (int64_t b = 0; b < blocks; ++b) {
-      const int64_t first = b * per, count = std::min(per, n - first);
-      kernels::store_rounded(bits.data(), t.dtype(), 0, values.data() + first * c, count * c, {}, 0, 0);
-      for (int64_t r = 0; r < count; ++r) {
-        std::memcpy(t.bytes() + size_t(rows[size_t(first + r)] * c) * sizeof(uint16_t), bits.data() + r * c,
-                    size_t(c) * sizeof(uint16_t));
-      }
+  check_rows(t, rows, "write_rows");
+  check(values.size() == rows.size() * size_t(t.size(1)), "write_rows: ", values.size(), " values for ", rows.size(),
+        " rows of tensor '", t.name(), "' of shape ", t.shape());
+  const int64_t c = t.size(1);
+  const size_t row_bytes = size_t(c) * element_size(t.dtype());
+  for_row_blocks(t, int64_t(rows.size()), [&](int64_t first, int64_t count, std::byte* staging) {
+    // Narrow rows are rounded at once (nearest even, as assign_nearest), then each row's bits copied
+    // into place; f32 rows are copied as they are.
+    const float* block = values.data() + first * c;
+    if (staging) kernels::store_rounded(staging, t.dtype(), 0, block, count * c, {}, 0, 0);
+    const std::byte* source = staging ? staging : reinterpret_cast<const std::byte*>(block);
+    for (int64_t r = 0; r < count; ++r) {
+      std::memcpy(t.bytes() + size_t(rows[size_t(first + r)]) * row_bytes, source + size_t(r) * row_bytes,
+                  row_bytes);
     }
   });
 }

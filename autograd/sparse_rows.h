@@ -35,7 +35,8 @@ Tensor to_dense(const SparseRows& g, const Shape& shape);
 SparseRows add(const SparseRows& a, const SparseRows& b);
 
 // Rows `rows` of the 2-D tensor t widened to f32, concatenated: rows.size() * C values. Rows are
-// copied in parallel when there are enough (each is its own copy: the bits do not depend on it).
+// converted in blocks and copied in parallel when there are enough (each is its own copy: the bits
+// do not depend on it). Here and in write_rows a row outside t is an hg::Error naming it.
 std::vector<float> read_rows(const Tensor& t, std::span<const int64_t> rows);
 // The inverse: rows.size() * C f32 values written into those rows of t, each rounded once
 // (nearest even), as an optimizer step writes a parameter.

@@ -194,8 +194,10 @@ TEST_CASE("adding sparse rows rounds each element as add() does, a lone -0 inclu
 
 // write_rows rounds narrow rows a block at a time (4096 / C rows) and copies their bits into place:
 // the same bits as assign_nearest row by row, over several blocks, with halfway values (ties to
-// even) and values beyond f16's range among them; other rows untouched.
-TEST_CASE("write_rows gives assign_nearest's bits row by row in every dtype, over several blocks", "[sparse]") {
+// even) and values beyond f16's range among them; other rows untouched. read_rows gathers a block
+// and widens it at once: the same values as Tensor::read row by row. A row outside the table is a
+// named error for both.
+TEST_CASE("write_rows and read_rows give the row-by-row bits in every dtype, over several blocks", "[sparse]") {
   constexpr int64_t kTableRows = 2000, kWidth = 24;  // 170 rows a block: 1,100 rows are 7 blocks
   std::vector<int64_t> rows;
   for (int64_t r = 3; r < kTableRows && rows.size() < 1100; r += 1 + r % 3) rows.push_back(r);
@@ -214,7 +216,19 @@ TEST_CASE("write_rows gives assign_nearest's bits row by row in every dtype, ove
     }
     CHECK(bits(blocks.to_vector()) == bits(by_row.to_vector()));
     CHECK(blocks.to_vector() != fill.to_vector());
+    // read_rows, gathering and widening a block at a time, gives each row as Tensor::read does.
+    const std::vector<float> read = read_rows(fill, rows);
+    std::vector<float> row_by_row(rows.size() * kWidth);
+    for (size_t k = 0; k < rows.size(); ++k) {
+      fill.read(std::span<float>(row_by_row).subspan(k * kWidth, kWidth), rows[k] * kWidth);
+    }
+    CHECK(bits(read) == bits(row_by_row));
   }
+  const Tensor table = Tensor::zeros({4, 3}, DType::f16).set_name("table");
+  const std::vector<int64_t> outside = {1, 4};
+  REQUIRE_THROWS_WITH(read_rows(table, outside), "read_rows: row 4 is outside tensor 'table' of shape (4, 3)");
+  REQUIRE_THROWS_WITH(write_rows(table, outside, std::vector<float>(6, 1.0f)),
+                      "write_rows: row 4 is outside tensor 'table' of shape (4, 3)");
 }
 
 }  // namespace hg
