@@ -1,5 +1,6 @@
 // Fp8Scaling: fp8 matrix products with delayed per-tensor scaling, as NVIDIA Transformer Engine's
-// DelayedScaling recipe runs them (/work/shared/refs/round2.md section 2; docs/fp8.md). Under an
+// DelayedScaling recipe runs them (NVIDIA/TransformerEngine @d0067d0, transformer_engine/common/
+// recipe/__init__.py, class DelayedScaling; docs/fp8.md). Under an
 // Autocast guard that carries one (the fp8 mode of optim/mixed_precision.h), every `linear` casts
 // its two operands to e4m3 in forward and its output gradient to e5m2 in backward (the HYBRID
 // format; or e4m3 everywhere), each as q = saturate(round_nearest_even(x * scale)), multiplies the

@@ -1,7 +1,7 @@
 // median: the middle of a list of measurements (step times, benchmark repeats), as Python's
 // statistics.median takes it: the mean of the two middle values for an even count. One
 // definition for the adaptive team-size policy and the benchmark programs, so that their medians
-// are the ones the Python comparison scripts compute (bench/compare.sh, ../shared/bench).
+// are the ones the Python comparison scripts compute (bench/compare.sh, bench/torch_step.py).
 #pragma once
 
 #include <algorithm>

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # compare.sh: halfgrad's training step (build/bin/bench_step) beside PyTorch's
-# (../shared/bench/torch_step.py, Debian's python3-torch), interleaved in one run so both see the
+# (bench/torch_step.py, Debian's python3-torch), interleaved in one run so both see the
 # same machine load, and a ratio table at the end.
 #
 #   bash bench/compare.sh [--configs "S M"] [--threads "1 2"] [--rounds 3] [--steps 30] [--warmup 5]
@@ -44,7 +44,7 @@ while [[ $# -gt 0 ]]; do
 done
 
 bench=${BENCH:-build/bin/bench_step}  # BENCH=path compares another build
-torch_step=../shared/bench/torch_step.py
+torch_step=bench/torch_step.py
 [[ -x $bench ]] || { echo "compare.sh: build $bench first (cmake --build build --target bench_step)" >&2; exit 1; }
 [[ -f $torch_step ]] || { echo "compare.sh: $torch_step not found" >&2; exit 1; }
 log=${LOG:-build/compare.jsonl}

@@ -2,15 +2,15 @@
 
 One copy of the tokenization the C++ side uses, so that a PyTorch model trained by
 classifier_reference.py sees the same token ids as halfgrad. Ids live in [1, buckets]; 0 is padding.
-Sources: /work/shared/refs/round2.md section 4 (fastText @1142dc4, src/dictionary.cc).
+Source: facebookresearch/fastText @1142dc4, src/dictionary.cc (hash, computeSubwords, addWordNgrams).
 
 - fasttext_hash(bytes): fastText's FNV-1a 32-bit hash, each byte sign-extended before the XOR
-  (h ^= uint32(int8(c)); h *= 16777619), so bytes >= 0x80 differ from textbook FNV-1a (round2.md 4.1).
+  (h ^= uint32(int8(c)); h *= 16777619), so bytes >= 0x80 differ from textbook FNV-1a (dictionary.cc, Dictionary::hash).
 - char_ngram_ids: text split on ASCII whitespace (space \\t \\n \\v \\f \\r, as halfgrad's
   data/text.h; fastText's readWord also splits on \\0); for each word, the character n-grams of
   "<" + word + ">" for n in [ngram_min, ngram_max] in computeSubwords order (start positions skip
   UTF-8 continuation bytes, n counts code points, the bare "<" and ">" 1-grams are skipped),
-  id = 1 + hash % buckets (round2.md 4.2).
+  id = 1 + hash % buckets (dictionary.cc, computeSubwords).
 - word_ids: lower-cased word tokens (maximal runs of code points that are neither ASCII
   whitespace nor ASCII punctuation; ASCII A-Z, Latin-1 and Latin Extended-A capitals lower-cased
   by Unicode's simple lowercase mapping, as halfgrad's lower_latin), unigram ids 1 + hash % buckets

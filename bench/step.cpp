@@ -1,5 +1,5 @@
 // bench_step: one full training step of nn::TextClassifier on random tokens, the model and
-// step of ../shared/bench/torch_step.py so the two can be compared side by side:
+// step of bench/torch_step.py so the two can be compared side by side:
 //   zero_grad, forward under autocast, cross_entropy, scaled backward, unscale, AdamW step
 //   (lr 1e-3, weight decay 0.01 on every parameter), f32 master weights for fp16 O2, scale update.
 // Configs (torch_step.py's): S vocab 256, batch 64, seq 32, d 128, heads 4, ff 512, layers 2,

@@ -1,7 +1,7 @@
 #!/usr/bin/python3
 """Tests of bench/halfgrad_tokenize.py (not part of the C++ test suite; Python is for tools only).
 
-The hash and bigram known answers are those of /work/shared/refs/round2.md section 4, confirmed
+The hash and bigram known answers were computed from fastText's src/dictionary.cc (@1142dc4), confirmed
 against Debian's python3-fasttext 0.9.2 by tools/check_fasttext_hash.py (which needs fastText;
 these tests do not). Run: /usr/bin/python3 -m unittest bench/test_halfgrad_tokenize.py
 """

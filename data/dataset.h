@@ -49,7 +49,7 @@ struct Split {
 // wportuguese, wdutch). Capitalised words (proper nouns) and words with apostrophes are
 // dropped, the rest lower-cased (ASCII), and words in more than one list dropped; then each
 // language's words are shuffled with `seed` and the first train_per_language /
-// test_per_language taken: a balanced, deterministic split (as ../shared/bench describes).
+// test_per_language taken: a balanced, deterministic split (bench/torch_train.py reads the same).
 Split language_id_dataset(const LanguageIdOptions& options = {});
 
 // A learnable synthetic task for tests: class k's texts are drawn mostly from letter block k.

@@ -2,7 +2,7 @@
 //   kTorchDefault: what torch.nn does: Linear weight and bias ~ U(-1/sqrt(in), 1/sqrt(in))
 //     (kaiming_uniform with a = sqrt(5)), Embedding ~ N(0, 1), LayerNorm weight 1, bias 0.
 //   kNormal: GPT-2 style: Linear and Embedding weights ~ N(0, std), biases 0, LayerNorm 1/0
-//     (what ../shared/bench/torch_train.py uses, std = 0.02).
+//     (what bench/torch_train.py uses, std = 0.02).
 #pragma once
 
 #include "autograd/generator.h"

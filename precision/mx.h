@@ -4,8 +4,8 @@
 // mx_quantize cuts an f32 span into blocks, mx_dequantize returns the exact f32 values, and
 // mx_round_to does both in place (the emulation primitive, like round_to in convert.h).
 //
-// The shared exponent (/work/shared/refs/round2.md 3.3; OCP MX v1.0 6.3 via microsoft/microxcaling
-// mx/mx_ops.py _quantize_mx and arXiv 2310.10537 Algorithm 1), per block:
+// The shared exponent (OCP MX v1.0 6.3 via microsoft/microxcaling @7bc4195 mx/mx_ops.py
+// _quantize_mx, and arXiv 2310.10537 Algorithm 1), per block:
 //   kOcpFloor: X = floor(log2(amax)) - emax_elem, amax = max |V_i|, emax_elem the element
 //     format's largest exponent (E4M3 8, E5M2 15, E3M2 4, E2M3 2, E2M1 2, INT8 0). Then
 //     amax / 2^X lies in [2^emax, 2^(emax+1)), above the element max when its significand

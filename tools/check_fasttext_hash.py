@@ -1,7 +1,7 @@
 #!/usr/bin/python3
 """Checks bench/halfgrad_tokenize.py's fastText hashing against the real fastText library.
 
-Why: the known-answer values in /work/shared/refs/round2.md section 4 were computed from a port of
+Why: the known-answer values in bench/test_halfgrad_tokenize.py were computed from a port of
 fastText's src/dictionary.cc, not from fastText itself. This script asks Debian's python3-fasttext
 (apt-get install python3-fasttext; run with /usr/bin/python3) and compares, for every case:
 

@@ -98,7 +98,7 @@ std::string name_of(FloatFormat f) { return hg::describe_format(f); }
 }  // namespace
 
 TEST_CASE("format presets: bias, range and specials match the IEEE and OCP tables", "[precision][float_format]") {
-  // Expected numbers typed from the sources (/work/shared/refs/round2.md 3.1: microxcaling
+  // Expected numbers typed from the sources (microsoft/microxcaling @7bc4195
   // mx/formats.py emax and max_norm; OFP8 tables; NVIDIA's TF32 = 8 exponent, 10 mantissa bits).
   struct Row {
     FloatFormat format;

@@ -202,7 +202,7 @@ TEST_CASE("e5m2 conversion boundaries", "[precision][float8]") {
   CHECK(hex8(bits_of<float8_e5m2>(3.5 * 0x1p-16)) == hex8(0x04));  // into the smallest normal
 }
 
-// OFP8 v1.0 5.2.1 Table 3 (as cited in /work/shared/refs/round2.md 3.4), row by row:
+// OFP8 v1.0 5.2.1 Table 3 (as transcribed by SiFive's Zvfofp8min and the microfloat crate), row by row:
 //   source         E5M2 non-sat  E5M2 sat   E4M3 non-sat  E4M3 sat
 //   NaN            NaN           NaN        NaN           NaN
 //   +-Inf          +-Inf         +-57344    NaN           +-448

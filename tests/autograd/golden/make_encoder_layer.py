@@ -1,6 +1,6 @@
 #!/usr/bin/python3
 """Golden values for tests/autograd/test_golden_encoder.cpp: one pre-LN transformer encoder
-layer (the block of ../shared/bench/torch_step.py, written with functional ops so every
+layer (the block of bench/torch_step.py, written with functional ops so every
 weight maps to one halfgrad tensor), forward and backward in float64 PyTorch, stored as f32.
 
   y = h + W2 gelu(W1 LN2(h) + b1) + b2,   h = x + Wo attn(LN1(x)) + bo
