@@ -11,11 +11,11 @@ thread_local uint64_t t_seed = 0;
 thread_local uint64_t t_events = 0;
 }  // namespace
 
-RoundingScope::RoundingScope(precision::RoundingOptions options, uint64_t seed)
+RoundingScope::RoundingScope(precision::RoundingOptions options, uint64_t seed, uint64_t first_event)
     : previous_options_(t_options), previous_seed_(t_seed), previous_events_(t_events) {
   t_options = options;
   t_seed = seed;
-  t_events = 0;  // a scope starts its own event count, so a run inside it is reproducible
+  t_events = first_event;  // a scope starts its own event count, so a run inside it is reproducible
 }
 
 RoundingScope::~RoundingScope() {

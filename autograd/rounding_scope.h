@@ -14,7 +14,9 @@ namespace hg {
 
 class RoundingScope {
  public:
-  explicit RoundingScope(precision::RoundingOptions options, uint64_t seed = 0);
+  // Stochastic rounding draws for event numbers first_event, first_event + 1, ... (one per
+  // rounded element, in op order on this thread).
+  explicit RoundingScope(precision::RoundingOptions options, uint64_t seed = 0, uint64_t first_event = 0);
   ~RoundingScope();
   RoundingScope(const RoundingScope&) = delete;
   RoundingScope& operator=(const RoundingScope&) = delete;

@@ -22,6 +22,8 @@ struct TrainOptions {
   // Parsed into args.mixed_precision once, by resolve_train_options.
   std::string precision = "fp16", opt_level = "O2", loss_scale = "dynamic";
   std::string accumulate = "f32";  // --accumulate, into args.mixed_precision.accumulation
+  std::string rounding = "nearest";  // --rounding, into args.mixed_precision.rounding
+  bool flush_subnormals = false;     // --flush-subnormals, into args.mixed_precision.flush_subnormals
   bool fp16 = false, bf16 = false;
   // --precision fp8's delayed-scaling recipe (Fp8Recipe's fields, TE's defaults).
   std::string fp8_format = "hybrid", fp8_amax_compute_algo = "max", fp8_scale = "pow2";
@@ -72,6 +74,12 @@ inline void add_train_flags(CLI::App& app, TrainOptions& o) {
   app.add_option("--accumulate", o.accumulate, "GEMMs and sums accumulate in f32 | f16 | f16-blocked (fp16 only)")
       ->capture_default_str()
       ->check(CLI::IsMember({"f32", "f16", "f16-blocked"}));
+  app.add_option("--rounding", o.rounding,
+                 "how op outputs and gradients round to f16/bf16: " + optim::kRoundingNames.choices())
+      ->capture_default_str()
+      ->check(CLI::IsMember(optim::kRoundingNames.names()));
+  app.add_flag("--flush-subnormals", o.flush_subnormals,
+               "op outputs and gradients that would be f16/bf16 subnormals become zero (GPU flush-to-zero)");
   app.add_option("--fp8-format", o.fp8_format, "fp8: hybrid (e4m3 forward, e5m2 gradients) | e4m3")
       ->capture_default_str();
   app.add_option("--fp8-amax-history-len", o.fp8_amax_history_len, "fp8: amax history length per tensor")
@@ -172,8 +180,8 @@ inline void add_train_flags(CLI::App& app, TrainOptions& o) {
 }
 
 // Completes `o` after `cmd` (the train subcommand) parsed it, before any data is read: parses
-// --precision (or --fp16/--bf16), --opt-level, --loss-scale, --accumulate and the --fp8-* recipe
-// into args.mixed_precision, lets a
+// --precision (or --fp16/--bf16), --opt-level, --loss-scale, --accumulate, --rounding,
+// --flush-subnormals and the --fp8-* recipe into args.mixed_precision, lets a
 // flag that only works under one strategy select it (--save-steps selects --save-strategy steps,
 // --eval-steps --eval-strategy steps), and rejects a flag that would have
 // no effect (a conflicting explicit strategy, --eval-strategy without evaluation data, both
@@ -209,6 +217,8 @@ inline void resolve_train_options(const CLI::App& cmd, TrainOptions& o) {
   }
   // --accumulate: validate() names the flag when the precision has no f16 products to accumulate.
   a.mixed_precision.accumulation = optim::parse_accumulation(o.accumulate, "accumulate (--accumulate)");
+  a.mixed_precision.rounding = optim::kRoundingNames.parse(o.rounding, "rounding (--rounding)");
+  a.mixed_precision.flush_subnormals = o.flush_subnormals;
   a.mixed_precision.validate();
 
   // A step count selects its strategy; under another explicit strategy it would be ignored.

@@ -38,7 +38,6 @@ namespace hg::demos {
 struct RunSpec {
   std::string label;
   optim::MixedPrecisionOptions mixed_precision;  // the Accelerator's (f32 by default)
-  bool flush_to_zero = false;          // RoundingScope::flush_to_zero() around the whole run
   bool track_weight_changes = false;   // share of model weight elements an optimizer step changed
   // At every optimizer step, every element's update u (the change of the optimizer's f32
   // parameter, the master under O2) against the f16 weight w it started from. Needs f32
@@ -96,8 +95,8 @@ inline nn::ClassifierConfig language_id_config(int64_t classes, const std::strin
 inline RunResult train_language_id(const data::Split& split, const RunSpec& spec, const RunSettings& settings,
                                    nn::TextClassifier& model) {
   const auto start = std::chrono::steady_clock::now();
-  std::optional<RoundingScope> ftz;
-  if (spec.flush_to_zero) ftz.emplace(precision::RoundingOptions{.flush_subnormals = true});
+  // The mode's rounding (--flush-subnormals, --rounding) around the whole run, evaluation included.
+  const RoundingScope rounding = optim::rounding_scope(spec.mixed_precision, settings.seed);
   optim::AdamW optimizer(optim::decay_groups(model.named_parameters(), settings.lr, 0.01f));
   optim::LrScheduler scheduler(optimizer, optim::Schedule::kCosine, std::min<int64_t>(100, settings.steps / 10),
                                settings.steps);

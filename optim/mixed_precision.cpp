@@ -96,6 +96,11 @@ void MixedPrecisionOptions::validate() const {
   check(accumulation == Accumulation::kF32 || scales_loss(precision), "accumulate (--accumulate) ",
         accumulation_name(accumulation), " applies to fp16 and pure_fp16 only: f32, bf16 and fp8 runs have no f16 products "
         "to accumulate (and bf16's range would overflow an f16 accumulator)");
+  check(kRoundingNames.name(rounding) != "?", "rounding (--rounding): ", int(rounding), " is not one of ",
+        kRoundingNames.choices());
+  check((rounding == precision::Rounding::kNearestEven && !flush_subnormals) || precision != Precision::kNo,
+        "rounding (--rounding) and flush_subnormals (--flush-subnormals) apply to modes with f16 or bf16 stores: "
+        "precision fp32 rounds nothing");
 }
 
 // Accumulation (--accumulate, the JSON key "accumulate").
@@ -156,6 +161,8 @@ nlohmann::json mixed_precision_to_json(const MixedPrecisionOptions& options) {
     j["fp8_scale"] = fp8_scale_name(o.fp8.scale);
   }
   if (o.accumulation != Accumulation::kF32) j["accumulate"] = accumulation_name(o.accumulation);
+  if (o.rounding != precision::Rounding::kNearestEven) j["rounding"] = std::string(kRoundingNames.name(o.rounding));
+  if (o.flush_subnormals) j["flush_subnormals"] = true;
   return j;
 }
 
@@ -163,7 +170,7 @@ bool is_mixed_precision_key(const std::string& key) {
   for (const char* k : {"fp16", "bf16", "fp16_opt_level", "pure_fp16", "loss_scale", "loss_scale_init",
                         "loss_scale_growth_interval", "normalization_outputs", "fp8", "fp8_format",
                         "fp8_amax_history_len", "fp8_amax_compute_algo", "fp8_margin", "fp8_scale",
-                        "accumulate"}) {
+                        "accumulate", "rounding", "flush_subnormals"}) {
     if (key == k) return true;
   }
   return false;
@@ -215,6 +222,10 @@ MixedPrecisionOptions mixed_precision_from_json(const nlohmann::json& j, const s
   if (const nlohmann::json* v = get("accumulate", T::string, "\"f32\", \"f16\" or \"f16-blocked\"")) {
     o.accumulation = parse_accumulation(v->get<std::string>(), source + ": key 'accumulate'");
   }
+  if (const nlohmann::json* v = get("rounding", T::string, kRoundingNames.choices().c_str())) {
+    o.rounding = kRoundingNames.parse(v->get<std::string>(), source + ": key 'rounding'");
+  }
+  o.flush_subnormals = flag("flush_subnormals");
   if (const nlohmann::json* v = get("fp8_format", T::string, "\"hybrid\" or \"e4m3\"")) {
     o.fp8.format = parse_fp8_format(v->get<std::string>(), source + ": key 'fp8_format'");
   }

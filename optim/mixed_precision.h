@@ -38,6 +38,8 @@
 
 #include "autograd/autocast.h"
 #include "autograd/fp8_scaling.h"
+#include "autograd/rounding_scope.h"
+#include "base/enum_names.h"
 #include "nn/module.h"
 #include "optim/grad_scaler.h"
 #include "optim/master_weights.h"
@@ -71,6 +73,14 @@ struct MixedPrecisionOptions {
   // Micikevicius et al.'s third technique), or f16 rounded after every addition, plain or in
   // blocks with an f32 carry. fp16 and pure_fp16 only: the modes whose products are f16.
   Accumulation accumulation = Accumulation::kF32;
+  // How every op output and gradient stored in f16/bf16 is rounded (a RoundingScope over each
+  // step's forward and backward passes and over evaluation; docs/autograd.md): nearest even (the
+  // default, as GPUs do), stochastic (seeded by the run's seed and the step, so a resumed run
+  // draws the same bits) or toward zero; and whether subnormal results flush to zero (GPU modes
+  // without gradual underflow). Modes with low-precision stores only (not fp32). The optimizer's
+  // write of the updated weights is not an op's output: it rounds to nearest.
+  precision::Rounding rounding = precision::Rounding::kNearestEven;
+  bool flush_subnormals = false;
 
   // These options with every unset field replaced by the mode's value, and the fields the mode
   // ignores at one value (opt level O2 unless fp16, loss scaling none unless fp16 or pure_fp16,
@@ -86,6 +96,11 @@ struct MixedPrecisionOptions {
   void validate() const;
   bool operator==(const MixedPrecisionOptions&) const = default;
 };
+
+// The roundings `rounding` may take, as --rounding and the JSON key "rounding" spell them.
+inline constexpr EnumNames<precision::Rounding, 3> kRoundingNames{{{{precision::Rounding::kNearestEven, "nearest"},
+                                                                     {precision::Rounding::kStochastic, "stochastic"},
+                                                                     {precision::Rounding::kTowardZero, "toward-zero"}}}};
 
 // The options the `halfgrad train` flags select: --precision (no | fp32 | fp16 | bf16 |
 // pure_fp16 | fp8), --opt-level (O1 | O2) and --loss-scale (dynamic | none | a positive number);
@@ -107,13 +122,20 @@ Accumulation parse_accumulation(const std::string& text, const std::string& fiel
 // and "normalization_outputs" ("float32" | "input_dtype"); "accumulate" (accumulation_name) only
 // when not f32; in fp8 mode only, "fp8": true with the recipe as "fp8_format" ("hybrid" |
 // "e4m3"), "fp8_amax_history_len", "fp8_amax_compute_algo" ("max" | "most_recent"), "fp8_margin"
-// and "fp8_scale" ("pow2" | "exact" | "none"). Written resolved, so a checkpoint states what it ran.
+// and "fp8_scale" ("pow2" | "exact" | "none"); "rounding" (kRoundingNames) only when not nearest
+// and "flush_subnormals": true only when set. Written resolved, so a checkpoint states what it ran.
 nlohmann::json mixed_precision_to_json(const MixedPrecisionOptions& options);
 // Whether `key` is one of the keys above.
 bool is_mixed_precision_key(const std::string& key);
-// Reads the keys above from the object `j`, ignoring any other key; a missing key keeps
-// mistyped or invalid value is an hg::Error naming `source` (the file and object) and the key.
+// Reads the keys above from the object `j`, ignoring any other key; a missing key keeps its
+// default (a checkpoint older than the key ran with it). A mistyped or invalid value is an
+// hg::Error naming `source` (the file and object) and the key.
 MixedPrecisionOptions mixed_precision_from_json(const nlohmann::json& j, const std::string& source);
+
+// The RoundingScope of `options`' rounding and flush_subnormals (MixedPrecision::rounding_scope).
+inline RoundingScope rounding_scope(const MixedPrecisionOptions& options, uint64_t seed, uint64_t first_event = 0) {
+  return RoundingScope({.mode = options.rounding, .flush_subnormals = options.flush_subnormals}, seed, first_event);
+}
 
 struct StepResult {
   bool stepped = false;  // false: inf/NaN gradients, the step was skipped
@@ -132,6 +154,13 @@ class MixedPrecision {
   // The autocast guard for forward passes -- training's and evaluation's -- with the mode's dtype
   // and normalization outputs (a disabled guard when the mode has none).
   Autocast autocast() const;
+  // The rounding of the options (`rounding`, `flush_subnormals`) for the forward and backward
+  // passes of one step, or an evaluation, while it lives. Stochastic rounding draws from `seed`
+  // with event numbers from `first_event` on (Trainer: the run's seed, and the step times 2^40,
+  // so every step draws fresh bits and a resumed step the same ones).
+  RoundingScope rounding_scope(uint64_t seed, uint64_t first_event = 0) const {
+    return optim::rounding_scope(options_, seed, first_event);
+  }
   Tensor scale(const Tensor& loss) const { return scaler_.scale(loss); }
   // After backward: (O2) copy grads to masters, unscale, clip if max_grad_norm > 0, step
   // unless a gradient is inf/NaN, (O2) copy masters back, update the scale. The same as

@@ -28,9 +28,9 @@ struct RoundingOptions {
   bool flush_subnormals = false;
   // With saturate, an inf input (and an infinite result of arithmetic) becomes +-max as well:
   // the OCP FP8 spec's saturating conversion (OFP8 v1.0 5.2.1, Table 3: E5M2 sat maps +-Inf to
-  // +-57344). Without it, saturate clamps finite values only and
-  // keeps inf: halfgrad's earlier behaviour, and IEEE-style clamping. e4m3 has no inf: its inf
-  // inputs become +-max under saturate either way. No effect without saturate.
+  // +-57344). Without it, saturate clamps finite values only and keeps inf: halfgrad's earlier
+  // behaviour, and IEEE-style clamping. e4m3 has no inf: its inf inputs become +-max under
+  // saturate either way. No effect without saturate.
   bool saturate_inf = false;
   // kStochastic only, and only for one value (a scalar conversion or operation): uniform random
   // bits from the caller, so results are reproducible. The magnitude rounds away from zero iff

@@ -1,6 +1,8 @@
 // Accelerator: prepare() and the step cycle with gradient accumulation.
 #include "train/accelerator.h"
 
+#include <unordered_map>
+
 #include "autograd/ops/elementwise.h"
 #include "autograd/tape.h"
 #include "base/error.h"
@@ -29,12 +31,13 @@ void Accelerator::prepare_module(nn::Module& model, optim::Optimizer& optimizer,
   }
   if (optim::MasterWeights* masters = mp_->masters()) {
     // Re-point the optimizer from the (now f16) model parameters to their f32 masters.
-    const std::vector<Tensor>& model_params = masters->model_params();
+    std::unordered_map<const TensorImpl*, Tensor> master_of;
+    for (size_t i = 0; i < masters->model_params().size(); ++i) {
+      master_of.emplace(&masters->model_params()[i].impl(), masters->masters()[i]);
+    }
     for (optim::ParamGroup& group : optimizer.param_groups()) {
       for (Tensor& p : group.params) {
-        for (size_t i = 0; i < model_params.size(); ++i) {
-          if (p.same(model_params[i])) p = masters->masters()[i];
-        }
+        if (const auto it = master_of.find(&p.impl()); it != master_of.end()) p = it->second;
       }
     }
   }

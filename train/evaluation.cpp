@@ -26,6 +26,7 @@ EvalPrediction run_evaluation(nn::TextClassifier& model, const data::Dataset& da
   const bool was_training = model.is_training();
   model.eval();
   NoGrad no_grad;
+  const RoundingScope rounding = mixed_precision.rounding_scope(/*seed=*/0);  // the run's rounding, as trained
   for (int64_t b = 0; b < loader.num_batches(); ++b) {
     const data::Batch batch = loader.batch(b);
     Tensor logits;

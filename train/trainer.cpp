@@ -427,6 +427,7 @@ Trainer::StepOutcome Trainer::training_step(int64_t epoch, int64_t first_batch) 
   StepOutcome step;  // step.loss: summed over this step's micro-batches, then their mean
   dist::DistributedDataParallel& ddp = accelerator_->ddp();
   ddp.begin_step(*model_.dropout_gen);
+  const RoundingScope rounding = mp.rounding_scope(args_.seed, uint64_t(state_.global_step) << 40);
   for (int64_t micro = first_batch; micro < end; ++micro) {
     const data::Batch batch = loader.batch(micro);
     Tensor loss;

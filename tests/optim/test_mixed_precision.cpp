@@ -3,6 +3,7 @@
 // underflow in fp16.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <cmath>
 
 #include "autograd/allocator.h"
@@ -346,6 +347,60 @@ TEST_CASE("mixed precision options: accumulation (--accumulate), its JSON key an
     const float y = matmul(Tensor::full({1, 4096}, 1.0f), Tensor::full({4096, 1}, 1.0f)).item();
     CHECK(y == (a == A::kF16 ? 2048.0f : 4096.0f));
   }
+}
+
+TEST_CASE("mixed precision options: rounding (--rounding, --flush-subnormals), its JSON keys and the scope it sets",
+          "[mixed][rounding]") {
+  using R = precision::Rounding;
+  // The modes with f16/bf16 stores accept every rounding; fp32 none but nearest (the error names the flags).
+  for (const Precision p : {Precision::kFp16, Precision::kBf16, Precision::kPureFp16, Precision::kFp8}) {
+    for (const R r : {R::kNearestEven, R::kStochastic, R::kTowardZero}) {
+      CHECK_NOTHROW((MixedPrecisionOptions{.precision = p, .rounding = r, .flush_subnormals = true}.validate()));
+    }
+  }
+  REQUIRE_THROWS_WITH((MixedPrecisionOptions{.precision = Precision::kNo, .rounding = R::kStochastic}.validate()),
+                      Catch::Contains("rounding (--rounding) and flush_subnormals (--flush-subnormals) apply to modes"));
+  REQUIRE_THROWS_WITH((MixedPrecisionOptions{.precision = Precision::kNo, .flush_subnormals = true}.validate()),
+                      Catch::Contains("precision fp32 rounds nothing"));
+  REQUIRE_THROWS_WITH((MixedPrecisionOptions{.precision = Precision::kFp16, .rounding = R::kUp}.validate()),
+                      Catch::Contains("is not one of nearest, stochastic or toward-zero"));
+  CHECK(kRoundingNames.parse("toward-zero", "x") == R::kTowardZero);
+  REQUIRE_THROWS_WITH(kRoundingNames.parse("up", "rounding (--rounding)"),
+                      Catch::Contains("rounding (--rounding): unknown value 'up' (expected nearest, stochastic or toward-zero)"));
+
+  // JSON: "rounding" only when not nearest, "flush_subnormals" only when set; both round trip.
+  CHECK_FALSE(mixed_precision_to_json({.precision = Precision::kFp16}).contains("rounding"));
+  CHECK_FALSE(mixed_precision_to_json({.precision = Precision::kFp16}).contains("flush_subnormals"));
+  const MixedPrecisionOptions o{.precision = Precision::kBf16, .rounding = R::kStochastic, .flush_subnormals = true};
+  const nlohmann::json j = mixed_precision_to_json(o);
+  CHECK(j.at("rounding") == "stochastic");
+  CHECK(j.at("flush_subnormals") == true);
+  CHECK(is_mixed_precision_key("rounding"));
+  CHECK(is_mixed_precision_key("flush_subnormals"));
+  CHECK(mixed_precision_from_json(j, "test") == o.resolved());
+  REQUIRE_THROWS_WITH(mixed_precision_from_json({{"fp16", true}, {"rounding", "up"}}, "f.json"),
+                      Catch::Contains("f.json: key 'rounding': unknown value 'up'"));
+
+  // The effect: the scope rounds an op's output as the options say. 1 + 2^-12 in f16 is a quarter
+  // ulp above 1 (ulp 2^-10): nearest gives 1, stochastic gives 1 + 2^-10 in about a quarter of the
+  // elements; 2^-20 is an f16 subnormal, flushed to zero with flush_subnormals.
+  const Tensor x = Tensor::from_vector(std::vector<float>(4096, 1.0f + 0x1p-12f), {4096});
+  const Tensor tiny = Tensor::from_vector(std::vector<float>(8, 0x1p-20f), {8});
+  auto rounded = [&](const MixedPrecisionOptions& options, const Tensor& t) {
+    Generator gen(0);
+    nn::Linear model(1, 1, {.gen = &gen});
+    const MixedPrecision mp(model, options);
+    const RoundingScope scope = mp.rounding_scope(/*seed=*/7);
+    return t.to(DType::f16).to_vector();  // the cast op rounds under the scope
+  };
+  const std::vector<float> nearest = rounded({.precision = Precision::kFp16}, x);
+  CHECK(std::count(nearest.begin(), nearest.end(), 1.0f) == 4096);
+  const std::vector<float> stochastic = rounded({.precision = Precision::kFp16, .rounding = R::kStochastic}, x);
+  const auto up = std::count(stochastic.begin(), stochastic.end(), 1.0f + 0x1p-10f);
+  CHECK(up + std::count(stochastic.begin(), stochastic.end(), 1.0f) == 4096);
+  CHECK(std::abs(double(up) - 1024.0) < 5 * std::sqrt(4096 * 0.25 * 0.75));  // binomial(4096, 1/4), 5 sigma
+  CHECK(rounded({.precision = Precision::kFp16}, tiny)[0] == 0x1p-20f);
+  CHECK(rounded({.precision = Precision::kFp16, .flush_subnormals = true}, tiny)[0] == 0.0f);
 }
 
 }  // namespace hg::optim

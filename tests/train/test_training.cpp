@@ -17,6 +17,7 @@
 #include "nn/text_classifier.h"
 #include "optim/mixed_precision.h"
 #include "tests/demos/run_program.h"
+#include "train/evaluation.h"
 #include "train/trainer.h"
 
 namespace hg::train {
@@ -73,14 +74,21 @@ TEST_CASE("manual loop, Accelerator and Trainer train bit-identical weights", "[
   }
 }
 
-TEST_CASE("resuming from a checkpoint continues bit for bit (f32 and fp16 O2, with dropout)", "[train]") {
+TEST_CASE("resuming from a checkpoint continues bit for bit (f32, fp16 O2, stochastic rounding, flush to zero)",
+          "[train]") {
   const data::Dataset train_set = data::synthetic_dataset(500, 4, 1);
-  for (const bool fp16 : {false, true}) {
-    INFO("fp16 " << fp16);
+  using optim::Precision;
+  const std::vector<optim::MixedPrecisionOptions> modes = {
+      {.precision = Precision::kNo},
+      {.precision = Precision::kFp16, .opt_level = optim::OptLevel::kO2},
+      {.precision = Precision::kFp16, .opt_level = optim::OptLevel::kO2, .rounding = precision::Rounding::kStochastic},
+      {.precision = Precision::kBf16, .flush_subnormals = true}};
+  std::vector<uint64_t> fingerprints;
+  for (const optim::MixedPrecisionOptions& mode : modes) {
+    INFO(optim::mixed_precision_to_json(mode).dump());
     const fs::path full_dir = fresh_dir("resume_full"), part_dir = fresh_dir("resume_part");
     TrainingArguments full_args = tiny_args(full_dir, 30);
-    full_args.mixed_precision = {.precision = fp16 ? optim::Precision::kFp16 : optim::Precision::kNo,
-                                 .opt_level = optim::OptLevel::kO2};
+    full_args.mixed_precision = mode;
     nn::TextClassifier uninterrupted(tiny_config(0.1f), 5);
     Trainer(uninterrupted, full_args, train_set).train();
 
@@ -100,9 +108,13 @@ TEST_CASE("resuming from a checkpoint continues bit for bit (f32 and fp16 O2, wi
     second.train((part_dir / "checkpoint-20").string());
     CHECK(second.state().global_step == 30);
     CHECK(resumed.fingerprint() == uninterrupted.fingerprint());
+    // Inference reads the run's numerics back from the checkpoint.
+    CHECK(load_for_inference((part_dir / "checkpoint-30").string()).mixed_precision->options() == mode.resolved());
+    fingerprints.push_back(resumed.fingerprint());
     fs::remove_all(full_dir);
     fs::remove_all(part_dir);
   }
+  CHECK(fingerprints[2] != fingerprints[1]);  // stochastic rounding took effect
 }
 
 TEST_CASE("a short fp16 run learns the synthetic task", "[train]") {
