@@ -23,8 +23,9 @@ Optimiser: AdamW(lr, betas (0.9,0.999), eps 1e-8, weight_decay 0.01 on ALL param
 LR: lr*(s+1)/warmup for s < warmup, then lr*0.5*(1+cos(pi*(s-warmup)/(total-warmup))),
   s = 0-based optimizer step; total = epochs*ceil(N_train/batch). Last partial batch kept.
 Loss: mean cross-entropy. No grad clipping, no label smoothing.
-Tokenisation: langid/fortunes: UTF-8 bytes (byte value = token id; byte 0 never occurs),
+Tokenisation (--tokens bytes): UTF-8 bytes (byte value = token id; byte 0 never occurs),
   truncated to max_len.  digits: pixel value v (0..16) -> token id v+1 (1..17), 64 tokens.
+  --tokens words: lower-cased words in text order, ids from the training file's vocabulary.
 Batches are padded to the longest sequence in the batch (<= max_len); --fixed_pad pads
   to max_len instead (mathematically identical outputs because of masking).
 """
@@ -44,23 +45,37 @@ import torch.nn as nn  # noqa: E402
 import torch.nn.functional as F  # noqa: E402
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-DEFAULT_MAX_LEN = {"langid": 32, "fortunes": 256, "digits": 65}
+DEFAULT_MAX_LEN = {"langid": 32, "fortunes": 256, "digits": 65, "order": 32, "topics": 256}
 
 
 # ----------------------------------------------------------------------------- data
-def load_tsv(path, max_len, names=None, pixels=False):
+def load_tsv(path, max_len, names=None, pixels=False, words=None):
     """Reads `label<TAB>text` lines. Text becomes UTF-8 byte ids (id = byte value; 0 is padding),
-    or, with pixels=True, whitespace-separated integers shifted by one. Label names map to ids in
-    order of first appearance in the training file."""
+    or, with pixels=True, whitespace-separated integers shifted by one, or, with a dict `words`,
+    lower-cased whitespace-separated words in text order: a word seen in the training file (the
+    first file read, which fills the dict) gets ids 1..V in order of first appearance, any other
+    word V+1. Label names map to ids in order of first appearance in the training file."""
     ids, labels = [], []
     names = [] if names is None else names
+    grow = words is not None and not words
     with open(path, encoding="utf-8") as f:
         for line in f:
             line = line.rstrip("\n")
             if not line:
                 continue
             lab, text = line.split("\t", 1)
-            toks = [int(v) + 1 for v in text.split()] if pixels else list(text.encode("utf-8"))
+            if pixels:
+                toks = [int(v) + 1 for v in text.split()]
+            elif words is not None:
+                toks = []
+                for w in text.lower().split():
+                    if grow and w not in words:
+                        words[w] = len(words) + 1
+                    toks.append(words.get(w, -1))
+            else:
+                toks = list(text.encode("utf-8"))
+            if words is not None and not grow:
+                toks = [t if t > 0 else len(words) + 1 for t in toks]
             assert toks and min(toks) > 0
             if lab not in names:
                 names.append(lab)
@@ -299,8 +314,10 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--train", required=True, help="training TSV (label<TAB>text)")
     ap.add_argument("--test", required=True, help="test TSV (label<TAB>text)")
-    ap.add_argument("--task", default="langid", choices=["langid", "fortunes", "digits"],
+    ap.add_argument("--task", default="langid", choices=["langid", "fortunes", "digits", "order", "topics"],
                     help="only picks the default max_len and the token scheme")
+    ap.add_argument("--tokens", default="bytes", choices=["bytes", "words"],
+                    help="bytes (ids = UTF-8 bytes) or words (a vocabulary of the training file's words)")
     ap.add_argument("--epochs", type=int, default=5)
     ap.add_argument("--amp", default="none", choices=["none", "bf16"])
     ap.add_argument("--max_len", type=int, default=None)
@@ -344,9 +361,11 @@ def main():
     np.random.seed(args.seed)
     max_len = args.max_len or DEFAULT_MAX_LEN[args.task]
     pixels = args.task == "digits"
-    tr_ids, tr_y, names = load_tsv(args.train, max_len, pixels=pixels)
-    te_ids, te_y, _ = load_tsv(args.test, max_len, names=names, pixels=pixels)
-    model = Classifier(len(names), max_len, args.d_model, args.heads, args.layers, args.d_ff, args.dropout)
+    words = {} if args.tokens == "words" else None
+    tr_ids, tr_y, names = load_tsv(args.train, max_len, pixels=pixels, words=words)
+    te_ids, te_y, _ = load_tsv(args.test, max_len, names=names, pixels=pixels, words=words)
+    vocab = len(words) + 2 if words is not None else 256
+    model = Classifier(len(names), max_len, args.d_model, args.heads, args.layers, args.d_ff, args.dropout, vocab)
     if args.init == "normal":
         model.init_normal(args.init_std)
     if args.load:

@@ -51,7 +51,7 @@ inline void add_train_flags(CLI::App& app, TrainOptions& o) {
   a.num_train_epochs = 5;
   a.per_device_train_batch_size = 256;
   a.learning_rate = 1e-2f;
-  a.warmup_steps = 100;
+  a.warmup_ratio = 0.1;  // HF's warmup_ratio: no run is all warmup, however short
   a.lr_scheduler_type = "cosine";
   a.eval_strategy = "epoch";
   a.save_strategy = "epoch";
@@ -102,10 +102,10 @@ inline void add_train_flags(CLI::App& app, TrainOptions& o) {
       ->check(CLI::Range(int64_t{1}, int64_t{1} << 20));
   app.add_option("--lr", a.learning_rate, "peak learning rate")->capture_default_str();
   app.add_option("--weight-decay", a.weight_decay, "AdamW weight decay (matrices only)")->capture_default_str();
-  app.add_option("--warmup-steps", a.warmup_steps, "linear warmup steps")
-      ->capture_default_str()
+  app.add_option("--warmup-steps", a.warmup_steps, "linear warmup steps (instead of --warmup-ratio)")
       ->check(CLI::NonNegativeNumber);
-  app.add_option("--warmup-ratio", a.warmup_ratio, "warmup as a share of all steps, in [0, 1) (replaces --warmup-steps)");
+  app.add_option("--warmup-ratio", a.warmup_ratio, "linear warmup over this share of all steps, in [0, 1), rounded up")
+      ->capture_default_str();
   app.add_option("--scheduler", a.lr_scheduler_type, "linear | cosine | constant")->capture_default_str();
   app.add_option("--seed", a.seed, "random seed (weights, data order, dropout)")->capture_default_str();
   app.add_option("--threads", o.threads,
@@ -255,7 +255,6 @@ inline void resolve_train_options(const CLI::App& cmd, TrainOptions& o) {
         "--epochs and --max-steps both given: --max-steps would override --epochs; give one");
   check(!(given("--warmup-ratio") && given("--warmup-steps")),
         "--warmup-ratio and --warmup-steps both given: --warmup-steps would override --warmup-ratio; give one");
-  if (given("--warmup-ratio")) a.warmup_steps = 0;  // else the default --warmup-steps would override it
   a.tokenizer.kind = data::parse_tokenizer_kind(o.tokenizer);
   for (const char* flag : {"--ngram-min", "--ngram-max"}) {
     check(a.tokenizer.kind == data::TokenizerKind::kCharNgrams || !given(flag), flag,

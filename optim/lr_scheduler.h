@@ -29,6 +29,7 @@ class LrScheduler {
   float factor(int64_t step) const;
   void step();  // advances one optimizer step and sets every group's lr
   int64_t steps() const { return step_; }
+  int64_t warmup_steps() const { return warmup_; }
   float last_lr() const;  // the first group's current lr
 
   nlohmann::json state_dict() const;

@@ -24,6 +24,7 @@
 #include "io/model_config.h"
 #include "optim/adam.h"
 #include "optim/param_groups.h"
+#include "train/recipe_warnings.h"
 
 namespace hg::train {
 
@@ -281,6 +282,12 @@ void Trainer::log(nlohmann::json entry) {
   for (auto& c : callbacks_) c->on_log(state_, entry);
 }
 
+void Trainer::warn(const std::string& text) {
+  if (text.empty()) return;
+  if (accelerator_->is_main_process()) std::fprintf(stderr, "warning: %s\n", text.c_str());
+  log({{"warning", text}});
+}
+
 Metrics Trainer::evaluate(const data::Dataset* dataset, const std::string& prefix) {
   const data::Dataset* d = dataset ? dataset : eval_dataset_;
   check(d != nullptr, "Trainer::evaluate: no dataset");
@@ -522,8 +529,7 @@ bool Trainer::end_step(const StepOutcome& step, bool& interrupted) {
   std::string warning;
   if (!window.warned && !(warning = scaler.health_warning()).empty()) {
     if (!last_anomaly().op.empty()) warning += "; anomaly mode: " + last_anomaly().message();
-    if (accelerator_->is_main_process()) std::fprintf(stderr, "warning: %s\n", warning.c_str());
-    log({{"warning", warning}});
+    warn(warning);
     window.warned = true;
   }
   maybe_evaluate_and_save(false);
@@ -556,6 +562,9 @@ TrainOutput Trainer::end_training(double seconds, int64_t start_step, bool inter
     load_weights(accelerator_->mixed_precision(), io::load_checkpoint(state_.best_model_checkpoint).model,
                  state_.best_model_checkpoint + "/model.safetensors");
   }
+  if (!interrupted && state_.global_step > start_step) {
+    warn(stalled_loss_warning(state_.epoch_train_loss(), model_.config.classes, state_.global_step, steps_per_epoch()));
+  }
   TrainOutput out;
   out.global_step = state_.global_step;
   out.interrupted = interrupted;
@@ -576,6 +585,7 @@ TrainOutput Trainer::end_training(double seconds, int64_t start_step, bool inter
 
 TrainOutput Trainer::train(const std::string& resume_from_checkpoint) {
   begin_training(resume_from_checkpoint);
+  if (state_.global_step == 0) warn(warmup_warning(parts_->scheduler->warmup_steps(), state_.max_steps));
   std::unique_ptr<DetectAnomaly> anomaly;
   if (args_.detect_anomaly) anomaly = std::make_unique<DetectAnomaly>(/*throw_on_anomaly=*/!accelerator_->mixed_precision().scaler().is_enabled());
   for (auto& c : callbacks_) c->on_train_begin(state_, args_);

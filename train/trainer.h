@@ -170,6 +170,7 @@ class Trainer {
   bool end_epoch();
   TrainOutput end_training(double seconds, int64_t start_step, bool interrupted);
   void log(nlohmann::json entry);
+  void warn(const std::string& text);  // stderr (rank 0) and the log; nothing when empty
   void maybe_evaluate_and_save(bool epoch_end);
   void restore(const std::string& checkpoint);
 
