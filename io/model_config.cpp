@@ -43,7 +43,8 @@ nlohmann::json tokenizer_config_to_json(const data::TokenizerConfig& t) {
     j["ngram_min"] = t.ngram_min;
     j["ngram_max"] = t.ngram_max;
   }
-  if (t.kind == data::TokenizerKind::kWords) j["word_ngrams"] = t.word_ngrams;
+  // Only when not 2: config.json files of word bags stay as they were before word_ngrams.
+  if (t.kind == data::TokenizerKind::kWords && t.word_ngrams != 2) j["word_ngrams"] = t.word_ngrams;
   if (t.kind != data::TokenizerKind::kBytes) j["buckets"] = t.buckets;
   return j;
 }
