@@ -84,7 +84,7 @@ Tokenizer::Tokenizer(TokenizerConfig config, bool use_cls) : config_(std::move(c
   config_.validate();
   if (config_.kind != TokenizerKind::kSentencePiece) return;
   check(!config_.spm_model.empty(),
-        "tokenizer: sentencepiece has no model yet (train one with train_sentencepiece, or load a .model file)");
+        "tokenizer: sentencepiece has no model yet (TokenizerConfig::train_spm_model trains one, set_spm_model loads one)");
   spm_ = std::make_shared<const SentencePieceModel>(config_.spm_model);
   check(spm_->piece_count() == config_.spm_vocab_size, "tokenizer: the sentencepiece model has ", spm_->piece_count(),
         " pieces, the config says vocab_size ", config_.spm_vocab_size);

@@ -120,7 +120,13 @@ void train_spm_model(dist::Communicator& world, const data::Dataset& train_set, 
   std::vector<std::string> texts;
   texts.reserve(train_set.examples.size());
   for (const data::Example& e : train_set.examples) texts.push_back(e.text);
-  dist::agree(world, [&] { tokenizer.train_spm_model(texts); });
+  dist::agree(world, [&] {
+    try {
+      tokenizer.train_spm_model(texts);
+    } catch (const Error& e) {  // for example too large a vocabulary for the texts
+      fail(e.what(), " (--spm-type, --vocab-size)");
+    }
+  });
   std::printf("tokenizer: sentencepiece %s model of %lld pieces trained on %zu texts in %.1f s\n",
               data::to_string(tokenizer.spm_type).c_str(), static_cast<long long>(tokenizer.spm_vocab_size),
               texts.size(), std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());

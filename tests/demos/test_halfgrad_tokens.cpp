@@ -118,6 +118,12 @@ TEST_CASE("halfgrad train --positions: learned for ordered words under layers (w
                        " --train " + dir / "train.tsv" + " --output-dir " + dir / "y",
                    1);
   CHECK_THAT(both.output, Catch::Contains("--spm-model brings its own model type and vocabulary"));
+  const testing::ProgramResult too_many = run_halfgrad(
+      "train" + kTinyOrdered + " --tokenizer sentencepiece --vocab-size 5000 --train " + dir / "train.tsv" +
+          " --output-dir " + dir / "w",
+      1);  // SentencePiece's own message, and the flags to change
+  CHECK_THAT(too_many.output, Catch::Contains("Vocabulary size too high (5000)") &&
+                                  Catch::Contains("(--spm-type, --vocab-size)"));
   const testing::ProgramResult not_a_model = run_halfgrad(
       "train" + kTinyOrdered + " --tokenizer sentencepiece --spm-model " + dir / "train.tsv" + " --train " +
           dir / "train.tsv" + " --output-dir " + dir / "z",
