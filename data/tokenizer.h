@@ -20,7 +20,7 @@
 // ByteTokenizer: text as its UTF-8 bytes. Token id = byte value (1..255; byte 0 never occurs in
 // text), id 0 is padding, and with a CLS token (for CLS pooling) id 256 is prepended. No
 // vocabulary to learn or ship, any language works, and a model trained on it can be shared with
-// a PyTorch script that uses the same ids.
+// bench/torch_train.py, which uses the same ids.
 #pragma once
 
 #include <cstdint>
