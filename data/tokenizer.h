@@ -1,13 +1,18 @@
 // Tokenizers: text -> token ids for the DataLoader. `Tokenizer` is the one the Trainer,
 // evaluation and the CLI use; its TokenizerConfig is saved in config.json, so a checkpoint always
-// tokenizes as it was trained. Three kinds:
-//   bytes        ByteTokenizer below (the UTF-8 bytes; vocab 256).
-//   char-ngrams  fastText's subwords: for each whitespace-separated word, the character n-grams
-//                of "<" + word + ">" with ngram_min <= n <= ngram_max (n counts code points),
-//                in computeSubwords' order (each start character, then n = 1, 2, ...), without
-//                the bare "<" and ">"; the sequence is the concatenation over the words.
-//   words        lower_latin() words (data/text.h split_words), then their bigrams, in text order
-//                (fastText -wordNgrams 2 without its end-of-line token "</s>").
+// tokenizes as it was trained. Four kinds:
+//   bytes          ByteTokenizer below (the UTF-8 bytes; vocab 256).
+//   char-ngrams    fastText's subwords: for each whitespace-separated word, the character n-grams
+//                  of "<" + word + ">" with ngram_min <= n <= ngram_max (n counts code points),
+//                  in computeSubwords' order (each start character, then n = 1, 2, ...), without
+//                  the bare "<" and ">"; the sequence is the concatenation over the words.
+//   words          lower_latin() words (data/text.h split_words) in text order, then (word_ngrams
+//                  2, the bag's default) their bigrams (fastText -wordNgrams 2 without its
+//                  end-of-line token "</s>"); word_ngrams 1 keeps the words alone, a sequence in
+//                  text order for a model with positions.
+//   sentencepiece  the pieces of a SentencePiece model (data/sentencepiece.h) in text order:
+//                  id = SentencePiece's id + 1, so id 0 stays padding (SentencePiece's own ids start
+//                  at 0 with <unk>); vocab = pieces + 1 (+ 1 with CLS, id pieces + 1).
 // Hashed kinds: id = 1 + fasttext_hash(n-gram) % buckets, so id 0 stays padding and CLS (when
 // used) is buckets + 1; vocab = buckets + 1 (+ 1 with CLS). Text handling: data/text.h.
 // Reference: facebookresearch/fastText src/dictionary.cc (hash, computeSubwords, addWordNgrams).
@@ -19,9 +24,12 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <vector>
+
+#include "data/sentencepiece.h"
 
 namespace hg::data {
 
@@ -44,7 +52,7 @@ class ByteTokenizer {
   bool use_cls_;
 };
 
-enum class TokenizerKind { kBytes, kCharNgrams, kWords };
+enum class TokenizerKind { kBytes, kCharNgrams, kWords, kSentencePiece };
 
 // What a Tokenizer does (saved in config.json; io/model_config.h). Defaults: fastText's
 // language-id subwords (1..5) over 2^16 buckets.
@@ -52,14 +60,31 @@ struct TokenizerConfig {
   TokenizerKind kind = TokenizerKind::kBytes;
   int64_t ngram_min = 1, ngram_max = 5;  // char-ngrams only
   int64_t buckets = int64_t{1} << 16;    // char-ngrams and words
+  int64_t word_ngrams = 2;               // words: 2 = words then bigrams (a bag), 1 = words alone
+  // sentencepiece: the model to train (spm_type, spm_vocab_size: its pieces), and once trained or
+  // loaded its serialized ModelProto (the bytes of a .model file; set_spm_model fills all three).
+  SpmType spm_type = SpmType::kUnigram;
+  int64_t spm_vocab_size = 8000;
+  std::string spm_model;
+
+  // Loads `serialized` (throws hg::Error naming `source` if it is not a SentencePiece model) and
+  // sets spm_model, spm_type and spm_vocab_size from it.
+  void set_spm_model(std::string serialized, const std::string& source);
+  // Trains a spm_type model of spm_vocab_size pieces on `texts` (train_sentencepiece) and sets it.
+  void train_spm_model(const std::vector<std::string>& texts);
+  // The rows the token table needs: every id the tokenizer emits, padding 0 and (use_cls) the
+  // CLS id, which is the last. The one place that derives a vocab size from a tokenizer.
+  int64_t model_vocab(bool use_cls) const;
   // Same tokenization: fields the kind does not use (ngram_* of words, all sizes of bytes) are
-  // ignored, as config.json does not save them.
+  // ignored, as config.json does not save them; two sentencepiece configs with a model compare
+  // the model bytes.
   bool operator==(const TokenizerConfig& other) const;
   // Throws hg::Error naming the first field out of range.
   void validate() const;
 };
 
-// "bytes" | "char-ngrams" | "words"; parse_tokenizer_kind throws hg::Error naming the others.
+// "bytes" | "char-ngrams" | "words" | "sentencepiece"; parse_tokenizer_kind throws hg::Error
+// naming the others.
 std::string to_string(TokenizerKind kind);
 TokenizerKind parse_tokenizer_kind(const std::string& name);
 
@@ -69,9 +94,10 @@ uint32_t fasttext_hash(std::string_view bytes);
 
 class Tokenizer {
  public:
+  // A sentencepiece config needs its model (spm_model) by now: hg::Error otherwise.
   explicit Tokenizer(TokenizerConfig config = {}, bool use_cls = false);
 
-  int64_t vocab_size() const;
+  int64_t vocab_size() const { return config_.model_vocab(use_cls_); }
   const TokenizerConfig& config() const { return config_; }
   // At most max_len ids (the CLS token counts); *truncated is set when ids were dropped.
   std::vector<int32_t> encode(std::string_view text, int64_t max_len, bool* truncated = nullptr) const;
@@ -83,6 +109,7 @@ class Tokenizer {
 
   TokenizerConfig config_;
   bool use_cls_;
+  std::shared_ptr<const SentencePieceModel> spm_;  // sentencepiece only; shared by copies
 };
 
 // Whether `text` is well-formed UTF-8 (no overlong forms, surrogates or code points past

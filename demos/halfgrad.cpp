@@ -100,6 +100,38 @@ std::string truncation_note(int64_t truncated, const std::string& kind, int64_t 
          " truncated\n";
 }
 
+// --tokenizer sentencepiece --resume DIR: the checkpoint's model, which must be of the type and
+// size this run asks for.
+void resume_spm_model(const std::string& dir, data::TokenizerConfig& tokenizer) {
+  const data::TokenizerConfig saved = io::model_config_from_checkpoint(io::load_checkpoint(dir), dir).tokenizer;
+  check(saved.kind == data::TokenizerKind::kSentencePiece, dir, ": the checkpoint was trained with the ",
+        data::to_string(saved.kind), " tokenizer, not sentencepiece");
+  check(saved.spm_type == tokenizer.spm_type && saved.spm_vocab_size == tokenizer.spm_vocab_size, dir,
+        ": the checkpoint's sentencepiece model is ", data::to_string(saved.spm_type), " with vocab_size ",
+        saved.spm_vocab_size, "; this run asks for ", data::to_string(tokenizer.spm_type), " with ",
+        tokenizer.spm_vocab_size, " (--spm-type, --vocab-size)");
+  tokenizer = saved;
+}
+
+// Trains the sentencepiece model on the training texts (every rank alike: one thread, so the
+// same bytes; the Trainer compares the ranks' config.json, which holds their fingerprint).
+void train_spm_model(dist::Communicator& world, const data::Dataset& train_set, data::TokenizerConfig& tokenizer) {
+  const auto start = std::chrono::steady_clock::now();
+  std::vector<std::string> texts;
+  texts.reserve(train_set.examples.size());
+  for (const data::Example& e : train_set.examples) texts.push_back(e.text);
+  dist::agree(world, [&] {
+    try {
+      tokenizer.train_spm_model(texts);
+    } catch (const Error& e) {  // for example too large a vocabulary for the texts
+      fail(e.what(), " (--spm-type, --vocab-size)");
+    }
+  });
+  std::printf("tokenizer: sentencepiece %s model of %lld pieces trained on %zu texts in %.1f s\n",
+              data::to_string(tokenizer.spm_type).c_str(), static_cast<long long>(tokenizer.spm_vocab_size),
+              texts.size(), std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+}
+
 // Every flag is checked (resolve_train_options, ClassifierConfig::validate) before the data is
 // read or the model built.
 int run_train(const CLI::App& cmd, cli::TrainOptions& o) {
@@ -119,11 +151,14 @@ int run_train(const CLI::App& cmd, cli::TrainOptions& o) {
     check(world.size() == 1 || o.threads != "auto",
           "--threads auto times one process's steps; under mpirun they wait for the slowest rank: give --threads N, "
           "or leave it out for the cores divided among the ranks");
-    config.vocab = data::Tokenizer(a.tokenizer, o.pooling == "cls").vocab_size();
-    if (a.tokenizer.kind != data::TokenizerKind::kBytes) {  // a bag of hashed n-grams over 2^16+ rows
-      config.position_embedding = nn::PositionEmbedding::kNone;
-      config.sparse_embedding = true;
+    if (!o.spm_model.empty()) a.tokenizer.set_spm_model(data::read_spm_model_file(o.spm_model), o.spm_model);
+    if (!o.resume.empty() && a.tokenizer.kind == data::TokenizerKind::kSentencePiece && o.spm_model.empty()) {
+      resume_spm_model(o.resume, a.tokenizer);  // the checkpoint's model, not a new one trained again
     }
+    config.vocab = a.tokenizer.model_vocab(o.pooling == "cls");
+    config.position_embedding = nn::parse_position_embedding(o.positions, "--positions");
+    // Hashed n-grams and words over 2^16+ rows: sparse row gradients (docs/classifier.md).
+    config.sparse_embedding = a.tokenizer.kind == data::TokenizerKind::kCharNgrams || a.tokenizer.kind == data::TokenizerKind::kWords;
     config.max_len = o.max_len;
     config.d_model = o.d_model;
     config.heads = o.heads;
@@ -134,7 +169,7 @@ int run_train(const CLI::App& cmd, cli::TrainOptions& o) {
     config.validate();
     if (!o.resume.empty()) {  // a broken checkpoint fails now, not after the data is read (restore reads it again)
       const io::Checkpoint c = io::load_checkpoint(o.resume);
-      io::model_config_from_json(c.config, o.resume + "/config.json");
+      io::model_config_from_checkpoint(c, o.resume);
     }
   });
   // The team: a count given is kept. "auto", and by default one process without OMP_NUM_THREADS,
@@ -164,6 +199,9 @@ int run_train(const CLI::App& cmd, cli::TrainOptions& o) {
   });
   std::printf("%s\n", train_set.summary().c_str());
   if (has_eval) std::printf("%s\n", eval_set.summary().c_str());
+  if (a.tokenizer.kind == data::TokenizerKind::kSentencePiece && a.tokenizer.spm_model.empty()) {
+    train_spm_model(world, train_set, a.tokenizer);
+  }
 
   config.classes = int64_t(train_set.label_names.size());
   nn::TextClassifier model(config, a.seed);
@@ -172,11 +210,11 @@ int run_train(const CLI::App& cmd, cli::TrainOptions& o) {
                                ? "threads auto (" + std::to_string(max_threads) + " or 1, by step time)"
                                : std::to_string(max_threads) + " threads";
   std::printf(
-      "model: %lld parameters (d_model %lld, heads %lld, layers %lld, d_ff %lld, max_len %lld, tokenizer %s); "
+      "model: %lld parameters (d_model %lld, heads %lld, layers %lld, d_ff %lld, max_len %lld, tokenizer %s, positions %s); "
       "precision %s%s; %s%s\n",
       static_cast<long long>(model.parameter_count()), static_cast<long long>(config.d_model),
       static_cast<long long>(config.heads), static_cast<long long>(config.layers), static_cast<long long>(config.d_ff),
-      static_cast<long long>(config.max_len), o.tokenizer.c_str(), o.precision.c_str(),
+      static_cast<long long>(config.max_len), o.tokenizer.c_str(), o.positions.c_str(), o.precision.c_str(),
       a.mixed_precision.precision == optim::Precision::kFp16 ? (" " + o.opt_level + ", loss scale " + o.loss_scale).c_str() : "",
       team.c_str(),
       world.size() > 1 ? (" x " + std::to_string(world.size()) + " processes, --ddp-comm " + a.ddp_comm).c_str() : "");

@@ -37,6 +37,10 @@ struct TrainOptions {
   // -> 0.005 without), 5 epochs.
   int64_t d_model = 32, heads = 4, layers = 0, d_ff = 512, max_len = 128;
   std::string tokenizer = "char-ngrams";  // the kind; its sizes go straight into args.tokenizer
+  // --positions; empty until resolve_train_options: learned for bytes, and for words and
+  // sentencepiece under encoder layers (ordered tokens); none otherwise (a bag).
+  std::string positions;
+  std::string spm_type = "unigram", spm_model;  // --spm-type, --spm-model (a .model file's path)
   float dropout = 0.5f;
   int64_t early_stopping = 0;
   int64_t inspect = 0;  // NumericsInspector every N optimizer steps (0: off)
@@ -151,9 +155,22 @@ inline void add_train_flags(CLI::App& app, TrainOptions& o) {
   app.add_option("--max-len", o.max_len, "maximum tokens per text (longer texts are truncated, and counted)")
       ->capture_default_str()
       ->check(CLI::Range(1, 4096));
-  app.add_option("--tokenizer", o.tokenizer, "bytes | char-ngrams | words (hashed n-grams: a bag, no positions)")
+  app.add_option("--tokenizer", o.tokenizer,
+                 "bytes | char-ngrams | words | sentencepiece (trained on --train, or --spm-model)")
       ->capture_default_str()
-      ->check(CLI::IsMember({"bytes", "char-ngrams", "words"}));
+      ->check(CLI::IsMember({"bytes", "char-ngrams", "words", "sentencepiece"}));
+  app.add_option("--positions", o.positions,
+                 "learned | none (a bag); default learned for bytes, and for words and sentencepiece with --layers >= 1 "
+                 "(then words drops its bigrams), else none")
+      ->check(CLI::IsMember({"learned", "none"}));
+  app.add_option("--spm-type", o.spm_type, "sentencepiece: the model to train, unigram | bpe")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"unigram", "bpe"}));
+  app.add_option("--vocab-size", a.tokenizer.spm_vocab_size, "sentencepiece: pieces of the model to train")
+      ->capture_default_str()
+      ->check(CLI::Range(int64_t{1}, int64_t{1} << 24));
+  app.add_option("--spm-model", o.spm_model, "sentencepiece: use this trained .model file instead of training one")
+      ->check(CLI::ExistingFile);
   app.add_option("--ngram-min", a.tokenizer.ngram_min, "char-ngrams: shortest n-gram (characters)")
       ->capture_default_str()
       ->check(CLI::Range(1, 32));
@@ -260,8 +277,23 @@ inline void resolve_train_options(const CLI::App& cmd, TrainOptions& o) {
     check(a.tokenizer.kind == data::TokenizerKind::kCharNgrams || !given(flag), flag,
           " applies to --tokenizer char-ngrams only (this run is ", o.tokenizer, "): drop ", flag);
   }
-  check(a.tokenizer.kind != data::TokenizerKind::kBytes || !given("--buckets"),
-        "--buckets applies to the hashed tokenizers only (this run is bytes): drop --buckets");
+  const bool spm = a.tokenizer.kind == data::TokenizerKind::kSentencePiece;
+  check(!(a.tokenizer.kind == data::TokenizerKind::kBytes || spm) || !given("--buckets"),
+        "--buckets applies to the hashed tokenizers only (this run is ", o.tokenizer, "): drop --buckets");
+  for (const char* flag : {"--spm-type", "--vocab-size", "--spm-model"}) {
+    check(spm || !given(flag), flag, " applies to --tokenizer sentencepiece only (this run is ", o.tokenizer, "): drop ",
+          flag);
+  }
+  check(!given("--spm-model") || !(given("--spm-type") || given("--vocab-size")),
+        "--spm-model brings its own model type and vocabulary: drop --spm-type and --vocab-size");
+  a.tokenizer.spm_type = data::parse_spm_type(o.spm_type);
+  if (o.positions.empty()) {  // ordered tokens under an encoder; the hashed n-grams stay a bag
+    const bool ordered = a.tokenizer.kind == data::TokenizerKind::kWords || spm;
+    o.positions = a.tokenizer.kind == data::TokenizerKind::kBytes || (ordered && o.layers > 0) ? "learned" : "none";
+  }
+  // With positions, words is the sequence of words: bigrams appended after them would take
+  // positions that are not theirs.
+  a.tokenizer.word_ngrams = o.positions == "learned" ? 1 : 2;
   a.validate();
   check(!std::filesystem::exists(a.output_dir) || std::filesystem::is_directory(a.output_dir), "--output-dir ",
         a.output_dir, " exists and is not a directory");

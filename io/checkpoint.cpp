@@ -149,6 +149,12 @@ void write_contents(const fs::path& dir, int64_t step, const Checkpoint& checkpo
   sizes[kRng] = write_json(dir / kRng, checkpoint.rng);
   sizes[kTrainerState] = write_json(dir / kTrainerState, checkpoint.trainer_state);
   if (!checkpoint.fp8.is_null()) sizes[kFp8File] = write_json(dir / kFp8File, checkpoint.fp8);
+  if (!checkpoint.tokenizer_model.empty()) {
+    AtomicFile file(dir / kTokenizerModelFile);
+    file.write(checkpoint.tokenizer_model);
+    file.commit(/*sync_directory=*/false);
+    sizes[kTokenizerModelFile] = checkpoint.tokenizer_model.size();
+  }
   write_json(dir / kManifestFile,
              {{"format", kManifestFormat}, {"version", kManifestVersion}, {"step", step}, {"files", sizes}});
 }
@@ -230,7 +236,9 @@ void verify_checkpoint(const fs::path& dir) {
         kManifestVersion);
   const nlohmann::json files = manifest.contains("files") ? manifest["files"] : nlohmann::json();
   std::vector<std::string> names = data_files();
-  if (files.is_object() && files.contains(kFp8File)) names.push_back(kFp8File);  // optional: fp8 runs
+  for (const char* optional : {kFp8File, kTokenizerModelFile}) {  // fp8 runs; sentencepiece tokenizers
+    if (files.is_object() && files.contains(optional)) names.push_back(optional);
+  }
   for (const std::string& name : names) {
     check(files.is_object() && files.contains(name) && files[name].is_number_unsigned(), where,
           ": does not record the size of ", name);
@@ -260,7 +268,9 @@ Checkpoint load_checkpoint(const fs::path& dir) {
   out.scaler = read_json(dir / kScaler);
   out.rng = read_json(dir / kRng);
   out.trainer_state = read_json(dir / kTrainerState);
-  if (read_json(dir / kManifestFile)["files"].contains(kFp8File)) out.fp8 = read_json(dir / kFp8File);
+  const nlohmann::json files = read_json(dir / kManifestFile)["files"];
+  if (files.contains(kFp8File)) out.fp8 = read_json(dir / kFp8File);
+  if (files.contains(kTokenizerModelFile)) out.tokenizer_model = read_text(dir / kTokenizerModelFile);
   return out;
 }
 

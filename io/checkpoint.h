@@ -8,6 +8,8 @@
 //     scheduler.json, scaler.json, rng_state.json, trainer_state.json
 //     fp8_scaling.json       fp8 runs only: every fp8 scale and amax history
 //                            (Fp8Scaling::state_dict); optional, so older checkpoints load
+//     sentencepiece.model    sentencepiece tokenizers only: the SentencePiece model, as
+//                            spm_train writes it (config.json's tokenizer names it)
 //     checkpoint.json        manifest written last: every file above and its size
 // A checkpoint is written into output_dir/.tmp-checkpoint-<step>-<pid>/ (each file to a
 // temporary name, fsync'ed, renamed), the directory is fsync'ed and renamed into place
@@ -40,13 +42,15 @@ struct Checkpoint {
   nlohmann::json rng;               // -> rng_state.json
   nlohmann::json trainer_state;     // -> trainer_state.json
   nlohmann::json fp8;               // -> fp8_scaling.json when not null (fp8 runs)
+  std::string tokenizer_model;      // -> sentencepiece.model when not empty (its bytes)
 };
 
 // The files every complete checkpoint directory has, the manifest (kManifestFile) last; an fp8
-// run's also has kFp8File, which the manifest then lists.
+// run's also has kFp8File, a sentencepiece run's kTokenizerModelFile, which the manifest then lists.
 const std::vector<std::string>& checkpoint_files();
 inline constexpr const char* kManifestFile = "checkpoint.json";
 inline constexpr const char* kFp8File = "fp8_scaling.json";
+inline constexpr const char* kTokenizerModelFile = "sentencepiece.model";
 
 // Writes output_dir/checkpoint-<step>/ atomically (see above), replacing a checkpoint of the same
 // step, and returns its path. Creates output_dir if needed and first removes stale temporary

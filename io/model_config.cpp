@@ -2,20 +2,49 @@
 #include "io/model_config.h"
 
 #include <charconv>
+#include <cstdio>
 #include <cstdlib>
 
 #include "base/error.h"
+#include "base/fingerprint.h"
 #include "data/tokenizer.h"
 #include "nn/layer_norm.h"
 
 namespace hg::io {
 
+namespace {
+
+// The model bytes' 64-bit FNV-1a (base/fingerprint.h), 16 hex digits: config.json's model_fnv1a64.
+std::string spm_model_fingerprint(const std::string& model) {
+  char hex[17];
+  std::snprintf(hex, sizeof hex, "%016llx", static_cast<unsigned long long>(fnv1a(model.data(), model.size())));
+  return hex;
+}
+
+// A JSON string equal to `text` (not json == "...": see model_config_from_json).
+bool is_string_equal(const nlohmann::json& value, const std::string& text) {
+  return value.is_string() && value.get_ref<const std::string&>() == text;
+}
+
+}  // namespace
+
 nlohmann::json tokenizer_config_to_json(const data::TokenizerConfig& t) {
   nlohmann::json j = {{"type", data::to_string(t.kind)}};
+  if (t.kind == data::TokenizerKind::kSentencePiece) {
+    j["spm_type"] = data::to_string(t.spm_type);
+    j["vocab_size"] = t.spm_vocab_size;
+    if (!t.spm_model.empty()) {
+      j["model_file"] = kTokenizerModelFile;
+      j["model_fnv1a64"] = spm_model_fingerprint(t.spm_model);
+    }
+    return j;
+  }
   if (t.kind == data::TokenizerKind::kCharNgrams) {
     j["ngram_min"] = t.ngram_min;
     j["ngram_max"] = t.ngram_max;
   }
+  // Only when not 2: config.json files of word bags stay as they were before word_ngrams.
+  if (t.kind == data::TokenizerKind::kWords && t.word_ngrams != 2) j["word_ngrams"] = t.word_ngrams;
   if (t.kind != data::TokenizerKind::kBytes) j["buckets"] = t.buckets;
   return j;
 }
@@ -34,7 +63,14 @@ data::TokenizerConfig tokenizer_config_from_json(const nlohmann::json& j, const 
       else if (key == "ngram_min") t.ngram_min = integer(value);
       else if (key == "ngram_max") t.ngram_max = integer(value);
       else if (key == "buckets") t.buckets = integer(value);
-      else fail("tokenizer: unknown key '", key, "'");
+      else if (key == "word_ngrams") t.word_ngrams = integer(value);  // absent before ordered words: 2
+      else if (key == "spm_type") t.spm_type = data::parse_spm_type(value.get<std::string>());
+      else if (key == "vocab_size") t.spm_vocab_size = integer(value);
+      else if (key == "model_file") {
+        check(is_string_equal(value, kTokenizerModelFile), "tokenizer: model_file must be '", kTokenizerModelFile, "', got ", value.dump());
+      } else if (key == "model_fnv1a64") {
+        check(value.is_string(), "tokenizer: model_fnv1a64 must be a string, got ", value.dump());
+      } else fail("tokenizer: unknown key '", key, "'");
     }
     check(j.contains("type"), "tokenizer: missing field 'type'");
     t.validate();
@@ -71,7 +107,7 @@ nlohmann::json architecture_fields(const ModelConfig& m) {
       {"pooling_mask", "attention_mask"},  // mean pooling averages the real tokens only
       {"pad_token_id", data::ByteTokenizer::kPad}};  // 0 in every tokenizer
   // Prepended; the last id of every tokenizer's vocabulary (256 for bytes, buckets + 1 hashed).
-  if (c.pooling == nn::Pooling::kCls) j["cls_token_id"] = data::Tokenizer(m.tokenizer, true).vocab_size() - 1;
+  if (c.pooling == nn::Pooling::kCls) j["cls_token_id"] = m.tokenizer.model_vocab(true) - 1;
   return j;
 }
 
@@ -92,7 +128,7 @@ nlohmann::json model_config_to_json(const ModelConfig& m) {
           {"dropout", c.dropout},
           {"pooling", c.pooling == nn::Pooling::kMean ? "mean" : "cls"},
           {"initializer_range", c.init_std},
-          {"position_embedding", c.position_embedding == nn::PositionEmbedding::kLearned ? "learned" : "none"},
+          {"position_embedding", nn::to_string(c.position_embedding)},
           {"sparse_embedding", c.sparse_embedding},
           {"tokenizer", tokenizer_config_to_json(m.tokenizer)},
           {"id2label", id2label}};
@@ -129,9 +165,7 @@ ModelConfig model_config_from_json(const nlohmann::json& j, const std::string& s
     c.pooling = pooling == "mean" ? nn::Pooling::kMean : nn::Pooling::kCls;
     c.init_std = get("initializer_range");
     const std::string position = j.value("position_embedding", std::string("learned"));  // absent before bag models
-    check(position == "learned" || position == "none", source, ": position_embedding must be learned or none, got '",
-          position, "'");
-    c.position_embedding = position == "learned" ? nn::PositionEmbedding::kLearned : nn::PositionEmbedding::kNone;
+    c.position_embedding = nn::parse_position_embedding(position, source + ": position_embedding");
     c.sparse_embedding = j.value("sparse_embedding", false);  // absent before sparse gradients
     if (j.contains("tokenizer")) m.tokenizer = tokenizer_config_from_json(j.at("tokenizer"), source);
     const nlohmann::json& id2label = get("id2label");
@@ -147,7 +181,7 @@ ModelConfig model_config_from_json(const nlohmann::json& j, const std::string& s
   } catch (const Error& e) {
     fail(source, ": ", e.what());
   }
-  const int64_t needed = data::Tokenizer(m.tokenizer, m.classifier.pooling == nn::Pooling::kCls).vocab_size();
+  const int64_t needed = m.tokenizer.model_vocab(m.classifier.pooling == nn::Pooling::kCls);
   check(needed <= m.classifier.vocab, source, ": the ", data::to_string(m.tokenizer.kind), " tokenizer needs vocab_size ",
         needed, ", the model has ", m.classifier.vocab);
   const nlohmann::json architecture = architecture_fields(m);
@@ -155,6 +189,24 @@ ModelConfig model_config_from_json(const nlohmann::json& j, const std::string& s
     check(!j.contains(key) || j.at(key).dump() == value.dump(), source, ": ", key, " is ", j.contains(key) ? j.at(key).dump() : "",
           ", but halfgrad builds ", value.dump());
   }
+  return m;
+}
+
+ModelConfig model_config_from_checkpoint(const Checkpoint& c, const std::string& dir) {
+  ModelConfig m = model_config_from_json(c.config, dir + "/config.json");
+  if (m.tokenizer.kind != data::TokenizerKind::kSentencePiece) return m;
+  const std::string file = dir + "/" + kTokenizerModelFile;
+  check(!c.tokenizer_model.empty(), dir, ": config.json names a sentencepiece tokenizer, but ", kTokenizerModelFile,
+        " is missing from the checkpoint");
+  const nlohmann::json& t = c.config.at("tokenizer");
+  check(t.contains("model_fnv1a64"), dir, "/config.json: tokenizer: missing field 'model_fnv1a64'");
+  const std::string actual = spm_model_fingerprint(c.tokenizer_model);
+  check(is_string_equal(t.at("model_fnv1a64"), actual), file, ": fingerprint ", actual, ", but config.json records ",
+        t.at("model_fnv1a64").dump(), " (corrupt or replaced)");
+  const int64_t vocab_size = m.tokenizer.spm_vocab_size;
+  m.tokenizer.set_spm_model(c.tokenizer_model, file);
+  check(m.tokenizer.spm_vocab_size == vocab_size, file, ": ", m.tokenizer.spm_vocab_size,
+        " pieces, but config.json says vocab_size ", vocab_size);
   return m;
 }
 

@@ -6,6 +6,15 @@
 
 namespace hg::nn {
 
+std::string to_string(PositionEmbedding p) { return p == PositionEmbedding::kLearned ? "learned" : "none"; }
+
+PositionEmbedding parse_position_embedding(const std::string& name, const std::string& what) {
+  for (PositionEmbedding p : {PositionEmbedding::kLearned, PositionEmbedding::kNone}) {
+    if (name == to_string(p)) return p;
+  }
+  fail(what, " must be learned or none, got '", name, "'");
+}
+
 void ClassifierConfig::validate() const {
   check(vocab >= 2, "config: vocab must be >= 2, got ", vocab);
   check(max_len >= 1, "config: max_len must be >= 1, got ", max_len);

@@ -21,6 +21,11 @@ namespace hg::nn {
 enum class Pooling { kMean, kCls };
 enum class PositionEmbedding { kLearned, kNone };  // kNone: the sequence is a bag of tokens
 
+// "learned" | "none" (config.json's position_embedding, --positions); parse_position_embedding
+// throws hg::Error naming `what` and the allowed names.
+std::string to_string(PositionEmbedding p);
+PositionEmbedding parse_position_embedding(const std::string& name, const std::string& what = "position_embedding");
+
 struct ClassifierConfig {
   int64_t vocab = 256;  // token ids in [0, vocab); id 0 is padding
   int64_t max_len = 32;

@@ -5,6 +5,8 @@ set -euo pipefail
 HALFGRAD_PACKAGES=(g++ cmake make libhwy-dev catch2 libcli11-dev nlohmann-json3-dev libopenblas-dev
   # MPI: data-parallel training across processes (docs/distributed.md) and its tests.
   libopenmpi-dev openmpi-bin
+  # SentencePiece: the sentencepiece tokenizer (data/sentencepiece.h).
+  libsentencepiece-dev
   # Debian's word lists: the language-id data set of the main job (data/dataset.h).
   wamerican wngerman wfrench wspanish witalian wportuguese wdutch)
 # Callers may ask for more (scripts/test.sh: clang for the fuzz targets).

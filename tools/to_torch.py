@@ -11,9 +11,9 @@ nn.TransformerEncoderLayer (exact erf GELU, no dropout) with a final nn.LayerNor
 mean over real tokens, or the CLS token's output) and an nn.Linear head. The weights come from
 model.safetensors, read here by hand (an 8-byte header length, a JSON header, raw little-endian
 data), so no safetensors package is needed. Texts are tokenized as config.json's tokenizer says,
-as data/tokenizer.h does: UTF-8 bytes, or hashed char n-grams / words (bench/halfgrad_tokenize.py;
-a bag: position_embedding_type "none" and no position table); 0 = padding, the CLS id first with
-CLS pooling, truncated to max_position_embeddings.
+as data/tokenizer.h does: UTF-8 bytes, hashed char n-grams / words (bench/halfgrad_tokenize.py), or
+the checkpoint's sentencepiece.model through python3-sentencepiece (ids + 1); 0 = padding, the CLS
+id first with CLS pooling, truncated to max_position_embeddings.
 
 Its logits are compared with `halfgrad predict --logits` (run on the same texts, or read from
 --logits-file). Exit codes: 0 when the largest absolute difference is within the tolerance, 1 when
@@ -152,9 +152,25 @@ class TorchTextClassifier(nn.Module):
         self.load_state_dict(state, strict=True)
 
 
-def token_ids(text, tokenizer):
-    """One text's ids without CLS: UTF-8 bytes, or the hashed n-gram ids of bench/halfgrad_tokenize.py
-    (the same ids as data/tokenizer.h: tested there against fastText's known answers)."""
+def spm_processor(path):
+    """The SentencePiece model at path, loaded once (python3-sentencepiece)."""
+    if path not in spm_processor.cache:
+        try:
+            import sentencepiece  # noqa: PLC0415  (only sentencepiece checkpoints need it)
+        except ImportError:
+            print("skipped: python3-sentencepiece is not installed", file=sys.stderr)
+            sys.exit(77)
+        spm_processor.cache[path] = sentencepiece.SentencePieceProcessor(model_file=path)
+    return spm_processor.cache[path]
+
+
+spm_processor.cache = {}
+
+
+def token_ids(text, tokenizer, checkpoint):
+    """One text's ids without CLS: UTF-8 bytes, the hashed n-gram ids of bench/halfgrad_tokenize.py
+    (the same ids as data/tokenizer.h: tested there against fastText's known answers), or the
+    SentencePiece ids + 1 (0 stays padding)."""
     kind = tokenizer.get("type") if isinstance(tokenizer, dict) else tokenizer
     if kind == "bytes":
         return list(text.encode("utf-8"))
@@ -163,16 +179,19 @@ def token_ids(text, tokenizer):
         return halfgrad_tokenize.char_ngram_ids(text, tokenizer["buckets"], tokenizer["ngram_min"],
                                                 tokenizer["ngram_max"], unbounded)
     if kind == "words":
-        return halfgrad_tokenize.word_ids(text, tokenizer["buckets"], max_len=unbounded)
+        return halfgrad_tokenize.word_ids(text, tokenizer["buckets"], tokenizer.get("word_ngrams", 2), unbounded)
+    if kind == "sentencepiece":
+        sp = spm_processor(os.path.join(checkpoint, tokenizer["model_file"]))
+        return [i + 1 for i in sp.encode(text, out_type=int)]
     fail(f"config.json: tokenizer {json.dumps(tokenizer)}: unknown type")
 
 
-def encode(texts, config):
+def encode(texts, config, checkpoint):
     """Token ids padded to the longest text, and the mask, as data/tokenizer.h and DataLoader make them."""
     tokenizer = config.get("tokenizer", "bytes")  # absent in config.json files before tokenizers: bytes
     max_len = config["max_position_embeddings"]
     cls = [config["cls_token_id"] if "cls_token_id" in config else 256] if config["pooling"] == "cls" else []
-    rows = [(cls + token_ids(t, tokenizer))[:max_len] for t in texts]
+    rows = [(cls + token_ids(t, tokenizer, checkpoint))[:max_len] for t in texts]
     width = max(len(r) for r in rows)
     ids = torch.zeros(len(rows), width, dtype=torch.long)
     mask = torch.zeros(len(rows), width, dtype=torch.long)
@@ -216,7 +235,7 @@ def check(args, checkpoint, texts):
     model.load_halfgrad(read_safetensors(os.path.join(checkpoint, "model.safetensors")))
     model.eval()
     with torch.no_grad():
-        ids, mask = encode(texts, config)
+        ids, mask = encode(texts, config, checkpoint)
         logits = model(ids, mask).double().numpy()
 
     expected = halfgrad_logits(args, checkpoint, texts)

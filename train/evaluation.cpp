@@ -48,7 +48,7 @@ EvalPrediction run_evaluation(nn::TextClassifier& model, const data::Dataset& da
 
 InferenceModel load_for_inference(const std::string& dir) {
   const io::Checkpoint c = io::load_checkpoint(dir);
-  const io::ModelConfig config = io::model_config_from_json(c.config, dir + "/config.json");
+  const io::ModelConfig config = io::model_config_from_checkpoint(c, dir);
   // The training run's mode, from the same keys its TrainingArguments wrote (absent: f32).
   const nlohmann::json args = c.trainer_state.value("training_args", nlohmann::json::object());
   const optim::MixedPrecisionOptions options =

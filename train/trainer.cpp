@@ -316,6 +316,7 @@ std::string Trainer::save_checkpoint() {
   // The weights the optimizer updates: in O2 the f32 masters (the f16 model is their rounding).
   for (const auto& [name, tensor] : mp.optimizer_parameters()) c.model[name] = tensor;
   c.config = io::model_config_to_json({model_.config, train_dataset_.label_names, args_.tokenizer});
+  c.tokenizer_model = args_.tokenizer.spm_model;  // sentencepiece.model (empty: none)
   c.optimizer = parts_->optimizer->state_dict();
   c.scheduler = parts_->scheduler->state_dict();
   c.scaler = mp.scaler().state_dict();
@@ -339,7 +340,7 @@ std::string Trainer::save_checkpoint() {
 // anywhere below becomes an error naming the checkpoint.
 void Trainer::restore(const std::string& dir) try {
   const io::Checkpoint c = io::load_checkpoint(dir);
-  const io::ModelConfig config = io::model_config_from_json(c.config, dir + "/config.json");
+  const io::ModelConfig config = io::model_config_from_checkpoint(c, dir);
   check(config.classifier.d_model == model_.config.d_model && config.classifier.layers == model_.config.layers &&
             config.classifier.heads == model_.config.heads && config.classifier.d_ff == model_.config.d_ff &&
             config.classifier.vocab == model_.config.vocab && config.classifier.classes == model_.config.classes &&

@@ -101,6 +101,17 @@ TEST_CASE("words: lower-cased unigrams, then bigrams with fastText's sign extens
   CHECK(words.encode("...", 10).empty());
 }
 
+TEST_CASE("words with word_ngrams 1: the words alone, in text order (for a model with positions)",
+          "[data][tokenizer]") {
+  const Tokenizer ordered({.kind = TokenizerKind::kWords, .buckets = 2000000, .word_ngrams = 1});
+  CHECK(ordered.encode("a hello", 100) == std::vector<int32_t>{1 + 2220, 1 + 1831723});
+  CHECK(ordered.encode("hello a", 100) == std::vector<int32_t>{1 + 1831723, 1 + 2220});
+  CHECK(ordered.vocab_size() == 2000001);
+  CHECK_FALSE(TokenizerConfig{.kind = TokenizerKind::kWords, .word_ngrams = 1} == TokenizerConfig{.kind = TokenizerKind::kWords});
+  REQUIRE_THROWS_WITH(Tokenizer({.kind = TokenizerKind::kWords, .word_ngrams = 3}),
+                      Catch::Contains("word_ngrams must be 1 or 2, got 3"));
+}
+
 TEST_CASE("hashed tokenizers: vocab, CLS id, truncation flag", "[data][tokenizer]") {
   const Tokenizer plain = char_ngrams(1, 5, 100), cls = char_ngrams(1, 5, 100, true);
   CHECK(plain.vocab_size() == 101);

@@ -1,11 +1,13 @@
 // config.json (io/model_config.h): the fields a re-implementation reads, the round trip of
 // the model, its tokenizer and position-embedding choice, config files written before those
-// fields existed (bytes, learned positions), and errors naming the file and the field.
+// fields existed (bytes, learned positions), errors naming the file and the field, and a
+// sentencepiece model carried in the checkpoint beside config.json.
 #include <catch2/catch.hpp>
 
 #include <nlohmann/json.hpp>
 
 #include "base/error.h"
+#include "data/sentencepiece.h"
 #include "io/model_config.h"
 #include "tests/temp_dir.h"
 #include "train/training_arguments.h"
@@ -107,6 +109,11 @@ TEST_CASE("config.json round-trips the tokenizer and the position embedding", "[
   CHECK(model_config_to_json(words).at("tokenizer") == nlohmann::json{{"type", "words"}, {"buckets", 4096}});
   CHECK(model_config_from_json(model_config_to_json(words), "c").tokenizer == words.tokenizer);
 
+  words.tokenizer.word_ngrams = 1;  // ordered words: written, since it is not the default 2
+  CHECK(model_config_to_json(words).at("tokenizer") ==
+        nlohmann::json{{"type", "words"}, {"buckets", 4096}, {"word_ngrams", 1}});
+  CHECK(model_config_from_json(model_config_to_json(words), "c").tokenizer == words.tokenizer);
+
   train::TrainingArguments a;
   a.tokenizer = bag_config().tokenizer;
   CHECK(train::TrainingArguments::from_json(a.to_json(), "trainer_state.json").tokenizer == a.tokenizer);
@@ -189,6 +196,59 @@ TEST_CASE("a bad tokenizer in config.json names the file and the field", "[train
   j["position_embedding"] = "rotary";
   REQUIRE_THROWS_WITH(model_config_from_json(j, "ck/config.json"),
                       Contains("ck/config.json: position_embedding must be learned or none, got 'rotary'"));
+}
+
+TEST_CASE("a sentencepiece model travels in the checkpoint, fingerprinted, and a missing or corrupt one is an error",
+          "[train][config]") {
+  std::vector<std::string> texts;
+  for (int i = 0; i < 60; ++i) texts.push_back("der Hund " + std::to_string(i) + " le chien \xC3\xA9t\xC3\xA9 the dog");
+  ModelConfig m = cls_config();
+  m.tokenizer = {.kind = data::TokenizerKind::kSentencePiece, .spm_type = data::SpmType::kBpe, .spm_vocab_size = 40};
+  m.tokenizer.train_spm_model(texts);
+  m.classifier.vocab = m.tokenizer.model_vocab(true);  // 40 pieces + padding + CLS
+  CHECK(m.classifier.vocab == 42);
+  const nlohmann::json j = model_config_to_json(m);
+  const nlohmann::json& t = j.at("tokenizer");
+  CHECK(t.at("type") == "sentencepiece");
+  CHECK(t.at("spm_type") == "bpe");
+  CHECK(t.at("vocab_size") == 40);
+  CHECK(t.at("model_file") == "sentencepiece.model");
+  CHECK(t.at("model_fnv1a64").get<std::string>().size() == 16);
+  CHECK(j.at("cls_token_id") == 41);
+
+  const testing::TempDir dir("spm_checkpoint");
+  Checkpoint c;
+  c.config = j;
+  c.tokenizer_model = m.tokenizer.spm_model;
+  const std::string saved = save_checkpoint(dir.path, 5, c).string();
+  const Checkpoint loaded = load_checkpoint(saved);
+  CHECK(loaded.tokenizer_model == m.tokenizer.spm_model);
+  const ModelConfig back = model_config_from_checkpoint(loaded, saved);
+  CHECK(back.tokenizer == m.tokenizer);
+  CHECK(data::Tokenizer(back.tokenizer).encode("der Hund", 16) == data::Tokenizer(m.tokenizer).encode("der Hund", 16));
+  // config.json alone has no model.
+  CHECK(model_config_from_json(j, "config.json").tokenizer.spm_model.empty());
+
+  using Catch::Contains;
+  Checkpoint corrupt = loaded;
+  corrupt.tokenizer_model[corrupt.tokenizer_model.size() / 2] ^= 1;  // same size: the manifest cannot tell
+  CHECK_THROWS_WITH(model_config_from_checkpoint(corrupt, "ck"),
+                    Contains("ck/sentencepiece.model: fingerprint") && Contains("(corrupt or replaced)"));
+  Checkpoint missing = loaded;
+  missing.tokenizer_model.clear();
+  CHECK_THROWS_WITH(model_config_from_checkpoint(missing, "ck"),
+                    Contains("ck: config.json names a sentencepiece tokenizer, but sentencepiece.model is missing"));
+  std::filesystem::remove(std::filesystem::path(saved) / "sentencepiece.model");
+  CHECK_THROWS_WITH(load_checkpoint(saved), Contains("sentencepiece.model"));
+  // Bytes that match their fingerprint but are no model are the library's error, naming the file.
+  Checkpoint garbage = loaded;
+  garbage.tokenizer_model = "not a model";
+  garbage.config["tokenizer"]["model_fnv1a64"] = model_config_to_json([&] {
+    ModelConfig g = m;
+    g.tokenizer.spm_model = "not a model";
+    return g;
+  }()).at("tokenizer").at("model_fnv1a64");
+  CHECK_THROWS_WITH(model_config_from_checkpoint(garbage, "ck"), Contains("ck/sentencepiece.model: "));
 }
 
 }  // namespace hg::io

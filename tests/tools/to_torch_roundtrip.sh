@@ -1,6 +1,7 @@
 #!/bin/bash
 # tools/to_torch.py against `halfgrad predict --logits`: trains tiny f32 models (bytes with mean and
-# CLS pooling, char-ngram and word bags, a char-ngram model with a layer and CLS; a few steps) on a
+# CLS pooling, char-ngram and word bags, a char-ngram model with a layer and CLS, ordered words and
+# sentencepiece with positions; a few steps) on a
 # small TSV, rebuilds each in stock torch.nn and requires the logits to
 # agree within the tool's f32 tolerance; then feeds the tool logits off by 1e-3 and requires it to
 # fail naming the difference. Exit 77 (CTest's skip) without /usr/bin/python3 or python3-torch.
@@ -38,8 +39,21 @@ done
   --d-model 16 --heads 4 --layers 1 --d-ff 32 --max-len 24 --batch-size 6 --max-steps 4 --save-steps 4 --lr 1e-2 \
   --threads 1 --output-dir "$dir/out-bag-cls" > "$dir/train-bag-cls.log" 2>&1 \
   || { cat "$dir/train-bag-cls.log"; fail "halfgrad train (char-ngrams, cls)"; }
-/usr/bin/python3 "$tool" "$dir/out-mean/checkpoint-4" "$dir/out-cls/checkpoint-4" "$dir/out-char-ngrams/checkpoint-4" \
-  "$dir/out-words/checkpoint-4" "$dir/out-bag-cls/checkpoint-4" --data "$dir/test.tsv" --halfgrad "$halfgrad"
+# Ordered tokens with learned positions: words alone (no bigrams) under a layer, and a
+# SentencePiece model (when python3-sentencepiece is there to tokenize for the tool).
+"$halfgrad" train --train "$dir/train.tsv" --tokenizer words --buckets 4096 --precision fp32 --d-model 16 --heads 4 \
+  --layers 1 --d-ff 32 --max-len 24 --batch-size 6 --max-steps 4 --save-steps 4 --lr 1e-2 --threads 1 \
+  --output-dir "$dir/out-words-ordered" > "$dir/train-words-ordered.log" 2>&1 \
+  || { cat "$dir/train-words-ordered.log"; fail "halfgrad train (words, positions)"; }
+checkpoints=("$dir/out-mean/checkpoint-4" "$dir/out-cls/checkpoint-4" "$dir/out-char-ngrams/checkpoint-4"
+  "$dir/out-words/checkpoint-4" "$dir/out-bag-cls/checkpoint-4" "$dir/out-words-ordered/checkpoint-4")
+if /usr/bin/python3 -c 'import sentencepiece' 2>/dev/null; then
+  "$halfgrad" train --train "$dir/train.tsv" --tokenizer sentencepiece --vocab-size 30 --precision fp32 --d-model 16 \
+    --heads 4 --layers 1 --d-ff 32 --max-len 24 --batch-size 6 --max-steps 4 --save-steps 4 --lr 1e-2 --threads 1 \
+    --output-dir "$dir/out-spm" > "$dir/train-spm.log" 2>&1 || { cat "$dir/train-spm.log"; fail "halfgrad train (sentencepiece)"; }
+  checkpoints+=("$dir/out-spm/checkpoint-4")
+fi
+/usr/bin/python3 "$tool" "${checkpoints[@]}" --data "$dir/test.tsv" --halfgrad "$halfgrad"
 code=$?
 [ $code -eq 77 ] && exit 77  # the tool's skip: no torch (or numpy)
 [ $code -eq 0 ] || fail "to_torch.py disagrees with halfgrad"
