@@ -101,17 +101,25 @@ std::vector<float> read_rows(const Tensor& t, std::span<const int64_t> rows) {
   return out;
 }
 
-void write_rows(const Tensor& t, std::span<const int64_t> rows, std::span<const float> values) {
+void write_rows(const Tensor& t, std::span<const int64_t> rows, std::span<const float> values,
+                const precision::RoundingOptions& rounding, uint64_t seed, uint64_t first_event) {
   check_rows(t, rows, "write_rows");
   check(values.size() == rows.size() * size_t(t.size(1)), "write_rows: ", values.size(), " values for ", rows.size(),
         " rows of tensor '", t.name(), "' of shape ", t.shape());
   const int64_t c = t.size(1);
   const size_t row_bytes = size_t(c) * element_size(t.dtype());
   for_row_blocks(t, int64_t(rows.size()), [&](int64_t first, int64_t count, std::byte* staging) {
-    // Narrow rows are rounded at once (nearest even, as assign_nearest), then each row's bits copied
-    // into place; f32 rows are copied as they are.
+    // Narrow rows are rounded at once (stochastic rounding: row by row), then each row's bits
+    // copied into place; f32 rows are copied as they are.
     const float* block = values.data() + first * c;
-    if (staging) kernels::store_rounded(staging, t.dtype(), 0, block, count * c, {}, 0, 0);
+    if (staging && rounding.mode != precision::Rounding::kStochastic) {
+      kernels::store_rounded(staging, t.dtype(), 0, block, count * c, rounding, seed, 0);
+    } else if (staging) {  // each row draws the events of its place in t
+      for (int64_t r = 0; r < count; ++r) {
+        kernels::store_rounded(staging, t.dtype(), r * c, block + r * c, c, rounding, seed,
+                               first_event + uint64_t(rows[size_t(first + r)] * c));
+      }
+    }
     const std::byte* source = staging ? staging : reinterpret_cast<const std::byte*>(block);
     for (int64_t r = 0; r < count; ++r) {
       std::memcpy(t.bytes() + size_t(rows[size_t(first + r)]) * row_bytes, source + size_t(r) * row_bytes,

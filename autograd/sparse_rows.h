@@ -39,7 +39,10 @@ SparseRows add(const SparseRows& a, const SparseRows& b);
 // do not depend on it). Here and in write_rows a row outside t is an hg::Error naming it.
 std::vector<float> read_rows(const Tensor& t, std::span<const int64_t> rows);
 // The inverse: rows.size() * C f32 values written into those rows of t, each rounded once
-// (nearest even), as an optimizer step writes a parameter.
-void write_rows(const Tensor& t, std::span<const int64_t> rows, std::span<const float> values);
+// (nearest even, or `rounding`), as an optimizer step writes a parameter. With stochastic
+// rounding, element j of row r draws the event first_event + r * C + j from `seed`: its index in
+// t, as Tensor::assign_rounded numbers it, so a row's bits do not depend on the other rows.
+void write_rows(const Tensor& t, std::span<const int64_t> rows, std::span<const float> values,
+                const precision::RoundingOptions& rounding = {}, uint64_t seed = 0, uint64_t first_event = 0);
 
 }  // namespace hg

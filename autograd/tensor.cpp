@@ -109,6 +109,13 @@ void Tensor::assign_nearest(std::span<const float> values, int64_t first) const 
   kernels::store_rounded(bytes(), dtype(), first, values.data(), int64_t(values.size()), {}, 0, 0);
 }
 
+void Tensor::assign_rounded(std::span<const float> values, const precision::RoundingOptions& rounding, uint64_t seed,
+                            uint64_t first_event, int64_t first) const {
+  check_range(*this, first, values.size(), "Tensor::assign_rounded");
+  kernels::store_rounded(bytes(), dtype(), first, values.data(), int64_t(values.size()), rounding, seed,
+                         first_event + uint64_t(first));
+}
+
 float Tensor::item() const {
   check(numel() == 1, "Tensor::item(): tensor of shape ", shape(), " has ", numel(),
         " elements, not 1");

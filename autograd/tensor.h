@@ -17,6 +17,7 @@
 
 #include "autograd/dtype.h"
 #include "autograd/generator.h"
+#include "precision/rounding.h"
 #include "autograd/shape.h"
 
 namespace hg {
@@ -86,6 +87,11 @@ class Tensor {
   // active scope instead: ScopedRounder (rounding_scope.h). Both run the SIMD conversion kernels
   // over the whole span.
   void assign_nearest(std::span<const float> values, int64_t first = 0) const;
+  // The same write under `rounding`: with stochastic rounding element first + i draws the event
+  // first_event + first + i from `seed`, so the bits do not depend on how a tensor is split into
+  // writes (an optimizer's --update-rounding stochastic: optim/optimizer.h).
+  void assign_rounded(std::span<const float> values, const precision::RoundingOptions& rounding, uint64_t seed,
+                      uint64_t first_event, int64_t first = 0) const;
   float item() const;  // the single element of a one-element tensor
   // True when no element is inf or NaN, judged on the stored bits without widening (one pass).
   bool all_finite() const;

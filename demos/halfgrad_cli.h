@@ -24,6 +24,7 @@ struct TrainOptions {
   std::string accumulate = "f32";  // --accumulate, into args.mixed_precision.accumulation
   std::string rounding = "nearest";  // --rounding, into args.mixed_precision.rounding
   bool flush_subnormals = false;     // --flush-subnormals, into args.mixed_precision.flush_subnormals
+  std::string master_weights = "f32", update_rounding = "nearest";  // --master-weights, --update-rounding
   bool fp16 = false, bf16 = false;
   // --precision fp8's delayed-scaling recipe (Fp8Recipe's fields, TE's defaults).
   std::string fp8_format = "hybrid", fp8_amax_compute_algo = "max", fp8_scale = "pow2";
@@ -84,6 +85,15 @@ inline void add_train_flags(CLI::App& app, TrainOptions& o) {
       ->check(CLI::IsMember(optim::kRoundingNames.names()));
   app.add_flag("--flush-subnormals", o.flush_subnormals,
                "op outputs and gradients that would be f16/bf16 subnormals become zero (GPU flush-to-zero)");
+  app.add_option("--master-weights", o.master_weights,
+                 "f32 (the optimizer updates f32 copies) | none (pure fp16 O2 or pure bf16: it updates the 16-bit weights)")
+      ->capture_default_str()
+      ->check(CLI::IsMember(optim::kMasterWeightsNames.names()));
+  app.add_option("--update-rounding", o.update_rounding,
+                 "with --master-weights none, how each updated 16-bit weight is written: " +
+                     optim::kUpdateRoundingNames.choices())
+      ->capture_default_str()
+      ->check(CLI::IsMember(optim::kUpdateRoundingNames.names()));
   app.add_option("--fp8-format", o.fp8_format, "fp8: hybrid (e4m3 forward, e5m2 gradients) | e4m3")
       ->capture_default_str();
   app.add_option("--fp8-amax-history-len", o.fp8_amax_history_len, "fp8: amax history length per tensor")
@@ -236,6 +246,9 @@ inline void resolve_train_options(const CLI::App& cmd, TrainOptions& o) {
   a.mixed_precision.accumulation = optim::parse_accumulation(o.accumulate, "accumulate (--accumulate)");
   a.mixed_precision.rounding = optim::kRoundingNames.parse(o.rounding, "rounding (--rounding)");
   a.mixed_precision.flush_subnormals = o.flush_subnormals;
+  a.mixed_precision.master_weights = optim::kMasterWeightsNames.parse(o.master_weights, "master_weights (--master-weights)");
+  a.mixed_precision.update_rounding =
+      optim::kUpdateRoundingNames.parse(o.update_rounding, "update_rounding (--update-rounding)");
   a.mixed_precision.validate();
 
   // A step count selects its strategy; under another explicit strategy it would be ignored.

@@ -113,7 +113,7 @@ int main(int argc, char** argv) {
   std::vector<demos::RunResult> runs;
   for (const demos::RunSpec& spec :
        {demos::RunSpec{.label = "pure fp16",
-                       .mixed_precision = {.precision = optim::Precision::kPureFp16},
+                       .mixed_precision = {.precision = optim::Precision::kFp16, .master_weights = optim::MasterWeightsKind::kNone},
                        .track_weight_changes = true},
         demos::RunSpec{.label = "O2, f32 masters",
                        .mixed_precision = {.precision = optim::Precision::kFp16},

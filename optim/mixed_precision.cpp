@@ -13,7 +13,7 @@ namespace hg::optim {
 
 namespace {
 
-bool scales_loss(Precision p) { return p == Precision::kFp16 || p == Precision::kPureFp16; }
+bool scales_loss(Precision p) { return p == Precision::kFp16; }
 
 // The shortest decimal that reads back as `value` ("1024", "0.5").
 std::string shortest(float value) {
@@ -68,7 +68,7 @@ MixedPrecisionOptions MixedPrecisionOptions::resolved() const {
   validate();
   MixedPrecisionOptions r = *this;
   const bool f16_model =
-      precision == Precision::kPureFp16 || (precision == Precision::kFp16 && opt_level == OptLevel::kO2);
+      master_weights == MasterWeightsKind::kNone || (precision == Precision::kFp16 && opt_level == OptLevel::kO2);
   // Fields a mode ignores take one value, so that equal numerics compare equal.
   if (precision != Precision::kFp16) r.opt_level = OptLevel::kO2;
   if (!scales_loss(precision)) r.loss_scaling = {LossScaling::Kind::kNone};
@@ -101,6 +101,12 @@ void MixedPrecisionOptions::validate() const {
   check((rounding == precision::Rounding::kNearestEven && !flush_subnormals) || precision != Precision::kNo,
         "rounding (--rounding) and flush_subnormals (--flush-subnormals) apply to modes with f16 or bf16 stores: "
         "precision fp32 rounds nothing");
+  check(master_weights == MasterWeightsKind::kF32 || precision == Precision::kBf16 ||
+            (precision == Precision::kFp16 && opt_level == OptLevel::kO2),
+        "master_weights (--master-weights) none applies to fp16 O2 and bf16 only: the other modes keep an f32 model");
+  check(update_rounding == UpdateRounding::kNearest || master_weights == MasterWeightsKind::kNone,
+        "update_rounding (--update-rounding) ", kUpdateRoundingNames.name(update_rounding),
+        " applies with --master-weights none only: f32 master weights take every update exactly");
 }
 
 // Accumulation (--accumulate, the JSON key "accumulate").
@@ -126,7 +132,10 @@ MixedPrecisionOptions parse_mixed_precision(const std::string& precision, const 
   if (precision == "no" || precision == "fp32" || precision == "f32") o.precision = Precision::kNo;
   else if (precision == "fp16" || precision == "f16") o.precision = Precision::kFp16;
   else if (precision == "bf16") o.precision = Precision::kBf16;
-  else if (precision == "pure_fp16") o.precision = Precision::kPureFp16;
+  else if (precision == "pure_fp16") {
+    o.precision = Precision::kFp16;
+    o.master_weights = MasterWeightsKind::kNone;
+  }
   else if (precision == "fp8") o.precision = Precision::kFp8;
   else fail("precision (--precision): unknown precision '", precision,
             "' (expected no, fp32, fp16, bf16, pure_fp16 or fp8)");
@@ -140,10 +149,10 @@ nlohmann::json mixed_precision_to_json(const MixedPrecisionOptions& options) {
   const MixedPrecisionOptions o = options.resolved();
   const LossScaling& s = o.loss_scaling;
   nlohmann::json j = {
-      {"fp16", o.precision == Precision::kFp16 || o.precision == Precision::kPureFp16},
+      {"fp16", o.precision == Precision::kFp16},
       {"bf16", o.precision == Precision::kBf16},
       {"fp16_opt_level", opt_level_name(o.opt_level)},
-      {"pure_fp16", o.precision == Precision::kPureFp16},
+      {"pure_fp16", o.precision == Precision::kFp16 && o.master_weights == MasterWeightsKind::kNone},
       {"loss_scale", loss_scale_text(s)},
       {"normalization_outputs",
        o.normalization_outputs == NormalizationOutputs::kInputDtype ? "input_dtype" : "float32"}};
@@ -163,6 +172,10 @@ nlohmann::json mixed_precision_to_json(const MixedPrecisionOptions& options) {
   if (o.accumulation != Accumulation::kF32) j["accumulate"] = accumulation_name(o.accumulation);
   if (o.rounding != precision::Rounding::kNearestEven) j["rounding"] = std::string(kRoundingNames.name(o.rounding));
   if (o.flush_subnormals) j["flush_subnormals"] = true;
+  if (o.master_weights != MasterWeightsKind::kF32) j["master_weights"] = std::string(kMasterWeightsNames.name(o.master_weights));
+  if (o.update_rounding != UpdateRounding::kNearest) {
+    j["update_rounding"] = std::string(kUpdateRoundingNames.name(o.update_rounding));
+  }
   return j;
 }
 
@@ -170,7 +183,7 @@ bool is_mixed_precision_key(const std::string& key) {
   for (const char* k : {"fp16", "bf16", "fp16_opt_level", "pure_fp16", "loss_scale", "loss_scale_init",
                         "loss_scale_growth_interval", "normalization_outputs", "fp8", "fp8_format",
                         "fp8_amax_history_len", "fp8_amax_compute_algo", "fp8_margin", "fp8_scale",
-                        "accumulate", "rounding", "flush_subnormals"}) {
+                        "accumulate", "rounding", "flush_subnormals", "master_weights", "update_rounding"}) {
     if (key == k) return true;
   }
   return false;
@@ -196,8 +209,7 @@ MixedPrecisionOptions mixed_precision_from_json(const nlohmann::json& j, const s
   check(!(fp16 && bf16), source, ": keys 'fp16' and 'bf16' are both true: give one");
   check(!pure || fp16, source, ": key 'pure_fp16' is true but 'fp16' is not (pure fp16 is an fp16 mode)");
   check(!fp8 || !(fp16 || bf16), source, ": key 'fp8' is true with 'fp16' or 'bf16': give one");
-  o.precision = pure  ? Precision::kPureFp16
-                : fp16 ? Precision::kFp16
+  o.precision = fp16   ? Precision::kFp16
                 : bf16 ? Precision::kBf16
                 : fp8  ? Precision::kFp8
                        : Precision::kNo;
@@ -226,6 +238,15 @@ MixedPrecisionOptions mixed_precision_from_json(const nlohmann::json& j, const s
     o.rounding = kRoundingNames.parse(v->get<std::string>(), source + ": key 'rounding'");
   }
   o.flush_subnormals = flag("flush_subnormals");
+  if (pure) o.master_weights = MasterWeightsKind::kNone;
+  if (const nlohmann::json* v = get("master_weights", T::string, kMasterWeightsNames.choices().c_str())) {
+    o.master_weights = kMasterWeightsNames.parse(v->get<std::string>(), source + ": key 'master_weights'");
+    check(!pure || o.master_weights == MasterWeightsKind::kNone, source,
+          ": key 'pure_fp16' is true but 'master_weights' is not none");
+  }
+  if (const nlohmann::json* v = get("update_rounding", T::string, kUpdateRoundingNames.choices().c_str())) {
+    o.update_rounding = kUpdateRoundingNames.parse(v->get<std::string>(), source + ": key 'update_rounding'");
+  }
   if (const nlohmann::json* v = get("fp8_format", T::string, "\"hybrid\" or \"e4m3\"")) {
     o.fp8.format = parse_fp8_format(v->get<std::string>(), source + ": key 'fp8_format'");
   }
@@ -253,17 +274,18 @@ MixedPrecision::MixedPrecision(nn::Module& model, const MixedPrecisionOptions& o
     : model_(model), options_(options.resolved()), scaler_(scaler_options(options_)) {
   switch (options_.precision) {
     case Precision::kNo: break;
-    case Precision::kBf16: autocast_ = DType::bf16; break;
+    case Precision::kBf16:
+      autocast_ = DType::bf16;
+      if (options_.master_weights == MasterWeightsKind::kNone) model.to(DType::bf16);  // pure bf16
+      break;
     case Precision::kFp16:
       autocast_ = DType::f16;
       if (options_.opt_level == OptLevel::kO2) {
         model.to(DType::f16);
-        masters_ = std::make_unique<MasterWeights>(model.parameters());
+        if (options_.master_weights == MasterWeightsKind::kF32) {
+          masters_ = std::make_unique<MasterWeights>(model.parameters());
+        }
       }
-      break;
-    case Precision::kPureFp16:
-      autocast_ = DType::f16;
-      model.to(DType::f16);
       break;
     case Precision::kFp8:
       autocast_ = DType::bf16;
@@ -289,7 +311,7 @@ void MixedPrecision::unscale_gradients(Optimizer& optimizer) {
   if (unscaled_) return;
   if (masters_) masters_->copy_grads_to_masters();
   if (reduce_) reduce_(optimizer);
-  scaler_.unscale(optimizer, /*allow_fp16=*/options_.precision == Precision::kPureFp16);
+  scaler_.unscale(optimizer, /*allow_fp16=*/options_.master_weights == MasterWeightsKind::kNone);
   unscaled_ = true;
 }
 
@@ -301,9 +323,10 @@ float MixedPrecision::clip_gradients(Optimizer& optimizer, float max_norm) {
 
 bool MixedPrecision::finish_step(Optimizer& optimizer) {
   unscale_gradients(optimizer);
+  optimizer.set_update_rounding(options_.update_rounding, seed_);
   bool stepped = false;
   if (scaler_.is_enabled()) {
-    stepped = scaler_.step(optimizer, /*allow_fp16=*/options_.precision == Precision::kPureFp16);
+    stepped = scaler_.step(optimizer, /*allow_fp16=*/options_.master_weights == MasterWeightsKind::kNone);
   } else if (std::isfinite(grad_norm_ ? *grad_norm_ : grad_norm(optimizer.parameters()))) {
     optimizer.step();  // no scaler: never step on inf/NaN
     stepped = true;

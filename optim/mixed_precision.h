@@ -9,8 +9,9 @@
 //              are widened into master grads, unscaled and clipped there, and the masters
 //              rounded back into the model after each step); dynamic loss scaling
 //   bf16       f32 model; autocast to bf16; no scaling (bf16 has f32's range)
-//   pure_fp16  f16 model and optimizer on the f16 weights, no masters: every update smaller
-//              than half an ulp of its weight is lost (what the master_weights demo shows)
+//   pure fp16 / pure bf16 (master_weights none): a 16-bit model and the optimizer on its
+//              weights, no masters; each update is written under update_rounding (nearest loses
+//              every update below half an ulp of its weight: the master_weights demo)
 //   fp8        the bf16 mode (f32 model, which is its own master copy; autocast to bf16) with
 //              every linear layer's GEMM on fp8 operands under delayed per-tensor scaling
 //              (autograd/fp8_scaling.h, recipe in MixedPrecisionOptions::fp8), as Transformer
@@ -47,10 +48,15 @@
 
 namespace hg::optim {
 
-enum class Precision { kNo, kFp16, kBf16, kPureFp16, kFp8 };
+enum class Precision { kNo, kFp16, kBf16, kFp8 };
 enum class OptLevel { kO1, kO2 };
+// Whether the optimizer updates f32 copies of 16-bit weights (f32) or the 16-bit weights
+// themselves (none: pure fp16 or pure bf16 training, with MixedPrecisionOptions::update_rounding).
+enum class MasterWeightsKind { kF32, kNone };
+inline constexpr EnumNames<MasterWeightsKind, 2> kMasterWeightsNames{
+    {{{MasterWeightsKind::kF32, "f32"}, {MasterWeightsKind::kNone, "none"}}}};
 
-// The loss scaling of the fp16 modes (fp16, pure_fp16). The other modes never scale: f32 and
+// The loss scaling of fp16 (with or without master weights). The other modes never scale: f32 and
 // bf16 have f32's exponent range, so no gradient underflows that scaling would save.
 struct LossScaling {
   enum class Kind { kDynamic, kNone, kStatic } kind = Kind::kDynamic;
@@ -62,16 +68,16 @@ struct LossScaling {
 struct MixedPrecisionOptions {
   Precision precision = Precision::kNo;
   OptLevel opt_level = OptLevel::kO2;  // fp16 only (Hugging Face's TrainingArguments default to O1)
-  LossScaling loss_scaling;            // fp16 and pure_fp16 only
+  LossScaling loss_scaling;            // fp16 only
   // Where softmax and layer norm store their outputs under autocast (autograd/autocast.h). Unset:
-  // the mode's -- the input dtype for an f16 model (fp16 O2, pure_fp16), as apex's O2 runs them;
+  // the mode's -- the input dtype for a 16-bit model (fp16 O2, master_weights none), as apex's O2 runs them;
   // f32 otherwise, as torch.autocast does.
   std::optional<NormalizationOutputs> normalization_outputs;
   // fp8 only: the delayed-scaling recipe (TE's DelayedScaling, its defaults).
   Fp8Recipe fp8;
   // How GEMMs and sums accumulate (autograd/kernels/accumulate.h): f32 (the default, and
   // Micikevicius et al.'s third technique), or f16 rounded after every addition, plain or in
-  // blocks with an f32 carry. fp16 and pure_fp16 only: the modes whose products are f16.
+  // blocks with an f32 carry. fp16 only: the mode whose products are f16.
   Accumulation accumulation = Accumulation::kF32;
   // How every op output and gradient stored in f16/bf16 is rounded (a RoundingScope over each
   // step's forward and backward passes and over evaluation; docs/autograd.md): nearest even (the
@@ -81,9 +87,14 @@ struct MixedPrecisionOptions {
   // write of the updated weights is not an op's output: it rounds to nearest.
   precision::Rounding rounding = precision::Rounding::kNearestEven;
   bool flush_subnormals = false;
+  // none (fp16 O2 and bf16 only): the model is 16-bit and the optimizer updates it directly,
+  // writing each new weight under update_rounding (optim/optimizer.h: nearest loses updates below
+  // half an ulp; stochastic and kahan keep them). fp16 with none is "pure fp16".
+  MasterWeightsKind master_weights = MasterWeightsKind::kF32;
+  UpdateRounding update_rounding = UpdateRounding::kNearest;  // master_weights none only
 
   // These options with every unset field replaced by the mode's value, and the fields the mode
-  // ignores at one value (opt level O2 unless fp16, loss scaling none unless fp16 or pure_fp16,
+  // ignores at one value (opt level O2 unless fp16, loss scaling none unless fp16,
   // the fp8 recipe at its defaults unless fp8):
   // the one place where a default that depends on the mode is decided. MixedPrecision runs the
   // resolved options, and two options compute the same way exactly when their resolved forms are
@@ -116,7 +127,8 @@ Accumulation parse_accumulation(const std::string& text, const std::string& fiel
 
 // The JSON form, as keys of a flat object (TrainingArguments' JSON holds them beside its own):
 // Hugging Face's "fp16", "bf16" (booleans) and "fp16_opt_level" ("O1" | "O2"), and halfgrad's
-// "pure_fp16" (true with "fp16": an f16 model without masters), "loss_scale" ("dynamic" | "none"
+// "pure_fp16" (true with "fp16" and master_weights none), "master_weights" ("none" only when
+// none), "update_rounding" (only when not nearest), "loss_scale" ("dynamic" | "none"
 // | the static scale, as --loss-scale takes it; "none" for f32 and bf16; "loss_scale_init" and
 // "loss_scale_growth_interval" only when a dynamic scaler's differ from GradScaler's defaults)
 // and "normalization_outputs" ("float32" | "input_dtype"); "accumulate" (accumulation_name) only
@@ -145,7 +157,7 @@ struct StepResult {
 
 class MixedPrecision {
  public:
-  // Converts the model's parameters for the mode (f16 for O2 and pure_fp16). Throws hg::Error
+  // Converts the model's parameters for the mode (f16 for O2, the 16-bit dtype without masters). Throws hg::Error
   // for invalid options (MixedPrecisionOptions::validate).
   MixedPrecision(nn::Module& model, const MixedPrecisionOptions& options);
 
@@ -189,6 +201,8 @@ class MixedPrecision {
   // The fp8 scale state (fp8 mode), else null; its state_dict goes into checkpoints.
   Fp8Scaling* fp8() { return fp8_.get(); }
   const Fp8Scaling* fp8() const { return fp8_.get(); }
+  // The seed of stochastic update rounding (the run's --seed; 0 unless set).
+  void set_seed(uint64_t seed) { seed_ = seed; }
 
  private:
   nn::Module& model_;
@@ -199,6 +213,7 @@ class MixedPrecision {
   std::function<void(Optimizer&)> reduce_;
   std::shared_ptr<Fp8Scaling> fp8_;  // fp8 mode; shared with the autocast guards and linear's backward
   bool unscaled_ = false;  // within the current step
+  uint64_t seed_ = 0;
   // The unscaled gradients' norm before clipping, once step() or clip_gradients() computed it in
   // the current step: finish_step() checks it for inf/NaN instead of computing it again.
   std::optional<float> grad_norm_;

@@ -10,6 +10,7 @@
 #include "autograd/tape.h"
 #include "base/error.h"
 #include "base/parallel.h"
+#include "precision/convert.h"
 
 namespace hg::optim {
 
@@ -37,21 +38,50 @@ void Optimizer::step() {
     for (const Tensor& param : group.params) {
       const size_t i = index++;
       if (const SparseRows* sparse = param.sparse_grad()) {
-        update_rows(param, *sparse, group, state_[i], ++param_steps_[i]);
+        update_rows(param, *sparse, group, state_[i], ++param_steps_[i], i);
         continue;
       }
       if (!param.grad().defined()) continue;
       std::vector<float> p = param.to_vector();
       const std::vector<float> g = param.grad().to_vector();
+      const std::vector<float> before = update_rounding_ == UpdateRounding::kKahan ? p : std::vector<float>();
       update(p, g, group, state_[i], ++param_steps_[i]);
-      param.assign_nearest(p);
+      write_update(param, {}, p, before, state_[i], i);
     }
   }
   ++steps_;
 }
 
+void Optimizer::write_update(const Tensor& param, std::span<const int64_t> rows, std::vector<float>& p,
+                             const std::vector<float>& before, std::map<std::string, std::vector<float>>& state,
+                             size_t index) const {
+  const bool narrow = param.dtype() != DType::f32;
+  if (narrow && update_rounding_ == UpdateRounding::kKahan) {
+    std::vector<float>& c = state["kahan"];
+    c.resize(p.size(), 0.0f);  // (the first step: no update is owed yet)
+    std::vector<float> target(p.size());
+    for (size_t k = 0; k < p.size(); ++k) target[k] = before[k] + (c[k] + (p[k] - before[k]));
+    round_to(storage_format(param.dtype()), target);  // w' = round(w + c + u), nearest even
+    for (size_t k = 0; k < p.size(); ++k) c[k] = (c[k] + (p[k] - before[k])) - (target[k] - before[k]);
+    round_to(storage_format(param.dtype()), c);  // the buffer holds values of the parameter's dtype
+    p.swap(target);
+  }
+  if (narrow && update_rounding_ == UpdateRounding::kStochastic) {
+    // Events: the step in the high bits, the element's index in the low 36; the seed mixed with
+    // the parameter's place, so no two draws of a run share a (seed, event) pair.
+    const precision::RoundingOptions sr{.mode = precision::Rounding::kStochastic};
+    const uint64_t seed = rounding_seed_ ^ (0x9E3779B97F4A7C15ull * (index + 1));
+    const uint64_t events = uint64_t(steps_) << 36;
+    if (rows.empty()) param.assign_rounded(p, sr, seed, events);
+    else write_rows(param, rows, p, sr, seed, events);
+    return;
+  }
+  if (rows.empty()) param.assign_nearest(p);
+  else write_rows(param, rows, p);
+}
+
 void Optimizer::update_rows(const Tensor& param, const SparseRows& grad, const ParamGroup& group,
-                            std::map<std::string, std::vector<float>>& state, int64_t step) {
+                            std::map<std::string, std::vector<float>>& state, int64_t step, size_t index) {
   const int64_t c = param.size(1), n = int64_t(grad.rows.size());
   if (n == 0) return;
   // In chunks of about 16K elements, so that a chunk's rows are still in L2 when they are
@@ -76,8 +106,9 @@ void Optimizer::update_rows(const Tensor& param, const SparseRows& grad, const P
     std::vector<float> p = read_rows(param, rows);
     std::vector<float> g(rows.size() * size_t(c));
     grad.values.read(g, k * per * c);
+    const std::vector<float> before = update_rounding_ == UpdateRounding::kKahan ? p : std::vector<float>();
     update(p, g, group, rows_state, step);
-    write_rows(param, rows, p);
+    write_update(param, rows, p, before, rows_state, index);
     return rows;
   };
   const auto scatter = [c](std::span<const int64_t> rows, const std::vector<float>& gathered,

@@ -21,8 +21,25 @@
 
 #include "autograd/sparse_rows.h"
 #include "autograd/tensor.h"
+#include "base/enum_names.h"
 
 namespace hg::optim {
+
+// How a step writes the updated value into a 16-bit parameter (one the optimizer updates
+// directly, without f32 master weights; f32 parameters are written exactly under every mode).
+// Zamirai et al. 2020 ("Revisiting BFloat16 Training", arXiv:2010.06192): nearest rounding
+// cancels every update below half an ulp of its weight; stochastic rounding or Kahan-compensated
+// updates keep them without an f32 copy.
+//   nearest     round to nearest even (what a 16-bit FPU does);
+//   stochastic  away from zero with probability equal to the discarded fraction (unbiased:
+//               E[w'] = w + u), random bits from (seed, parameter, step, element);
+//   kahan       the state buffer "kahan" (one value of the parameter's dtype per element) holds
+//               the part of the updates the weight has not absorbed: c += u; w' = round(w + c);
+//               c -= w' - w (torchdistx AnyPrecisionAdamW @0552f1b, use_kahan_summation).
+enum class UpdateRounding { kNearest, kStochastic, kKahan };
+inline constexpr EnumNames<UpdateRounding, 3> kUpdateRoundingNames{{{{UpdateRounding::kNearest, "nearest"},
+                                                                      {UpdateRounding::kStochastic, "stochastic"},
+                                                                      {UpdateRounding::kKahan, "kahan"}}}};
 
 struct ParamGroup {
   std::vector<Tensor> params;
@@ -48,6 +65,12 @@ class Optimizer {
   // are skipped, as torch).
   void step();
   void zero_grad();  // drops gradients (set_to_none)
+  // How later steps write 16-bit parameters (default nearest); `seed` feeds stochastic rounding.
+  void set_update_rounding(UpdateRounding mode, uint64_t seed = 0) {
+    update_rounding_ = mode;
+    rounding_seed_ = seed;
+  }
+  UpdateRounding update_rounding() const { return update_rounding_; }
 
   std::vector<ParamGroup>& param_groups() { return groups_; }
   const std::vector<ParamGroup>& param_groups() const { return groups_; }
@@ -69,9 +92,18 @@ class Optimizer {
   // update() on the rows of a row-sparse gradient: gathers those rows of the parameter and of
   // its state buffers, updates them, scatters them back.
   void update_rows(const Tensor& param, const SparseRows& grad, const ParamGroup& group,
-                   std::map<std::string, std::vector<float>>& state, int64_t step);
+                   std::map<std::string, std::vector<float>>& state, int64_t step, size_t index);
+
+  // Writes the updated values `p` of the parameter (all of it, or `rows`) under the update
+  // rounding; `before`: its values before the update (Kahan only). `index`: its place in the
+  // optimizer, for stochastic rounding's bits.
+  void write_update(const Tensor& param, std::span<const int64_t> rows, std::vector<float>& p,
+                    const std::vector<float>& before, std::map<std::string, std::vector<float>>& state,
+                    size_t index) const;
 
   std::vector<ParamGroup> groups_;
+  UpdateRounding update_rounding_ = UpdateRounding::kNearest;
+  uint64_t rounding_seed_ = 0;
   // Per parameter (in group order): named state buffers and its own step count.
   std::vector<std::map<std::string, std::vector<float>>> state_;
   std::vector<int64_t> param_steps_;

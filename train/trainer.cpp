@@ -263,6 +263,7 @@ Trainer::Trainer(nn::TextClassifier& model, TrainingArguments args, const data::
   parts_->scheduler = std::make_unique<optim::LrScheduler>(*parts_->optimizer, optim::parse_schedule(args_.lr_scheduler_type),
                                                            warmup, state_.max_steps);
   accelerator_->prepare(model, *parts_->optimizer, parts_->scheduler.get());
+  accelerator_->mixed_precision().set_seed(args_.seed);  // stochastic update rounding draws from the run's seed
 }
 
 Trainer::~Trainer() = default;

@@ -100,7 +100,7 @@ TEST_CASE("mixed precision options: normalization outputs default to the mode's 
   using NO = NormalizationOutputs;
   CHECK(MixedPrecisionOptions{.precision = Precision::kFp16, .opt_level = OptLevel::kO2}.resolved().normalization_outputs ==
         NO::kInputDtype);
-  CHECK(MixedPrecisionOptions{.precision = Precision::kPureFp16}.resolved().normalization_outputs == NO::kInputDtype);
+  CHECK(MixedPrecisionOptions{.precision = Precision::kFp16, .master_weights = MasterWeightsKind::kNone}.resolved().normalization_outputs == NO::kInputDtype);
   CHECK(MixedPrecisionOptions{.precision = Precision::kFp16, .opt_level = OptLevel::kO1}.resolved().normalization_outputs ==
         NO::kFloat32);
   CHECK(MixedPrecisionOptions{.precision = Precision::kBf16}.resolved().normalization_outputs == NO::kFloat32);
@@ -122,7 +122,7 @@ TEST_CASE("mixed precision options: JSON under Hugging Face's keys, and old trai
       {.precision = Precision::kFp16, .loss_scaling = {LossScaling::Kind::kDynamic, 1024.0f, 50}},
       {.precision = Precision::kFp16, .loss_scaling = {LossScaling::Kind::kNone}},
       {.precision = Precision::kBf16, .normalization_outputs = NormalizationOutputs::kInputDtype},
-      {.precision = Precision::kPureFp16}};
+      {.precision = Precision::kFp16, .master_weights = MasterWeightsKind::kNone}};
   for (const MixedPrecisionOptions& o : cases) {
     const nlohmann::json j = mixed_precision_to_json(o);
     INFO(j.dump());
@@ -307,8 +307,10 @@ namespace hg::optim {
 TEST_CASE("mixed precision options: accumulation (--accumulate), its JSON key and the guard it sets", "[mixed][accumulate]") {
   using A = Accumulation;
   // Only the modes with f16 products accept f16 accumulation; the error names the flag.
-  for (const Precision p : {Precision::kFp16, Precision::kPureFp16}) {
-    for (const A a : {A::kF32, A::kF16, A::kF16Blocked}) CHECK_NOTHROW((MixedPrecisionOptions{.precision = p, .accumulation = a}.validate()));
+  for (const MasterWeightsKind m : {MasterWeightsKind::kF32, MasterWeightsKind::kNone}) {
+    for (const A a : {A::kF32, A::kF16, A::kF16Blocked}) {
+      CHECK_NOTHROW((MixedPrecisionOptions{.precision = Precision::kFp16, .accumulation = a, .master_weights = m}.validate()));
+    }
   }
   for (const Precision p : {Precision::kNo, Precision::kBf16}) {
     REQUIRE_THROWS_WITH(MixedPrecisionOptions({.precision = p, .accumulation = A::kF16Blocked}).validate(),
@@ -353,7 +355,7 @@ TEST_CASE("mixed precision options: rounding (--rounding, --flush-subnormals), i
           "[mixed][rounding]") {
   using R = precision::Rounding;
   // The modes with f16/bf16 stores accept every rounding; fp32 none but nearest (the error names the flags).
-  for (const Precision p : {Precision::kFp16, Precision::kBf16, Precision::kPureFp16, Precision::kFp8}) {
+  for (const Precision p : {Precision::kFp16, Precision::kBf16, Precision::kFp8}) {
     for (const R r : {R::kNearestEven, R::kStochastic, R::kTowardZero}) {
       CHECK_NOTHROW((MixedPrecisionOptions{.precision = p, .rounding = r, .flush_subnormals = true}.validate()));
     }

@@ -74,7 +74,7 @@ TEST_CASE("manual loop, Accelerator and Trainer train bit-identical weights", "[
   }
 }
 
-TEST_CASE("resuming from a checkpoint continues bit for bit (f32, fp16 O2, stochastic rounding, flush to zero)",
+TEST_CASE("resuming from a checkpoint continues bit for bit (f32, fp16 O2, stochastic rounding, flush to zero, pure bf16 and fp16)",
           "[train]") {
   const data::Dataset train_set = data::synthetic_dataset(500, 4, 1);
   using optim::Precision;
@@ -82,7 +82,11 @@ TEST_CASE("resuming from a checkpoint continues bit for bit (f32, fp16 O2, stoch
       {.precision = Precision::kNo},
       {.precision = Precision::kFp16, .opt_level = optim::OptLevel::kO2},
       {.precision = Precision::kFp16, .opt_level = optim::OptLevel::kO2, .rounding = precision::Rounding::kStochastic},
-      {.precision = Precision::kBf16, .flush_subnormals = true}};
+      {.precision = Precision::kBf16, .flush_subnormals = true},
+      {.precision = Precision::kBf16, .master_weights = optim::MasterWeightsKind::kNone,
+       .update_rounding = optim::UpdateRounding::kStochastic},
+      {.precision = Precision::kFp16, .opt_level = optim::OptLevel::kO2, .master_weights = optim::MasterWeightsKind::kNone,
+       .update_rounding = optim::UpdateRounding::kKahan}};
   std::vector<uint64_t> fingerprints;
   for (const optim::MixedPrecisionOptions& mode : modes) {
     INFO(optim::mixed_precision_to_json(mode).dump());
