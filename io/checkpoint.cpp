@@ -97,8 +97,11 @@ void remove_tree(const fs::path& path) {
   check(!ec, "cannot remove ", path.string(), ": ", ec.message());
 }
 
+// A checkpoint file's bytes, bounded (io/digest.h): a file past the limit is an error.
+std::string read_text(const fs::path& path) { return read_file_bounded(path, kMaxJsonFileBytes); }
+
 nlohmann::json read_json(const fs::path& path) {
-  const std::string text = read_file_bounded(path, kMaxJsonFileBytes);
+  const std::string text = read_text(path);
   try {
     return nlohmann::json::parse(text);
   } catch (const nlohmann::json::exception& e) {
@@ -109,7 +112,15 @@ nlohmann::json read_json(const fs::path& path) {
 // A manifest entry: the file's size and SHA-256.
 nlohmann::json file_entry(uint64_t size, std::string sha256) { return {{"size", size}, {"sha256", std::move(sha256)}}; }
 
-// Writes `value` as indented JSON through an AtomicFile; returns its manifest entry.
+// Writes `bytes` through an AtomicFile; returns its manifest entry.
+nlohmann::json write_file(const fs::path& path, std::string_view bytes) {
+  AtomicFile file(path);
+  file.write(bytes);
+  file.commit(/*sync_directory=*/false);  // the checkpoint directory is fsync'ed once at the end
+  return file_entry(bytes.size(), sha256_hex(bytes.data(), bytes.size()));
+}
+
+// Writes `value` as indented JSON; returns its manifest entry.
 nlohmann::json write_json(const fs::path& path, const nlohmann::json& value) {
   std::string text;
   try {
@@ -117,10 +128,7 @@ nlohmann::json write_json(const fs::path& path, const nlohmann::json& value) {
   } catch (const nlohmann::json::exception& e) {
     fail(path.string(), ": cannot write JSON: ", e.what());
   }
-  AtomicFile file(path);
-  file.write(text);
-  file.commit(/*sync_directory=*/false);  // the checkpoint directory is fsync'ed once at the end
-  return file_entry(text.size(), sha256_hex(text.data(), text.size()));
+  return write_file(path, text);
 }
 
 uint64_t size_of(const fs::path& path) {
