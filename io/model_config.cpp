@@ -98,7 +98,9 @@ void check_model_config(const ModelConfig& m, const std::string& source, bool to
   check(needed == c.vocab, source, ": vocab_size ", c.vocab, " disagrees with the ", data::to_string(m.tokenizer.kind),
         " tokenizer", tokenizer_given ? "" : " (config.json has no \"tokenizer\" entry, which means bytes)",
         ", whose vocabulary is ", needed,
-        m.tokenizer.kind == data::TokenizerKind::kBytes ? "" : " (buckets + 1)",
+        m.tokenizer.kind == data::TokenizerKind::kCharNgrams || m.tokenizer.kind == data::TokenizerKind::kWords
+            ? " (buckets + 1)"
+            : "",
         c.pooling == nn::Pooling::kCls ? " with the CLS token" : "",
         ": the config was edited or belongs to other weights");
 }
