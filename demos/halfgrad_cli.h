@@ -5,9 +5,9 @@
 #pragma once
 
 #include <CLI/CLI.hpp>
+#include <charconv>
 #include <cstdint>
 #include <filesystem>
-#include <limits>
 #include <string>
 #include <tuple>
 #include <vector>
@@ -48,7 +48,17 @@ struct TrainOptions {
 
 // Step counts and seeds: CLI::PositiveNumber would print its bound, 1.8e308, in full (310 digits).
 inline const CLI::Range kStepCount(int64_t{1}, int64_t{1} << 40);
-inline const CLI::Range kSeedRange(int64_t{0}, std::numeric_limits<int64_t>::max());  // "-1" must not wrap
+// A seed is a uint64 in decimal digits: CLI11 would read "-1" as 2^64 - 1 and 2^64 as 2^64 - 1.
+inline const CLI::Validator kSeedRange(
+    [](std::string& text) {
+      uint64_t value = 0;
+      const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), value);
+      const bool digits = !text.empty() && text.find_first_not_of("0123456789") == std::string::npos;
+      return digits && error == std::errc() && end == text.data() + text.size()
+                 ? std::string()
+                 : "Value " + text + " is not a seed: an integer in 0 to 18446744073709551615";
+    },
+    "UINT64");
 
 inline void add_train_flags(CLI::App& app, TrainOptions& o) {
   train::TrainingArguments& a = o.args;

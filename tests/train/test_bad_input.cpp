@@ -449,9 +449,10 @@ TEST_CASE("a loaded checkpoint is checked: inf/NaN on resume, f16 overflow, arch
 TEST_CASE("small cases: --seed -1, readable ranges, a resume past --max-steps", "[train][cli][bad_input]") {
   const DamagedCheckpoint c("small");
   const std::string train = "train" + kTiny + " --train " + c.dir / "data.tsv";
-  run_cases(c.dir, {{train + " --seed -1", kCliValidation, "--seed: Value -1 not in range 0 to 9223372036854775807"},
+  run_cases(c.dir, {{train + " --seed -1", kCliValidation, "--seed: Value -1 is not a seed: an integer in 0 to 18446744073709551615"},
                     {train + " --max-steps 0", kCliValidation, "--max-steps: Value 0 not in range 1 to 1099511627776"},
-                    {"export-langid --out " + c.dir / "x" + " --seed -1", kCliValidation, "Value -1 not in range"}});
+                    {train + " --seed 18446744073709551616", kCliValidation, "--seed"},  // 2^64: out of uint64
+                    {"export-langid --out " + c.dir / "x" + " --seed -1", kCliValidation, "Value -1 is not a seed"}});
   const hg::testing::ProgramResult r = hg::testing::run_program(
       "halfgrad", c.resume_args().replace(c.resume_args().find("--max-steps 4"), 13, "--max-steps 2") +
                       " --output-dir " + c.dir / "resumed");
