@@ -49,7 +49,7 @@ EvalPrediction run_evaluation(nn::TextClassifier& model, const data::Dataset& da
 
 namespace {
 
-// The first element of `values` whose narrowed value is not finite, as "element i (value)".
+// The first element of `saved` whose narrowed value is not finite, as "element i holds v".
 std::string first_overflow(const Tensor& saved, const Tensor& narrowed) {
   const std::vector<float> before = saved.to_vector(), after = narrowed.to_vector();
   for (size_t i = 0; i < after.size(); ++i) {
