@@ -116,6 +116,8 @@ Dataset read_tsv(const std::string& path, const std::vector<std::string>* known_
     check(!label.empty(), path, ":", number, ": empty label");
     check(!is_ascii_space(label.front()) && !is_ascii_space(label.back()), path, ":", number, ": label '", label,
           "' has leading or trailing whitespace (it would be a class of its own): remove it");
+    check(label.rfind("\xEF\xBB\xBF", 0) != 0, path, ":", number,
+          ": label starts with a byte-order mark (U+FEFF; files concatenated?): it would be a class of its own");
     auto it = ids.find(label);
     if (it == ids.end()) {
       check(known_labels == nullptr, path, ":", number, ": label '", label,

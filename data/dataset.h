@@ -68,7 +68,8 @@ class LineReader {
 // without, names are assigned in order of first appearance.
 // Errors (hg::Error, naming file and line): unreadable file, a line or file past the limits, a
 // line without a tab, an empty label, a label with leading or trailing whitespace (" en" would
-// silently be a class of its own), invalid UTF-8, an empty data set.
+// silently be a class of its own) or starting with a byte-order mark past the first line,
+// invalid UTF-8, an empty data set.
 Dataset read_tsv(const std::string& path, const std::vector<std::string>* known_labels = nullptr,
                  ReadLimits limits = {});
 void write_tsv(const Dataset& dataset, const std::string& path);

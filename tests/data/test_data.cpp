@@ -72,7 +72,9 @@ TEST_CASE("read_tsv skips a byte-order mark and refuses labels with surrounding 
   const Dataset d = read_tsv(temp_file("bom.tsv", "\xEF\xBB\xBF" "en\tthe\nen\ta\r\nde\tdie\n"));
   CHECK(d.label_names == std::vector<std::string>{"en", "de"});  // not "\xEF\xBB\xBF" "en" and "en"
   CHECK(d.examples[1].text == "a");
-  // Only at the very start: a BOM further on is text, and here part of a label.
+  // Only at the very start is a BOM skipped; further on (files concatenated) it starts a label: an error.
+  REQUIRE_THROWS_WITH(read_tsv(temp_file("bom2.tsv", "en\tthe\n\xEF\xBB\xBF" "en\ta\n")),
+                      Catch::Contains("bom2.tsv:2: label starts with a byte-order mark"));
   REQUIRE_THROWS_WITH(read_tsv(temp_file("space.tsv", "en\tthe\n en\ta\n")),
                       Catch::Contains("space.tsv:2: label ' en' has leading or trailing whitespace"));
   REQUIRE_THROWS_WITH(read_tsv(temp_file("space2.tsv", "en \tthe\n")),
