@@ -1,7 +1,13 @@
 // TSV reading and writing, the language identification set, and the synthetic set.
 #include "data/dataset.h"
 
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <algorithm>
+#include <cerrno>
+#include <cstring>
 #include <fstream>
 #include <map>
 #include <string_view>
@@ -9,6 +15,7 @@
 
 #include "autograd/generator.h"
 #include "base/error.h"
+#include "data/text.h"
 #include "data/tokenizer.h"
 
 namespace hg::data {
@@ -28,9 +35,67 @@ std::string Dataset::summary() const {
   return out.str();
 }
 
-Dataset read_tsv(const std::string& path, const std::vector<std::string>* known_labels) {
-  std::ifstream file(path, std::ios::binary);
-  check(file.good(), path, ": cannot open the data file");
+LineReader::LineReader(const std::string& path, ReadLimits limits)
+    : source_(path == "-" ? "stdin" : path), limits_(limits) {
+  if (path == "-") {
+    fd_ = STDIN_FILENO;
+  } else {
+    fd_ = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    check(fd_ >= 0, path, ": cannot open the data file: ", std::strerror(errno));
+    owned_ = true;
+    struct stat st {};
+    if (::fstat(fd_, &st) == 0 && S_ISDIR(st.st_mode)) {
+      ::close(fd_);
+      fail(path, ": cannot open the data file: it is a directory");
+    }
+  }
+}
+
+LineReader::~LineReader() {
+  if (owned_) ::close(fd_);
+}
+
+// Appends the next block to buffer_ (dropping what next() consumed); false at the end of input.
+bool LineReader::fill() {
+  if (eof_) return false;
+  buffer_.erase(0, at_);
+  at_ = 0;
+  char block[1 << 16];
+  ssize_t n;
+  do {
+    n = ::read(fd_, block, sizeof block);
+  } while (n < 0 && errno == EINTR);
+  check(n >= 0, source_, ": read error after line ", number_, ": ", std::strerror(errno));
+  if (n == 0) eof_ = true;
+  buffer_.append(block, size_t(n));
+  return n > 0;
+}
+
+bool LineReader::next(std::string& line) {
+  size_t end;
+  while ((end = buffer_.find('\n', at_)) == std::string::npos) {
+    check(int64_t(buffer_.size() - at_) <= limits_.max_line_bytes, source_, ":", number_ + 1,
+          ": line longer than the ", limits_.max_line_bytes, "-byte limit (not a text file, or an endless stream?)");
+    if (!fill()) break;
+  }
+  if (end == std::string::npos && at_ == buffer_.size()) return false;  // the end, no partial last line
+  const size_t stop = end == std::string::npos ? buffer_.size() : end;
+  check(int64_t(stop - at_) <= limits_.max_line_bytes, source_, ":", number_ + 1, ": line longer than the ",
+        limits_.max_line_bytes, "-byte limit (not a text file, or an endless stream?)");
+  total_ += int64_t(stop - at_) + (end == std::string::npos ? 0 : 1);
+  check(total_ <= limits_.max_total_bytes, source_, ":", number_ + 1, ": the input is larger than the ",
+        limits_.max_total_bytes, "-byte limit (an endless stream?)");
+  line.assign(buffer_, at_, stop - at_);
+  at_ = end == std::string::npos ? buffer_.size() : end + 1;
+  ++number_;
+  if (!line.empty() && line.back() == '\r') line.pop_back();  // CRLF files
+  if (first_ && line.rfind("\xEF\xBB\xBF", 0) == 0) line.erase(0, 3);  // a byte-order mark
+  first_ = false;
+  return true;
+}
+
+Dataset read_tsv(const std::string& path, const std::vector<std::string>* known_labels, ReadLimits limits) {
+  LineReader reader(path, limits);
   Dataset dataset;
   dataset.source = path;
   std::map<std::string, int32_t> ids;
@@ -39,10 +104,8 @@ Dataset read_tsv(const std::string& path, const std::vector<std::string>* known_
     for (size_t i = 0; i < known_labels->size(); ++i) ids[(*known_labels)[i]] = int32_t(i);
   }
   std::string line;
-  int64_t number = 0;
-  while (std::getline(file, line)) {
-    ++number;
-    if (!line.empty() && line.back() == '\r') line.pop_back();  // CRLF files
+  while (reader.next(line)) {
+    const int64_t number = reader.line_number();
     if (line.find_first_not_of(" \t") == std::string::npos) continue;
     size_t bad = 0;
     const bool valid = valid_utf8(line, &bad);  // before check(): argument order is unspecified
@@ -51,6 +114,10 @@ Dataset read_tsv(const std::string& path, const std::vector<std::string>* known_
     check(tab != std::string::npos, path, ":", number, ": expected 'label<TAB>text', found no tab");
     const std::string label = line.substr(0, tab);
     check(!label.empty(), path, ":", number, ": empty label");
+    check(!is_ascii_space(label.front()) && !is_ascii_space(label.back()), path, ":", number, ": label '", label,
+          "' has leading or trailing whitespace (it would be a class of its own): remove it");
+    check(label.rfind("\xEF\xBB\xBF", 0) != 0, path, ":", number,
+          ": label starts with a byte-order mark (U+FEFF; files concatenated?): it would be a class of its own");
     auto it = ids.find(label);
     if (it == ids.end()) {
       check(known_labels == nullptr, path, ":", number, ": label '", label,
@@ -60,7 +127,6 @@ Dataset read_tsv(const std::string& path, const std::vector<std::string>* known_
     }
     dataset.examples.push_back({line.substr(tab + 1), it->second});
   }
-  check(!file.bad(), path, ": read error");
   check(!dataset.examples.empty(), path, ": the data set is empty");
   return dataset;
 }

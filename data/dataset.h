@@ -25,12 +25,53 @@ struct Dataset {
   std::string summary() const;
 };
 
-// Reads `label<TAB>text` lines (UTF-8). Blank lines and a missing final newline are fine; the
-// text may contain further tabs. With `known_labels` (evaluation), labels map to those names and
-// an unknown label is an error; without, names are assigned in order of first appearance.
-// Errors (hg::Error, naming file and line): unreadable file, a line without a tab, an empty
-// label, invalid UTF-8, an empty data set.
-Dataset read_tsv(const std::string& path, const std::vector<std::string>* known_labels = nullptr);
+// The bounds of every text input (TSV files, predict's stdin): a line longer than
+// max_line_bytes, or more than max_total_bytes in all, is an error naming the source, the line
+// and the limit, so an endless stream (/dev/zero, `yes`) or a multi-gigabyte line fails after
+// reading at most the limit instead of growing memory until killed. Texts are cut to max_len
+// tokens (at most 4096) anyway, so 1 MiB per line leaves ample room.
+struct ReadLimits {
+  int64_t max_line_bytes = int64_t{1} << 20;   // 1 MiB, the newline excluded
+  int64_t max_total_bytes = int64_t{4} << 30;  // 4 GiB
+};
+
+// Lines of a file or stream, read in blocks through read(2): regular files, pipes, character
+// devices and stdin alike, within ReadLimits. A "\r\n" ending loses its "\r"; a UTF-8 byte-order
+// mark (EF BB BF) at the very start is skipped, as Python's "utf-8-sig" does.
+class LineReader {
+ public:
+  // path "-" reads stdin (named "stdin" in messages). Throws hg::Error naming `path` when it
+  // cannot be opened.
+  explicit LineReader(const std::string& path, ReadLimits limits = {});
+  ~LineReader();
+  LineReader(const LineReader&) = delete;
+  LineReader& operator=(const LineReader&) = delete;
+  // The next line into `line`; false at the end of the input.
+  bool next(std::string& line);
+  int64_t line_number() const { return number_; }
+  const std::string& source() const { return source_; }
+
+ private:
+  bool fill();
+  std::string source_;
+  ReadLimits limits_;
+  int fd_ = -1;
+  bool owned_ = false, eof_ = false, first_ = true;
+  std::string buffer_;
+  size_t at_ = 0;
+  int64_t number_ = 0, total_ = 0;  // lines and bytes returned so far
+};
+
+// Reads `label<TAB>text` lines (UTF-8) within `limits`. Blank lines and a missing final newline
+// are fine; a byte-order mark at the start is skipped; the text may contain further tabs. With
+// `known_labels` (evaluation), labels map to those names and an unknown label is an error;
+// without, names are assigned in order of first appearance.
+// Errors (hg::Error, naming file and line): unreadable file, a line or file past the limits, a
+// line without a tab, an empty label, a label with leading or trailing whitespace (" en" would
+// silently be a class of its own) or starting with a byte-order mark past the first line,
+// invalid UTF-8, an empty data set.
+Dataset read_tsv(const std::string& path, const std::vector<std::string>* known_labels = nullptr,
+                 ReadLimits limits = {});
 void write_tsv(const Dataset& dataset, const std::string& path);
 
 struct LanguageIdOptions {

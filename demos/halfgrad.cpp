@@ -27,6 +27,7 @@
 #include "demos/halfgrad_cli.h"
 #include "io/checkpoint.h"
 #include "io/model_config.h"
+#include "io/output_lock.h"
 #include "nn/text_classifier.h"
 #include "report/numerics_inspector.h"
 #include "train/evaluation.h"
@@ -171,6 +172,14 @@ int run_train(const CLI::App& cmd, cli::TrainOptions& o) {
       const io::Checkpoint c = io::load_checkpoint(o.resume);
       io::model_config_from_checkpoint(c, o.resume);
     }
+    if (world.rank() == 0) {  // one writer per output dir: a live run's lock fails now (the Trainer takes it)
+      io::check_output_dir_unlocked(a.output_dir);
+      const std::vector<std::filesystem::path> earlier = io::list_checkpoints(a.output_dir);
+      check(!o.resume.empty() || o.overwrite_output_dir || earlier.empty(), "--output-dir ", a.output_dir,
+            " holds checkpoints of an earlier run (", earlier.empty() ? "" : earlier.back().filename().string(),
+            "): give --resume ", earlier.empty() ? "" : earlier.back().string(),
+            " to continue it, --overwrite-output-dir to train over it, or another --output-dir");
+    }
   });
   // The team: a count given is kept. "auto", and by default one process without OMP_NUM_THREADS,
   // times the steps and runs each at all cores or 1, whichever is faster (base/adaptive_threads.h).
@@ -293,8 +302,8 @@ int run_eval(const std::string& checkpoint, const std::string& data_file, int64_
 int run_predict(const std::string& checkpoint, std::vector<std::string> texts, bool logits) {
   const train::InferenceModel l = train::load_for_inference(checkpoint);
   if (texts.empty()) {
-    std::string line;
-    while (std::getline(std::cin, line)) {
+    data::LineReader stdin_lines("-");  // bounded: an endless stdin fails at the limit (data/dataset.h)
+    for (std::string line; stdin_lines.next(line);) {
       if (!line.empty()) texts.push_back(line);
     }
   }

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <CLI/CLI.hpp>
+#include <charconv>
 #include <cstdint>
 #include <filesystem>
 #include <string>
@@ -12,6 +13,7 @@
 #include <vector>
 
 #include "base/error.h"
+#include "io/model_config.h"
 #include "optim/mixed_precision.h"
 #include "train/training_arguments.h"
 
@@ -46,9 +48,24 @@ struct TrainOptions {
   int64_t early_stopping = 0;
   int64_t inspect = 0;  // NumericsInspector every N optimizer steps (0: off)
   bool inspect_mx = false;  // the inspector also measures MXFP8/MXFP4 block quantization
+  bool overwrite_output_dir = false;  // train into an output dir holding an earlier run's checkpoints
   int64_t train_per_language = 6000, test_per_language = 1000;
   train::TrainingArguments args;
 };
+
+// Step counts and seeds: CLI::PositiveNumber would print its bound, 1.8e308, in full (310 digits).
+inline const CLI::Range kStepCount(int64_t{1}, int64_t{1} << 40);
+// A seed is a uint64 in decimal digits: CLI11 would read "-1" as 2^64 - 1 and 2^64 as 2^64 - 1.
+inline const CLI::Validator kSeedRange(
+    [](std::string& text) {
+      uint64_t value = 0;
+      const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), value);
+      const bool digits = !text.empty() && text.find_first_not_of("0123456789") == std::string::npos;
+      return digits && error == std::errc() && end == text.data() + text.size()
+                 ? std::string()
+                 : "Value " + text + " is not a seed: an integer in 0 to 18446744073709551615";
+    },
+    "UINT64");
 
 inline void add_train_flags(CLI::App& app, TrainOptions& o) {
   train::TrainingArguments& a = o.args;
@@ -107,7 +124,7 @@ inline void add_train_flags(CLI::App& app, TrainOptions& o) {
   app.add_option("--epochs", a.num_train_epochs, "training epochs")
       ->capture_default_str()
       ->check(CLI::Range(1e-3, 1e6));
-  app.add_option("--max-steps", a.max_steps, "optimizer steps (overrides --epochs)")->check(CLI::PositiveNumber);
+  app.add_option("--max-steps", a.max_steps, "optimizer steps (overrides --epochs)")->check(kStepCount);
   app.add_option("--batch-size", a.per_device_train_batch_size, "training batch size")
       ->capture_default_str()
       ->check(CLI::Range(int64_t{1}, int64_t{1} << 20));
@@ -117,34 +134,36 @@ inline void add_train_flags(CLI::App& app, TrainOptions& o) {
   app.add_option("--lr", a.learning_rate, "peak learning rate")->capture_default_str();
   app.add_option("--weight-decay", a.weight_decay, "AdamW weight decay (matrices only)")->capture_default_str();
   app.add_option("--warmup-steps", a.warmup_steps, "linear warmup steps (instead of --warmup-ratio)")
-      ->check(CLI::NonNegativeNumber);
+      ->check(CLI::Range(int64_t{0}, int64_t{1} << 40));
   app.add_option("--warmup-ratio", a.warmup_ratio, "linear warmup over this share of all steps, in [0, 1), rounded up")
       ->capture_default_str();
   app.add_option("--scheduler", a.lr_scheduler_type, "linear | cosine | constant")->capture_default_str();
-  app.add_option("--seed", a.seed, "random seed (weights, data order, dropout)")->capture_default_str();
+  app.add_option("--seed", a.seed, "random seed (weights, data order, dropout)")->capture_default_str()->check(kSeedRange);
   app.add_option("--threads", o.threads,
                  "OpenMP threads: N, or auto (all cores or 1, whichever runs the steps faster, measured as it "
                  "trains; the default for one process without OMP_NUM_THREADS)")
       ->check(CLI::IsMember({"auto"}) | CLI::Range(1, 1024));
   app.add_option("--output-dir", a.output_dir, "checkpoints and logs")->capture_default_str();
+  app.add_flag("--overwrite-output-dir", o.overwrite_output_dir,
+               "train into an output dir that holds checkpoints of an earlier run (never one a live run holds)");
   app.add_option("--resume", o.resume, "continue from a checkpoint directory")->check(CLI::ExistingDirectory);
   app.add_option("--eval-strategy,--evaluation-strategy", a.eval_strategy, "no | steps | epoch")->capture_default_str();
   app.add_option("--eval-steps", a.eval_steps, "evaluate every N steps (selects --eval-strategy steps)")
-      ->check(CLI::PositiveNumber);
+      ->check(kStepCount);
   app.add_option("--logging-steps", a.logging_steps, "log every N steps")
       ->capture_default_str()
-      ->check(CLI::PositiveNumber);
+      ->check(kStepCount);
   app.add_option("--save-strategy", a.save_strategy, "no | steps | epoch")->capture_default_str();
-  app.add_option("--save-steps", a.save_steps, "save every N steps (selects --save-strategy steps)")->check(CLI::PositiveNumber);
+  app.add_option("--save-steps", a.save_steps, "save every N steps (selects --save-strategy steps)")->check(kStepCount);
   app.add_option("--save-total-limit", a.save_total_limit, "keep at most N checkpoints (-1: all)")->capture_default_str();
   app.add_option("--max-grad-norm", a.max_grad_norm, "gradient clipping (0: off)")->capture_default_str();
   app.add_option("--grad-accum", a.gradient_accumulation_steps, "gradient accumulation steps")
-      ->check(CLI::PositiveNumber);
+      ->check(kStepCount);
   app.add_flag("--load-best", a.load_best_model_at_end, "load the best checkpoint at the end");
   app.add_option("--metric", a.metric_for_best_model, "metric for the best model / early stopping")
       ->capture_default_str();
   app.add_option("--early-stopping", o.early_stopping, "stop after N evaluations without improvement")
-      ->check(CLI::PositiveNumber);
+      ->check(kStepCount);
   app.add_flag("--detect-anomaly", a.detect_anomaly, "name the first op that produces inf/NaN");
   app.add_option("--ddp-comm", a.ddp_comm,
                  "under mpirun: the gradients' wire format, f32 | fp16 | bf16 (16-bit: cast while still "
@@ -154,7 +173,7 @@ inline void add_train_flags(CLI::App& app, TrainOptions& o) {
   app.add_option("--ddp-check-every", a.ddp_check_every,
                  "under mpirun: every N steps compare every rank's parameters, masters and optimizer state, "
                  "stopping at the first that differs")
-      ->check(CLI::PositiveNumber);
+      ->check(kStepCount);
   app.add_option("--inspect", o.inspect,
                  "every N steps print per-tensor fp16 numerics (zeros, underflow, subnormals, headroom) and append "
                  "them to output_dir/numerics.jsonl; a skipped step names its first inf/NaN op")
@@ -164,7 +183,7 @@ inline void add_train_flags(CLI::App& app, TrainOptions& o) {
                "tensor (docs/formats.md)");
   app.add_option("--max-len", o.max_len, "maximum tokens per text (longer texts are truncated, and counted)")
       ->capture_default_str()
-      ->check(CLI::Range(1, 4096));
+      ->check(CLI::Range(int64_t{1}, io::ArchitectureCaps::kMaxLen));
   app.add_option("--tokenizer", o.tokenizer,
                  "bytes | char-ngrams | words | sentencepiece (trained on --train, or --spm-model)")
       ->capture_default_str()
@@ -189,13 +208,13 @@ inline void add_train_flags(CLI::App& app, TrainOptions& o) {
       ->check(CLI::Range(1, 32));
   app.add_option("--buckets", a.tokenizer.buckets, "char-ngrams, words: hash buckets (the embedding rows)")
       ->capture_default_str()
-      ->check(CLI::Range(int64_t{1}, int64_t{1} << 28));
-  app.add_option("--d-model", o.d_model, "model width")->capture_default_str()->check(CLI::Range(1, 8192));
+      ->check(CLI::Range(int64_t{1}, io::ArchitectureCaps::kBuckets));
+  app.add_option("--d-model", o.d_model, "model width")->capture_default_str()->check(CLI::Range(int64_t{1}, io::ArchitectureCaps::kDModel));
   app.add_option("--heads", o.heads, "attention heads (must divide d-model)")
       ->capture_default_str()
-      ->check(CLI::Range(1, 256));
-  app.add_option("--layers", o.layers, "encoder layers")->capture_default_str()->check(CLI::Range(0, 128));
-  app.add_option("--d-ff", o.d_ff, "feed-forward width")->capture_default_str()->check(CLI::Range(1, 65536));
+      ->check(CLI::Range(int64_t{1}, io::ArchitectureCaps::kHeads));
+  app.add_option("--layers", o.layers, "encoder layers")->capture_default_str()->check(CLI::Range(int64_t{0}, io::ArchitectureCaps::kLayers));
+  app.add_option("--d-ff", o.d_ff, "feed-forward width")->capture_default_str()->check(CLI::Range(int64_t{1}, io::ArchitectureCaps::kDFf));
   app.add_option("--dropout", o.dropout, "dropout probability")->capture_default_str()->check(CLI::Range(0.0, 0.99));
   app.add_option("--pooling", o.pooling, "mean | cls")->capture_default_str()->check(CLI::IsMember({"mean", "cls"}));
   app.add_option("--train-per-language", o.train_per_language, "language-id: training words per language")
@@ -349,7 +368,7 @@ inline void setup_command_line(CLI::App& app, CommandLine& cl) {
 
   cl.export_cmd = app.add_subcommand("export-langid", "write the language-id split as train.tsv and test.tsv");
   cl.export_cmd->add_option("--out", cl.export_dir, "output directory")->required();
-  cl.export_cmd->add_option("--seed", cl.export_seed, "split seed (as halfgrad train --seed)");
+  cl.export_cmd->add_option("--seed", cl.export_seed, "split seed (as halfgrad train --seed)")->check(kSeedRange);
 }
 
 }  // namespace hg::cli

@@ -1,11 +1,13 @@
 // Fuzzes data::read_tsv: any bytes either load as a data set whose every example is valid
-// UTF-8 with a label in range, or raise hg::Error. The first byte chooses between training mode
+// UTF-8 with a label in range (labels without surrounding whitespace or a leading byte-order
+// mark), or raise hg::Error. The first byte chooses between training mode
 // (labels assigned) and evaluation mode (labels must be among two known ones).
 #include <cstdint>
 #include <cstdlib>
 
 #include "base/error.h"
 #include "data/dataset.h"
+#include "data/text.h"
 #include "data/tokenizer.h"
 #include "fuzz/fuzz_input.h"
 
@@ -19,6 +21,12 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     if (d.examples.empty() || (evaluation && d.label_names != known)) std::abort();
     for (const hg::data::Example& e : d.examples) {
       if (e.label < 0 || size_t(e.label) >= d.label_names.size() || !hg::data::valid_utf8(e.text)) std::abort();
+    }
+    for (const std::string& label : d.label_names) {  // no silent new class: trimmed, no byte-order mark
+      if (label.empty() || hg::data::is_ascii_space(label.front()) || hg::data::is_ascii_space(label.back()) ||
+          label.rfind("\xEF\xBB\xBF", 0) == 0) {
+        std::abort();
+      }
     }
     (void)d.summary();
   } catch (const hg::Error&) {

@@ -13,6 +13,7 @@
 
 #include "base/error.h"
 #include "io/atomic_file.h"
+#include "io/digest.h"
 #include "io/safetensors.h"
 
 namespace hg::io {
@@ -29,7 +30,8 @@ constexpr const char* kScaler = "scaler.json";
 constexpr const char* kRng = "rng_state.json";
 constexpr const char* kTrainerState = "trainer_state.json";
 constexpr const char* kManifestFormat = "halfgrad-checkpoint";
-constexpr int kManifestVersion = 1;
+// Version 2 records {"size", "sha256"} per file; version 1 (sizes only) still loads.
+constexpr int kManifestVersion = 2;
 
 bool rename_aside_forced = false;
 
@@ -95,14 +97,8 @@ void remove_tree(const fs::path& path) {
   check(!ec, "cannot remove ", path.string(), ": ", ec.message());
 }
 
-std::string read_text(const fs::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  check(in.good(), path.string(), ": cannot open");
-  std::ostringstream out;
-  out << in.rdbuf();
-  check(!in.bad(), path.string(), ": read failed");
-  return out.str();
-}
+// A checkpoint file's bytes, bounded (io/digest.h): a file past the limit is an error.
+std::string read_text(const fs::path& path) { return read_file_bounded(path, kMaxJsonFileBytes); }
 
 nlohmann::json read_json(const fs::path& path) {
   const std::string text = read_text(path);
@@ -113,18 +109,26 @@ nlohmann::json read_json(const fs::path& path) {
   }
 }
 
-// Writes `value` as indented JSON through an AtomicFile; returns the size written.
-uint64_t write_json(const fs::path& path, const nlohmann::json& value) {
+// A manifest entry: the file's size and SHA-256.
+nlohmann::json file_entry(uint64_t size, std::string sha256) { return {{"size", size}, {"sha256", std::move(sha256)}}; }
+
+// Writes `bytes` through an AtomicFile; returns its manifest entry.
+nlohmann::json write_file(const fs::path& path, std::string_view bytes) {
+  AtomicFile file(path);
+  file.write(bytes);
+  file.commit(/*sync_directory=*/false);  // the checkpoint directory is fsync'ed once at the end
+  return file_entry(bytes.size(), sha256_hex(bytes.data(), bytes.size()));
+}
+
+// Writes `value` as indented JSON; returns its manifest entry.
+nlohmann::json write_json(const fs::path& path, const nlohmann::json& value) {
   std::string text;
   try {
     text = value.dump(2) + "\n";
   } catch (const nlohmann::json::exception& e) {
     fail(path.string(), ": cannot write JSON: ", e.what());
   }
-  AtomicFile file(path);
-  file.write(text);
-  file.commit(/*sync_directory=*/false);  // the checkpoint directory is fsync'ed once at the end
-  return text.size();
+  return write_file(path, text);
 }
 
 uint64_t size_of(const fs::path& path) {
@@ -139,10 +143,10 @@ void write_contents(const fs::path& dir, int64_t step, const Checkpoint& checkpo
   nlohmann::json sizes = nlohmann::json::object();
   // transformers' from_pretrained refuses a model.safetensors without format "pt".
   save_safetensors((dir / kModel).string(), checkpoint.model, {{"format", "pt"}});
-  sizes[kModel] = size_of(dir / kModel);
+  sizes[kModel] = file_entry(size_of(dir / kModel), sha256_file(dir / kModel));
   sizes[kConfig] = write_json(dir / kConfig, checkpoint.config);
   save_safetensors((dir / kOptimizerTensors).string(), checkpoint.optimizer.tensors);
-  sizes[kOptimizerTensors] = size_of(dir / kOptimizerTensors);
+  sizes[kOptimizerTensors] = file_entry(size_of(dir / kOptimizerTensors), sha256_file(dir / kOptimizerTensors));
   sizes[kOptimizerMeta] = write_json(dir / kOptimizerMeta, checkpoint.optimizer.meta);
   sizes[kScheduler] = write_json(dir / kScheduler, checkpoint.scheduler);
   sizes[kScaler] = write_json(dir / kScaler, checkpoint.scaler);
@@ -150,10 +154,7 @@ void write_contents(const fs::path& dir, int64_t step, const Checkpoint& checkpo
   sizes[kTrainerState] = write_json(dir / kTrainerState, checkpoint.trainer_state);
   if (!checkpoint.fp8.is_null()) sizes[kFp8File] = write_json(dir / kFp8File, checkpoint.fp8);
   if (!checkpoint.tokenizer_model.empty()) {
-    AtomicFile file(dir / kTokenizerModelFile);
-    file.write(checkpoint.tokenizer_model);
-    file.commit(/*sync_directory=*/false);
-    sizes[kTokenizerModelFile] = checkpoint.tokenizer_model.size();
+    sizes[kTokenizerModelFile] = write_file(dir / kTokenizerModelFile, checkpoint.tokenizer_model);
   }
   write_json(dir / kManifestFile,
              {{"format", kManifestFormat}, {"version", kManifestVersion}, {"step", step}, {"files", sizes}});
@@ -218,7 +219,7 @@ fs::path save_checkpoint(const fs::path& output_dir, int64_t step, const Checkpo
   return final_dir;
 }
 
-void verify_checkpoint(const fs::path& dir) {
+void verify_checkpoint(const fs::path& dir, bool checksums) {
   std::error_code ec;
   check(fs::is_directory(dir, ec), dir.string(), ": not a checkpoint directory (does not exist or is not a directory)");
   for (const std::string& name : data_files()) {
@@ -232,19 +233,29 @@ void verify_checkpoint(const fs::path& dir) {
   check(manifest.is_object() && manifest.contains("format") && manifest["format"] == kManifestFormat, where,
         ": not a ", kManifestFormat, " manifest");
   const nlohmann::json version = manifest.contains("version") ? manifest["version"] : nlohmann::json();
-  check(version == kManifestVersion, where, ": version ", version.dump(), ", this halfgrad reads version ",
-        kManifestVersion);
+  check(version == 1 || version == kManifestVersion, where, ": version ", version.dump(),
+        ", this halfgrad reads versions 1 and ", kManifestVersion);
   const nlohmann::json files = manifest.contains("files") ? manifest["files"] : nlohmann::json();
   std::vector<std::string> names = data_files();
   for (const char* optional : {kFp8File, kTokenizerModelFile}) {  // fp8 runs; sentencepiece tokenizers
     if (files.is_object() && files.contains(optional)) names.push_back(optional);
   }
   for (const std::string& name : names) {
-    check(files.is_object() && files.contains(name) && files[name].is_number_unsigned(), where,
-          ": does not record the size of ", name);
-    const uint64_t recorded = files[name].get<uint64_t>(), actual = size_of(dir / name);
+    // Version 1: {"name": size}; version 2: {"name": {"size": n, "sha256": "hex"}}.
+    const nlohmann::json entry = files.is_object() && files.contains(name) ? files[name] : nlohmann::json();
+    const nlohmann::json size = version == 1 ? entry : entry.is_object() && entry.contains("size") ? entry["size"] : nlohmann::json();
+    check(size.is_number_unsigned(), where, ": does not record the size of ", name);
+    const uint64_t recorded = size.get<uint64_t>(), actual = size_of(dir / name);
     check(actual == recorded, dir.string(), ": ", name, " is ", actual, " bytes but ", kManifestFile, " records ",
           recorded, " (truncated or replaced)");
+    if (version == 1) continue;
+    const nlohmann::json sha = entry.contains("sha256") ? entry["sha256"] : nlohmann::json();
+    check(sha.is_string() && sha.get_ref<const std::string&>().size() == 64, where,
+          ": does not record the SHA-256 of ", name);
+    if (!checksums) continue;
+    const std::string actual_sha = sha256_file(dir / name);
+    check(actual_sha == sha.get_ref<const std::string&>(), dir.string(), ": ", name, " has SHA-256 ", actual_sha,
+          " but ", kManifestFile, " records ", sha.get<std::string>(), " (corrupted or replaced)");
   }
 }
 
@@ -258,7 +269,7 @@ bool checkpoint_complete(const fs::path& dir) {
 }
 
 Checkpoint load_checkpoint(const fs::path& dir) {
-  verify_checkpoint(dir);
+  verify_checkpoint(dir, /*checksums=*/true);
   Checkpoint out;
   out.model = load_safetensors((dir / kModel).string()).tensors;
   out.config = read_json(dir / kConfig);

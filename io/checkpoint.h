@@ -10,7 +10,7 @@
 //                            (Fp8Scaling::state_dict); optional, so older checkpoints load
 //     sentencepiece.model    sentencepiece tokenizers only: the SentencePiece model, as
 //                            spm_train writes it (config.json's tokenizer names it)
-//     checkpoint.json        manifest written last: every file above and its size
+//     checkpoint.json        manifest written last: every file above, its size and SHA-256
 // A checkpoint is written into output_dir/.tmp-checkpoint-<step>-<pid>/ (each file to a
 // temporary name, fsync'ed, renamed), the directory is fsync'ed and renamed into place
 // (atomically exchanged with an existing checkpoint of the same step), then output_dir is
@@ -59,12 +59,15 @@ inline constexpr const char* kTokenizerModelFile = "sentencepiece.model";
 std::filesystem::path save_checkpoint(const std::filesystem::path& output_dir, int64_t step,
                                       const Checkpoint& checkpoint);
 
-// Reads a checkpoint directory after verify_checkpoint. Errors name the directory and the file.
+// Reads a checkpoint directory after verify_checkpoint with checksums. Errors name the directory
+// and the file. JSON files are read up to kMaxJsonFileBytes (io/digest.h).
 Checkpoint load_checkpoint(const std::filesystem::path& dir);
 
 // Throws hg::Error naming the first problem: a missing file (by name), a missing or unreadable
-// manifest, or a file whose size differs from the manifest's (truncated or replaced).
-void verify_checkpoint(const std::filesystem::path& dir);
+// manifest, a file whose size differs from the manifest's (truncated or replaced), and with
+// `checksums` a file whose SHA-256 differs (corrupted). Without `checksums` (listing checkpoints)
+// only the sizes are compared. A version-1 manifest (sizes only, before checksums) is accepted.
+void verify_checkpoint(const std::filesystem::path& dir, bool checksums = false);
 // verify_checkpoint without the exception.
 bool checkpoint_complete(const std::filesystem::path& dir);
 

@@ -4,6 +4,7 @@
 #include <charconv>
 #include <cstdio>
 #include <cstdlib>
+#include <tuple>
 
 #include "base/error.h"
 #include "base/fingerprint.h"
@@ -113,6 +114,58 @@ nlohmann::json architecture_fields(const ModelConfig& m) {
 
 }  // namespace
 
+void check_model_config(const ModelConfig& m, const std::string& source, bool tokenizer_given) {
+  const nn::ClassifierConfig& c = m.classifier;
+  using Caps = ArchitectureCaps;
+  for (const auto& [field, value, cap] :
+       {std::tuple{"num_hidden_layers", c.layers, Caps::kLayers}, std::tuple{"num_attention_heads", c.heads, Caps::kHeads},
+        std::tuple{"hidden_size", c.d_model, Caps::kDModel}, std::tuple{"intermediate_size", c.d_ff, Caps::kDFf},
+        std::tuple{"max_position_embeddings", c.max_len, Caps::kMaxLen}, std::tuple{"vocab_size", c.vocab, Caps::kVocab}}) {
+    check(value <= cap, source, ": ", field, " ", value, " is above the limit ", cap,
+          " (the largest halfgrad train builds; docs/robustness.md)");
+  }
+  try {
+    c.validate();
+    m.tokenizer.validate();
+  } catch (const Error& e) {
+    fail(source, ": ", e.what());
+  }
+  const int64_t needed = m.tokenizer.model_vocab(c.pooling == nn::Pooling::kCls);
+  check(needed == c.vocab, source, ": vocab_size ", c.vocab, " disagrees with the ", data::to_string(m.tokenizer.kind),
+        " tokenizer", tokenizer_given ? "" : " (config.json has no \"tokenizer\" entry, which means bytes)",
+        ", whose vocabulary is ", needed,
+        m.tokenizer.kind == data::TokenizerKind::kCharNgrams || m.tokenizer.kind == data::TokenizerKind::kWords
+            ? " (buckets + 1)"
+            : "",
+        c.pooling == nn::Pooling::kCls ? " with the CLS token" : "",
+        ": the config was edited or belongs to other weights");
+}
+
+void check_config_matches_weights(const ModelConfig& m, const nn::StateDict& weights, const std::string& file) {
+  const nn::ClassifierConfig& c = m.classifier;
+  auto expect = [&](const std::string& name, std::vector<int64_t> dims, const char* fields) {
+    const auto it = weights.find(name);
+    check(it != weights.end(), file, ": missing tensor '", name, "' (config.json: ", fields, ")");
+    const Shape expected{std::span<const int64_t>(dims)};
+    check(it->second.shape() == expected, file, ": tensor '", name, "' has shape ", it->second.shape(),
+          " but config.json's ", fields, " say ", expected);
+  };
+  expect("token_embedding.weight", {c.vocab, c.d_model}, "vocab_size, hidden_size");
+  expect("head.weight", {c.classes, c.d_model}, "num_labels, hidden_size");
+  if (c.position_embedding == nn::PositionEmbedding::kLearned) {
+    expect("position_embedding.weight", {c.max_len, c.d_model}, "max_position_embeddings, hidden_size");
+  }
+  if (c.layers > 0) {
+    expect("encoder.layers." + std::to_string(c.layers - 1) + ".ff.fc1.weight", {c.d_ff, c.d_model},
+           "num_hidden_layers, intermediate_size, hidden_size");
+  }
+  const std::string past = "encoder.layers." + std::to_string(c.layers) + ".";
+  for (const auto& [name, tensor] : weights) {
+    check(name.rfind(past, 0) != 0, file, ": tensor '", name, "' belongs to a layer past config.json's num_hidden_layers ",
+          c.layers);
+  }
+}
+
 nlohmann::json model_config_to_json(const ModelConfig& m) {
   const nn::ClassifierConfig& c = m.classifier;
   nlohmann::json id2label = nlohmann::json::object();
@@ -176,14 +229,7 @@ ModelConfig model_config_from_json(const nlohmann::json& j, const std::string& s
   } catch (const nlohmann::json::exception& e) {
     fail(source, ": a field has the wrong type (", e.what(), ")");
   }
-  try {
-    m.classifier.validate();
-  } catch (const Error& e) {
-    fail(source, ": ", e.what());
-  }
-  const int64_t needed = m.tokenizer.model_vocab(m.classifier.pooling == nn::Pooling::kCls);
-  check(needed <= m.classifier.vocab, source, ": the ", data::to_string(m.tokenizer.kind), " tokenizer needs vocab_size ",
-        needed, ", the model has ", m.classifier.vocab);
+  check_model_config(m, source, j.contains("tokenizer"));
   const nlohmann::json architecture = architecture_fields(m);
   for (const auto& [key, value] : architecture.items()) {  // absent in config.json files before them
     check(!j.contains(key) || j.at(key).dump() == value.dump(), source, ": ", key, " is ", j.contains(key) ? j.at(key).dump() : "",

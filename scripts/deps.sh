@@ -3,6 +3,8 @@
 # Sourced by scripts/main.sh and scripts/test.sh; uses sudo when not run as root.
 set -euo pipefail
 HALFGRAD_PACKAGES=(g++ cmake make libhwy-dev catch2 libcli11-dev nlohmann-json3-dev libopenblas-dev
+  # SHA-256 checksums of checkpoint files (io/digest.h).
+  libssl-dev
   # MPI: data-parallel training across processes (docs/distributed.md) and its tests.
   libopenmpi-dev openmpi-bin
   # SentencePiece: the sentencepiece tokenizer (data/sentencepiece.h).

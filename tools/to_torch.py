@@ -24,6 +24,7 @@ which halfgrad runs under autocast (f16/bf16 matrix products) while this model s
 there the check catches a wrong architecture, not rounding.
 """
 import argparse
+import hashlib
 import json
 import math
 import os
@@ -216,6 +217,45 @@ def halfgrad_logits(args, checkpoint, texts):
     return {r["text"]: (r["label"], r["logits"]) for r in rows}
 
 
+# The checks halfgrad's loader applies (docs/robustness.md, "What a loaded checkpoint passes"), so
+# this tool never compares logits of a checkpoint halfgrad would refuse.
+CAPS = {"num_hidden_layers": 128, "num_attention_heads": 256, "hidden_size": 8192, "intermediate_size": 65536,
+        "max_position_embeddings": 4096, "vocab_size": (1 << 28) + 2}
+
+
+def verify_checkpoint(checkpoint, config, training_args):
+    """Checksums of checkpoint.json, caps, vocab_size against the tokenizer; returns the weights, checked."""
+    with open(os.path.join(checkpoint, "checkpoint.json"), encoding="utf-8") as f:
+        manifest = json.load(f)
+    if manifest.get("version") == 2:
+        for name, entry in manifest.get("files", {}).items():
+            with open(os.path.join(checkpoint, name), "rb") as f:
+                digest = hashlib.sha256(f.read()).hexdigest()
+            if digest != entry.get("sha256"):
+                fail(f"{checkpoint}: {name} has SHA-256 {digest} but checkpoint.json records {entry.get('sha256')} "
+                     "(corrupted or replaced)")
+    for field, cap in CAPS.items():
+        if not isinstance(config.get(field), int) or not 0 <= config[field] <= cap:
+            fail(f"{checkpoint}/config.json: {field} {config.get(field)!r} is not an integer in [0, {cap}]")
+    tokenizer = config.get("tokenizer", {"type": "bytes"})
+    kind = tokenizer if isinstance(tokenizer, str) else tokenizer.get("type")
+    vocab = 256 if kind == "bytes" else tokenizer.get("buckets", 0) + 1
+    vocab += config.get("pooling") == "cls"
+    if kind in ("bytes", "char-ngrams", "words") and config["vocab_size"] != vocab:  # the kinds this tool knows
+        fail(f"{checkpoint}/config.json: vocab_size {config['vocab_size']} disagrees with the {kind} tokenizer, "
+             f"whose vocabulary is {vocab}")
+    weights = read_safetensors(os.path.join(checkpoint, "model.safetensors"))
+    # fp16 O2 and pure_fp16 compute in an f16 model: 65520 and above round to inf there.
+    f16_model = training_args.get("fp16", False) and (training_args.get("fp16_opt_level", "O2") == "O2" or
+                                                       training_args.get("pure_fp16", False))
+    for name, values in weights.items():
+        if not np.all(np.isfinite(values)):
+            fail(f"{checkpoint}/model.safetensors: tensor '{name}' holds inf or NaN")
+        if f16_model and not np.all(np.isfinite(values.astype(np.float16))):
+            fail(f"{checkpoint}/model.safetensors: tensor '{name}' holds a value that is inf in f16")
+    return weights
+
+
 def check(args, checkpoint, texts):
     """Compares one checkpoint's torch logits with halfgrad's; True when within the tolerance."""
     with open(os.path.join(checkpoint, "config.json"), encoding="utf-8") as f:
@@ -230,9 +270,10 @@ def check(args, checkpoint, texts):
     reduced = training_args.get("fp16", False) or training_args.get("bf16", False)
     tolerance = args.tolerance if args.tolerance is not None else (5e-2 if reduced else 1e-5)
 
+    weights = verify_checkpoint(checkpoint, config, training_args)  # before the model is built
     torch.manual_seed(0)
     model = TorchTextClassifier(config)
-    model.load_halfgrad(read_safetensors(os.path.join(checkpoint, "model.safetensors")))
+    model.load_halfgrad(weights)
     model.eval()
     with torch.no_grad():
         ids, mask = encode(texts, config, checkpoint)

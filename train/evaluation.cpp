@@ -3,6 +3,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
+#include <map>
 
 #include "autograd/autocast.h"
 #include "autograd/ops.h"
@@ -46,9 +48,56 @@ EvalPrediction run_evaluation(nn::TextClassifier& model, const data::Dataset& da
   return p;
 }
 
+namespace {
+
+// The first element of `saved` whose narrowed value is not finite, as "element i holds v".
+std::string first_overflow(const Tensor& saved, const Tensor& narrowed) {
+  const std::vector<float> before = saved.to_vector(), after = narrowed.to_vector();
+  for (size_t i = 0; i < after.size(); ++i) {
+    if (!std::isfinite(after[i])) {
+      char text[64];
+      std::snprintf(text, sizeof text, "element %zu holds %.9g", i, double(before[i]));
+      return text;
+    }
+  }
+  return "an element";
+}
+
+}  // namespace
+
+void load_checked_weights(optim::MixedPrecision& mp, nn::Module& model, const nn::StateDict& weights,
+                          const std::string& file) {
+  const nn::NamedTensors targets = mp.optimizer_parameters();
+  std::map<std::string, DType> computes_in;  // each parameter's dtype in the prepared model
+  for (const auto& [name, tensor] : model.named_parameters()) computes_in[name] = tensor.dtype();
+  for (const auto& [name, tensor] : weights) {
+    check(computes_in.count(name) != 0, file, ": tensor '", name, "' (shape ", tensor.shape(),
+          ") is not a parameter of this model");
+  }
+  NoGrad no_grad;
+  for (const auto& [name, target] : targets) {
+    const auto it = weights.find(name);
+    check(it != weights.end(), file, ": missing tensor '", name, "'");
+    const Tensor& saved = it->second;
+    check(saved.shape() == target.shape(), file, ": tensor '", name, "' has shape ", saved.shape(),
+          ", the model expects ", target.shape());
+    check(saved.all_finite(), file, ": tensor '", name, "' holds inf or NaN");
+    const DType dtype = computes_in.at(name);
+    if (dtype != saved.dtype()) {  // a narrower dtype (widening is exact)
+      const Tensor narrowed = saved.to(dtype);
+      check(narrowed.all_finite(), file, ": tensor '", name, "' ", first_overflow(saved, narrowed), ", which is inf in ",
+            dtype_name(dtype), " (the dtype this model computes in; largest finite ",
+            dtype == DType::f16 ? "65504" : "3.3895e38", ")");
+    }
+  }
+  for (const auto& [name, target] : targets) target.assign_nearest(weights.at(name).to_vector());
+  if (optim::MasterWeights* masters = mp.masters()) masters->copy_masters_to_model();
+}
+
 InferenceModel load_for_inference(const std::string& dir) {
   const io::Checkpoint c = io::load_checkpoint(dir);
   const io::ModelConfig config = io::model_config_from_checkpoint(c, dir);
+  io::check_config_matches_weights(config, c.model, dir + "/model.safetensors");  // before allocating the model
   // The training run's mode, from the same keys its TrainingArguments wrote (absent: f32).
   const nlohmann::json args = c.trainer_state.value("training_args", nlohmann::json::object());
   const optim::MixedPrecisionOptions options =
@@ -57,15 +106,8 @@ InferenceModel load_for_inference(const std::string& dir) {
   m.model = std::make_unique<nn::TextClassifier>(config.classifier, 0);
   m.labels = config.labels;
   m.tokenizer = config.tokenizer;
-  for (const auto& [name, tensor] : c.model) {
-    check(tensor.all_finite(), dir, "/model.safetensors: tensor '", name, "' holds inf or NaN");
-  }
-  try {
-    m.model->load_state_dict(c.model);
-  } catch (const Error& e) {
-    fail(dir, "/model.safetensors: ", e.what());
-  }
   m.mixed_precision = std::make_unique<optim::MixedPrecision>(*m.model, options);  // O2: the model -> f16
+  load_checked_weights(*m.mixed_precision, *m.model, c.model, dir + "/model.safetensors");
   if (Fp8Scaling* fp8 = m.mixed_precision->fp8()) {  // fp8: the scales training ended with
     check(!c.fp8.is_null(), dir, ": an fp8 run's checkpoint without ", io::kFp8File);
     fp8->load_state_dict(c.fp8, dir + "/" + io::kFp8File);

@@ -21,6 +21,8 @@
 #include "base/fingerprint.h"
 #include "dist/communicator.h"
 #include "io/checkpoint.h"
+#include "io/digest.h"
+#include "io/output_lock.h"
 #include "io/model_config.h"
 #include "optim/adam.h"
 #include "optim/param_groups.h"
@@ -118,19 +120,6 @@ class SigintGuard {
   struct sigaction previous_ = {};
 };
 
-// Saved weights into the optimizer's tensors (the f32 masters under O2, else the parameters),
-// then the model follows the masters. `file` names the weights in errors.
-void load_weights(optim::MixedPrecision& mp, const nn::StateDict& weights, const std::string& file) {
-  for (const auto& [name, tensor] : mp.optimizer_parameters()) {
-    const auto it = weights.find(name);
-    check(it != weights.end(), file, ": missing tensor '", name, "'");
-    check(it->second.shape() == tensor.shape(), file, ": tensor '", name, "' has shape ", it->second.shape(),
-          ", the model expects ", tensor.shape());
-    tensor.assign_nearest(it->second.to_vector());
-  }
-  if (optim::MasterWeights* masters = mp.masters()) masters->copy_masters_to_model();
-}
-
 // What every rank must hold alike before a data-parallel run starts: the arguments, the model's
 // config, and fingerprints of the data sets (their texts and labels).
 nlohmann::json run_identity(const TrainingArguments& args, const nlohmann::json& model_config,
@@ -196,6 +185,18 @@ EvalPrediction sharded_evaluation(Accelerator& acc, nn::TextClassifier& model, c
   return p;
 }
 
+// What the ranks must agree on about --resume: the path and the SHA-256 of the checkpoint's
+// manifest (a broken checkpoint is reported by restore, on every rank, after this check).
+nlohmann::json resume_identity(const std::string& checkpoint) {
+  if (checkpoint.empty()) return {{"resume", nullptr}};
+  std::string manifest;
+  try {
+    manifest = io::read_file_bounded(std::filesystem::path(checkpoint) / io::kManifestFile, io::kMaxJsonFileBytes);
+  } catch (const Error&) {  // restore names the problem
+  }
+  return {{"resume", checkpoint}, {"manifest_sha256", io::sha256_hex(manifest.data(), manifest.size())}};
+}
+
 // What casts of gradients to the 16-bit wire format did (a step's, or a logging window's), as the
 // log and the inspector show it.
 nlohmann::json wire_counts(const precision::NumericsStats& w) {
@@ -219,6 +220,7 @@ struct Trainer::Parts {
   std::unique_ptr<optim::LrScheduler> scheduler;
   std::ofstream log_file;
   Window window;
+  std::unique_ptr<io::OutputDirLock> lock;  // rank 0, while train() runs
 };
 
 Trainer::Trainer(nn::TextClassifier& model, TrainingArguments args, const data::Dataset& train_dataset,
@@ -238,8 +240,8 @@ Trainer::Trainer(nn::TextClassifier& model, TrainingArguments args, const data::
     check(int64_t(train_dataset.label_names.size()) == model.config.classes, "Trainer: the training set has ",
           train_dataset.label_names.size(), " classes but the model has ", model.config.classes);
     parts_->tokenizer = data::Tokenizer(args_.tokenizer, model.config.pooling == nn::Pooling::kCls);
-    check(parts_->tokenizer.vocab_size() <= model.config.vocab, "Trainer: the tokenizer needs vocab ",
-          parts_->tokenizer.vocab_size(), ", the model has ", model.config.vocab);
+    // The rule every saved config.json is loaded with: what this run saves must load.
+    io::check_model_config({model.config, train_dataset.label_names, args_.tokenizer}, "Trainer: the model's config");
   });
   dist::check_same(comm,
                    run_identity(args_, io::model_config_to_json({model.config, train_dataset.label_names, args_.tokenizer}),
@@ -360,7 +362,10 @@ void Trainer::restore(const std::string& dir) try {
   check(saved.resolved() == args_.mixed_precision.resolved(), dir, ": the checkpoint was saved with another precision (",
         optim::mixed_precision_to_json(saved).dump(), "; this run: ",
         optim::mixed_precision_to_json(args_.mixed_precision).dump(), ")");
-  load_weights(mp, c.model, dir + "/model.safetensors");
+  load_checked_weights(mp, model_, c.model, dir + "/model.safetensors");
+  for (const auto& [name, tensor] : c.optimizer.tensors) {
+    check(tensor.all_finite(), dir, "/optimizer.safetensors: tensor '", name, "' holds inf or NaN");
+  }
   parts_->optimizer->load_state_dict(c.optimizer);
   parts_->scheduler->load_state_dict(c.scheduler);
   mp.scaler().load_state_dict(c.scaler);
@@ -403,13 +408,17 @@ void Trainer::maybe_evaluate_and_save(bool epoch_end) {
   }
 }
 
-// Resumes from `checkpoint` if given (a bad one leaves output_dir untouched), opens the log.
+// Resumes from `checkpoint` if given (a bad one leaves output_dir untouched), takes output_dir's
+// lock (io/output_lock.h), opens the log. Under several ranks the checkpoint (its path and its
+// manifest's SHA-256, which covers every file's) must be the same on every rank before restore
+// runs a collective: a --resume given to one rank only is one agreed error, not a hang.
 void Trainer::begin_training(const std::string& checkpoint) {
   dist::Communicator& comm = accelerator_->ddp().communicator();
+  dist::check_same(comm, resume_identity(checkpoint), "the runs' --resume checkpoints");
   if (!checkpoint.empty()) dist::agree(comm, [&] { restore(checkpoint); });
   dist::agree(comm, [&] {
-    if (!accelerator_->is_main_process()) return;  // only rank 0 logs
-    std::filesystem::create_directories(args_.output_dir);
+    if (!accelerator_->is_main_process()) return;  // only rank 0 writes
+    parts_->lock = std::make_unique<io::OutputDirLock>(args_.output_dir);
     parts_->log_file.open(std::filesystem::path(args_.output_dir) / "log.jsonl", std::ios::app);
     check(parts_->log_file.good(), args_.output_dir, "/log.jsonl: cannot open for writing");
   });
@@ -561,8 +570,8 @@ bool Trainer::end_epoch() {
 // The best checkpoint's weights back (load_best_model_at_end), the summary, its log entry.
 TrainOutput Trainer::end_training(double seconds, int64_t start_step, bool interrupted) {
   if (args_.load_best_model_at_end && !interrupted && !state_.best_model_checkpoint.empty()) {
-    load_weights(accelerator_->mixed_precision(), io::load_checkpoint(state_.best_model_checkpoint).model,
-                 state_.best_model_checkpoint + "/model.safetensors");
+    load_checked_weights(accelerator_->mixed_precision(), model_, io::load_checkpoint(state_.best_model_checkpoint).model,
+                         state_.best_model_checkpoint + "/model.safetensors");
   }
   if (!interrupted && state_.global_step > start_step) {
     warn(stalled_loss_warning(state_.epoch_train_loss(), model_.config.classes, state_.global_step, steps_per_epoch()));
@@ -586,8 +595,18 @@ TrainOutput Trainer::end_training(double seconds, int64_t start_step, bool inter
 }
 
 TrainOutput Trainer::train(const std::string& resume_from_checkpoint) {
+  struct ReleaseLock {  // at the end of train(), however it ends
+    Parts& parts;
+    ~ReleaseLock() { parts.lock.reset(); }
+  } release{*parts_};
   begin_training(resume_from_checkpoint);
   if (state_.global_step == 0) warn(warmup_warning(parts_->scheduler->warmup_steps(), state_.max_steps));
+  if (!resume_from_checkpoint.empty() && state_.global_step >= state_.max_steps && accelerator_->is_main_process()) {
+    std::fprintf(stderr, "note: %s is at step %lld, which is not before max_steps %lld (--max-steps or --epochs): "
+                 "nothing to train; give a larger --max-steps or --epochs to continue\n",
+                 resume_from_checkpoint.c_str(), static_cast<long long>(state_.global_step),
+                 static_cast<long long>(state_.max_steps));
+  }
   std::unique_ptr<DetectAnomaly> anomaly;
   if (args_.detect_anomaly) anomaly = std::make_unique<DetectAnomaly>(/*throw_on_anomaly=*/!accelerator_->mixed_precision().scaler().is_enabled());
   for (auto& c : callbacks_) c->on_train_begin(state_, args_);

@@ -2,6 +2,10 @@
 // loader's determinism, padding and masks.
 #include <catch2/catch.hpp>
 
+#include <unistd.h>
+
+#include <chrono>
+#include <thread>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -62,6 +66,48 @@ TEST_CASE("read_tsv parses labels, blank lines, tabs in text and a missing final
   const Dataset again = read_tsv(copy);
   CHECK(again.examples.size() == 3);
   CHECK(again.examples[2].text == "fine");
+}
+
+TEST_CASE("read_tsv skips a byte-order mark and refuses labels with surrounding whitespace", "[data]") {
+  const Dataset d = read_tsv(temp_file("bom.tsv", "\xEF\xBB\xBF" "en\tthe\nen\ta\r\nde\tdie\n"));
+  CHECK(d.label_names == std::vector<std::string>{"en", "de"});  // not "\xEF\xBB\xBF" "en" and "en"
+  CHECK(d.examples[1].text == "a");
+  // Only at the very start is a BOM skipped; further on (files concatenated) it starts a label: an error.
+  REQUIRE_THROWS_WITH(read_tsv(temp_file("bom2.tsv", "en\tthe\n\xEF\xBB\xBF" "en\ta\n")),
+                      Catch::Contains("bom2.tsv:2: label starts with a byte-order mark"));
+  REQUIRE_THROWS_WITH(read_tsv(temp_file("space.tsv", "en\tthe\n en\ta\n")),
+                      Catch::Contains("space.tsv:2: label ' en' has leading or trailing whitespace"));
+  REQUIRE_THROWS_WITH(read_tsv(temp_file("space2.tsv", "en \tthe\n")),
+                      Catch::Contains("space2.tsv:1: label 'en ' has leading or trailing whitespace"));
+}
+
+TEST_CASE("read_tsv reads streams within its limits: /dev/zero, a long line, too many bytes", "[data]") {
+  const auto start = std::chrono::steady_clock::now();
+  REQUIRE_THROWS_WITH(read_tsv("/dev/zero"), Catch::Contains("/dev/zero:1: line longer than the 1048576-byte limit"));
+  CHECK(std::chrono::steady_clock::now() - start < std::chrono::seconds(2));  // bounded time
+  const std::string long_line = temp_file("long.tsv", "en\tok\nen\t" + std::string(100, 'x') + "\nen\tok\n");
+  CHECK(read_tsv(long_line).size() == 3);
+  REQUIRE_THROWS_WITH(read_tsv(long_line, nullptr, {.max_line_bytes = 50}),
+                      Catch::Contains("long.tsv:2: line longer than the 50-byte limit"));
+  // The last line, without a newline, is held to the same limit.
+  REQUIRE_THROWS_WITH(read_tsv(temp_file("tail.tsv", "en\tok\nen\t" + std::string(60, 'y')), nullptr,
+                               {.max_line_bytes = 50}),
+                      Catch::Contains("tail.tsv:2: line longer than the 50-byte limit"));
+  REQUIRE_THROWS_WITH(read_tsv(long_line, nullptr, {.max_total_bytes = 64}),
+                      Catch::Contains("long.tsv:2: the input is larger than the 64-byte limit"));
+  // A pipe reads like a file, within the same limits.
+  int fds[2];
+  REQUIRE(::pipe(fds) == 0);
+  std::thread writer([&] {
+    const std::string text = "en\tfrom a pipe\nde\taus einer Leitung\n";
+    CHECK(::write(fds[1], text.data(), text.size()) == ssize_t(text.size()));
+    ::close(fds[1]);
+  });
+  const Dataset piped = read_tsv("/proc/self/fd/" + std::to_string(fds[0]));
+  writer.join();
+  ::close(fds[0]);
+  CHECK(piped.size() == 2);
+  CHECK(piped.examples[1].text == "aus einer Leitung");
 }
 
 TEST_CASE("read_tsv errors name the file and line", "[data]") {

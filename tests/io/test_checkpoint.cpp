@@ -20,6 +20,7 @@
 #include "optim/lr_scheduler.h"
 #include "tests/temp_dir.h"
 #include "io/checkpoint.h"
+#include "io/digest.h"
 #include "io/safetensors.h"
 
 namespace hg::io {
@@ -155,12 +156,19 @@ TEST_CASE("a checkpoint of a real model, optimizer, scheduler and scaler round-t
                                                    "scaler.json", "scheduler.json", "trainer_state.json"});
   CHECK(checkpoint_files().size() == 9);
   CHECK(checkpoint_files().back() == "checkpoint.json");
-  // The manifest records every other file's size; model.safetensors carries transformers' format tag.
+  // The manifest records every other file's size and SHA-256 (as coreutils' sha256sum prints it);
+  // model.safetensors carries transformers' format tag.
   const nlohmann::json manifest = nlohmann::json::parse(read_bytes(path / "checkpoint.json"));
   CHECK(manifest["format"] == "halfgrad-checkpoint");
+  CHECK(manifest["version"] == 2);
   CHECK(manifest["step"] == 1);
   CHECK(manifest["files"].size() == 8);
-  for (const auto& [name, size] : manifest["files"].items()) CHECK(fs::file_size(path / name) == size.get<uint64_t>());
+  for (const auto& [name, entry] : manifest["files"].items()) {
+    CHECK(fs::file_size(path / name) == entry["size"].get<uint64_t>());
+    CHECK(entry["sha256"] == sha256_file(path / name));
+  }
+  // FIPS 180-4's example "abc" (Appendix B.1 of the SHA-256 examples): the digest itself is right.
+  CHECK(sha256_hex("abc", 3) == "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
   CHECK(load_safetensors((path / "model.safetensors").string()).metadata ==
         std::map<std::string, std::string>{{"format", "pt"}});
   CHECK(nlohmann::json::parse(read_bytes(path / "scheduler.json")) == saved.scheduler);
@@ -281,25 +289,41 @@ TEST_CASE("load_checkpoint names a missing, truncated or malformed file", "[chec
             std::to_string(size) + " (truncated or replaced)");
   // Truncated with a manifest that agrees (corruption after the fact): the reader catches it.
   nlohmann::json manifest = nlohmann::json::parse(read_bytes(broken / "checkpoint.json"));
-  manifest["files"]["model.safetensors"] = size / 2;
+  manifest["files"]["model.safetensors"] = {{"size", size / 2}, {"sha256", sha256_file(broken / "model.safetensors")}};
   write_bytes(broken / "checkpoint.json", manifest.dump());
   CHECK(checkpoint_complete(broken));
   CHECK_THAT(error_of([&] { load_checkpoint(broken); }),
              Catch::StartsWith((broken / "model.safetensors").string() + ": tensor 'encoder.weight': data_offsets") &&
                  Catch::Contains("run past the end of the data section"));
 
-  // A JSON file of the right size that is not JSON.
+  // A file of the right size with other bytes: its SHA-256 gives it away, naming the file; it
+  // is still listed (listing compares sizes only), and loading refuses it.
   fresh_copy();
   const uint64_t json_size = fs::file_size(broken / "scheduler.json");
   write_bytes(broken / "scheduler.json", std::string(json_size, '{'));
+  CHECK(checkpoint_complete(broken));
+  CHECK_THAT(error_of([&] { load_checkpoint(broken); }),
+             Catch::StartsWith(broken.string() + ": scheduler.json has SHA-256 ") &&
+                 Catch::EndsWith(" (corrupted or replaced)"));
+  // With a manifest that agrees, the JSON reader names it.
+  manifest = nlohmann::json::parse(read_bytes(broken / "checkpoint.json"));
+  manifest["files"]["scheduler.json"]["sha256"] = sha256_file(broken / "scheduler.json");
+  write_bytes(broken / "checkpoint.json", manifest.dump());
   CHECK_THAT(error_of([&] { load_checkpoint(broken); }),
              Catch::StartsWith((broken / "scheduler.json").string() + ": not valid JSON: "));
+  // A version-1 manifest (sizes only, before checksums) still loads.
+  fresh_copy();
+  manifest = nlohmann::json::parse(read_bytes(broken / "checkpoint.json"));
+  manifest["version"] = 1;
+  for (nlohmann::json& entry : manifest["files"]) entry = nlohmann::json(entry["size"]);
+  write_bytes(broken / "checkpoint.json", manifest.dump());
+  CHECK(difference(load_checkpoint(broken), load_checkpoint(dir.path / "checkpoint-4")) == "");
 
   // Manifests that are not ours.
   fresh_copy();
-  write_bytes(broken / "checkpoint.json", R"({"format": "halfgrad-checkpoint", "version": 2, "files": {}})");
+  write_bytes(broken / "checkpoint.json", R"({"format": "halfgrad-checkpoint", "version": 3, "files": {}})");
   CHECK(error_of([&] { load_checkpoint(broken); }) ==
-        (broken / "checkpoint.json").string() + ": version 2, this halfgrad reads version 1");
+        (broken / "checkpoint.json").string() + ": version 3, this halfgrad reads versions 1 and 2");
   write_bytes(broken / "checkpoint.json", R"({"format": "halfgrad-checkpoint", "version": 1, "files": []})");
   CHECK(error_of([&] { load_checkpoint(broken); }) ==
         (broken / "checkpoint.json").string() + ": does not record the size of model.safetensors");

@@ -4,6 +4,8 @@
 // sentencepiece model carried in the checkpoint beside config.json.
 #include <catch2/catch.hpp>
 
+#include <tuple>
+
 #include <nlohmann/json.hpp>
 
 #include "base/error.h"
@@ -191,7 +193,8 @@ TEST_CASE("a bad tokenizer in config.json names the file and the field", "[train
                       Contains("ck/config.json: tokenizer: expected an object"));
   // 2^16 buckets need 65537 embedding rows; the model has 4097.
   REQUIRE_THROWS_WITH(model_config_from_json(with({{"type", "words"}, {"buckets", 65536}}), "ck/config.json"),
-                      Contains("ck/config.json: the words tokenizer needs vocab_size 65537, the model has 4097"));
+                      Contains("ck/config.json: vocab_size 4097 disagrees with the words tokenizer, whose vocabulary "
+                               "is 65537 (buckets + 1)"));
   nlohmann::json j = model_config_to_json(bag_config());
   j["position_embedding"] = "rotary";
   REQUIRE_THROWS_WITH(model_config_from_json(j, "ck/config.json"),
@@ -249,6 +252,57 @@ TEST_CASE("a sentencepiece model travels in the checkpoint, fingerprinted, and a
     return g;
   }()).at("tokenizer").at("model_fnv1a64");
   CHECK_THROWS_WITH(model_config_from_checkpoint(garbage, "ck"), Contains("ck/sentencepiece.model: "));
+}
+
+TEST_CASE("one rule ties a config to itself: vocab_size, the tokenizer, architecture caps", "[train][config]") {
+  using Catch::Contains;
+  const nlohmann::json good = model_config_to_json(bag_config());  // char-ngrams, 4096 buckets, vocab 4097
+  // Fewer buckets with vocab_size left alone: ids would land on other rows (this loaded before).
+  nlohmann::json j = good;
+  j["tokenizer"]["buckets"] = 2048;
+  REQUIRE_THROWS_WITH(model_config_from_json(j, "ck/config.json"),
+                      Contains("ck/config.json: vocab_size 4097 disagrees with the char-ngrams tokenizer, whose "
+                               "vocabulary is 2049 (buckets + 1)"));
+  // The tokenizer entry dropped: bytes, 256 ids, not the 4097 rows the weights have.
+  j = good;
+  j.erase("tokenizer");
+  REQUIRE_THROWS_WITH(model_config_from_json(j, "ck/config.json"),
+                      Contains("vocab_size 4097 disagrees with the bytes tokenizer (config.json has no \"tokenizer\" "
+                               "entry, which means bytes), whose vocabulary is 256"));
+  // The caps of the train flags, per field.
+  for (const auto& [field, value, cap] :
+       {std::tuple{"num_hidden_layers", int64_t{1} << 40, ArchitectureCaps::kLayers},
+        std::tuple{"num_attention_heads", int64_t{512}, ArchitectureCaps::kHeads},
+        std::tuple{"hidden_size", int64_t{16384}, ArchitectureCaps::kDModel},
+        std::tuple{"intermediate_size", int64_t{1} << 20, ArchitectureCaps::kDFf},
+        std::tuple{"max_position_embeddings", int64_t{8192}, ArchitectureCaps::kMaxLen}}) {
+    j = good;
+    j[field] = value;
+    REQUIRE_THROWS_WITH(model_config_from_json(j, "ck/config.json"),
+                        Contains(std::string("ck/config.json: ") + field + " " + std::to_string(value) +
+                                 " is above the limit " + std::to_string(cap)));
+  }
+}
+
+TEST_CASE("check_config_matches_weights compares the config with the tensors before a model is built",
+          "[train][config]") {
+  const ModelConfig m = bag_config();
+  const nn::TextClassifier model(m.classifier, 0);
+  nn::StateDict weights = model.state_dict();
+  check_config_matches_weights(m, weights, "ck/model.safetensors");
+  ModelConfig more = m;
+  more.classifier.layers = 1;
+  CHECK_THROWS_WITH(check_config_matches_weights(more, weights, "ck/model.safetensors"),
+                    Catch::Contains("ck/model.safetensors: missing tensor 'encoder.layers.0.ff.fc1.weight'"));
+  ModelConfig wider = m;
+  wider.classifier.vocab = 8193;
+  CHECK_THROWS_WITH(check_config_matches_weights(wider, weights, "ck/model.safetensors"),
+                    Catch::Contains("tensor 'token_embedding.weight' has shape (4097, 16) but config.json's "
+                                    "vocab_size, hidden_size say (8193, 16)"));
+  weights["encoder.layers.0.ln1.weight"] = Tensor::zeros({16});
+  CHECK_THROWS_WITH(check_config_matches_weights(m, weights, "ck/model.safetensors"),
+                    Catch::Contains("tensor 'encoder.layers.0.ln1.weight' belongs to a layer past config.json's "
+                                    "num_hidden_layers 0"));
 }
 
 }  // namespace hg::io

@@ -11,6 +11,9 @@
 #                    then rank 1's file is missing (the command line rejects it before MPI starts):
 #                    the job still ends, non-zero
 #   different_flags  the ranks get different --lr: one message naming the setting and both values
+#   resume_one_rank  --resume given to rank 1 only (and then two different checkpoints): one
+#                    agreed message naming the setting, exit 1, no hang, and no file left in the
+#                    output directory (the ranks compare --resume before restoring anything)
 #   threads_auto     --threads auto under mpirun (step times would measure the slowest rank, not
 #                    the local team): one message naming the flag, exit 1, before any output
 # Usage: halfgrad_under_mpirun.sh TEST HALFGRAD MPIEXEC NUMPROC_FLAG [MPIEXEC_PREFLAGS...]
@@ -81,6 +84,27 @@ case $test_name in
     grep -q "differ across ranks: /training_args/learning_rate is 0.0099.* on rank 0 but 0.0199.* on rank 1" \
       "$tmp/out.txt" || fail "the message does not name learning_rate and both values"
     [ ! -e "$tmp/out" ] || fail "an output directory was created before the check"
+    ;;
+  resume_one_rank)
+    launch "$np" 2 "$halfgrad" "${small[@]}" --max-steps 4 --save-steps 2 --output-dir "$tmp/first" ||
+      fail "the first run: exit code $?"
+    launch "$np" 1 "$halfgrad" "${small[@]}" --max-steps 6 --output-dir "$tmp/out" : \
+      "$np" 1 "$halfgrad" "${small[@]}" --max-steps 6 --output-dir "$tmp/out" --resume "$tmp/first/checkpoint-4"
+    status=$?
+    [ "$status" -ne 0 ] && [ "$status" -ne 124 ] || fail "exit code $status (124: timed out)"
+    [ "$(count 'halfgrad: error')" -eq 1 ] || fail "not exactly one error message"
+    grep -q "the runs' --resume checkpoints differ across ranks: /resume is null on rank 0 but \"$tmp/first/checkpoint-4\" on rank 1" \
+      "$tmp/out.txt" || fail "the message does not name --resume and both values"
+    grep -q -e "bad_alloc" -e "unpack" "$tmp/out.txt" && fail "an MPI or allocation error escaped"
+    [ -z "$(ls -A "$tmp/out" 2>/dev/null)" ] || fail "the failed start left files in the output directory"
+    launch "$np" 1 "$halfgrad" "${small[@]}" --max-steps 6 --output-dir "$tmp/out" --resume "$tmp/first/checkpoint-2" : \
+      "$np" 1 "$halfgrad" "${small[@]}" --max-steps 6 --output-dir "$tmp/out" --resume "$tmp/first/checkpoint-4"
+    status=$?
+    [ "$status" -ne 0 ] && [ "$status" -ne 124 ] || fail "two checkpoints: exit code $status (124: timed out)"
+    grep -q "the runs' --resume checkpoints differ across ranks: /manifest_sha256 is" "$tmp/out.txt" ||
+      grep -q "the runs' --resume checkpoints differ across ranks: /resume is" "$tmp/out.txt" ||
+      fail "two checkpoints: the message does not name --resume"
+    [ -z "$(ls -A "$tmp/out" 2>/dev/null)" ] || fail "two checkpoints: the failed start left files"
     ;;
   threads_auto)
     launch "$np" 2 "$halfgrad" "${tiny[@]}" --threads auto --max-steps 2 --output-dir "$tmp/out"

@@ -17,6 +17,8 @@
 #include "tests/demos/run_program.h"
 #include "tests/temp_dir.h"
 #include "io/checkpoint.h"
+#include "io/digest.h"
+#include "io/output_lock.h"
 #include "io/safetensors.h"
 
 namespace hg::train {
@@ -204,8 +206,8 @@ const fs::path& trained_checkpoint() {
   return checkpoint;
 }
 
-// A copy of the trained checkpoint to damage; fix_manifest() re-records a file's size, so only
-// the damage itself (not the manifest's size check) can catch it.
+// A copy of the trained checkpoint to damage; fix_manifest() re-records a file's size and
+// SHA-256, so only the damage itself (not the manifest's checks) can catch it.
 struct DamagedCheckpoint {
   TempDir dir;
   fs::path path;
@@ -215,7 +217,7 @@ struct DamagedCheckpoint {
   }
   void fix_manifest(const std::string& file) const {
     nlohmann::json manifest = nlohmann::json::parse(read_bytes(path / io::kManifestFile));
-    manifest["files"][file] = fs::file_size(path / file);
+    manifest["files"][file] = {{"size", fs::file_size(path / file)}, {"sha256", io::sha256_file(path / file)}};
     write_bytes(path / io::kManifestFile, manifest.dump());
   }
   void edit_json(const std::string& file, const std::function<void(nlohmann::json&)>& edit) const {
@@ -258,7 +260,9 @@ TEST_CASE("damaged checkpoints: missing file, truncated, lying header, wrong sha
   SECTION("a config whose shapes do not match the weights") {
     const DamagedCheckpoint c("shape");
     c.edit_json("config.json", [](nlohmann::json& j) { j["intermediate_size"] = 32; });
-    run_cases(c.dir, {{c.eval_args(), kError, "has shape (16, 8) but the model expects (32, 8)"},
+    run_cases(c.dir, {{c.eval_args(), kError,
+                       "tensor 'encoder.layers.0.ff.fc1.weight' has shape (16, 8) but config.json's num_hidden_layers, "
+                       "intermediate_size, hidden_size say (32, 8)"},
                       {c.resume_args(), kError, "the checkpoint's model config does not match this model"}});
   }
   SECTION("a config of a different model") {
@@ -296,6 +300,7 @@ TEST_CASE("damaged checkpoints: missing file, truncated, lying header, wrong sha
     REQUIRE(at != std::string::npos);
     bytes.replace(at, 5, "\"I64\"");
     write_bytes(c.path / "model.safetensors", bytes);
+    c.fix_manifest("model.safetensors");
     run_cases(c.dir, {{c.eval_args(), kError, "I64"}});
   }
   SECTION("NaN weights are refused instead of predicting NaN") {
@@ -329,6 +334,133 @@ TEST_CASE("resuming from a checkpoint of another run is refused and leaves outpu
            c.dir / "data.tsv",
        kCliValidation, "Directory is actually a file"},
   });
+}
+
+// Issue 31, "nothing silent": each case below was a hang, a silent wrong answer or a crash before.
+
+// Replaces element 0 of `tensor` in the checkpoint's model.safetensors with `value`, re-sealed.
+void set_weight(const DamagedCheckpoint& c, const std::string& tensor, float value) {
+  nn::StateDict model = io::load_safetensors(c.path / "model.safetensors").tensors;
+  const Tensor& t = model.at(tensor);
+  std::vector<float> values = t.to_vector();
+  values[0] = value;
+  model[tensor] = Tensor::from_vector(values, t.shape(), t.dtype());
+  io::save_safetensors(c.path / "model.safetensors", model, {{"format", "pt"}});
+  c.fix_manifest("model.safetensors");
+}
+
+TEST_CASE("endless input (/dev/zero, a long line) fails at the line limit, naming the file and line",
+          "[train][cli][bad_input]") {
+  const DamagedCheckpoint c("endless");  // a good checkpoint, for eval and predict
+  write_bytes(c.dir.path / "long.tsv", "en\tfine\nde\t" + std::string(size_t(1) << 21, 'x') + "\n");
+  const std::string limit = "line longer than the 1048576-byte limit";
+  run_cases(c.dir, {
+      {"train" + kTiny + " --train /dev/zero", kError, "/dev/zero:1: " + limit},
+      {"train" + kTiny + " --train " + c.dir / "long.tsv", kError, "long.tsv:2: " + limit},
+      {"eval --checkpoint " + c.path.string() + " --data /dev/zero", kError, "/dev/zero:1: " + limit},
+      {"predict --checkpoint " + c.path.string() + " < /dev/zero", kError, "stdin:1: " + limit},
+  });
+}
+
+TEST_CASE("a second run into a live run's output dir fails at once naming its PID", "[train][cli][bad_input]") {
+  const TempDir dir("two_runs");
+  write_bytes(dir.path / "good.tsv", kGoodTsv);
+  const std::string train = "train" + kTiny + " --max-steps 2 --save-steps 2 --train " + dir / "good.tsv" +
+                            " --output-dir " + dir / "out";
+  {
+    const io::OutputDirLock live(dir.path / "out");  // this test process is the live run
+    for (const std::string& extra : {std::string(), std::string(" --overwrite-output-dir")}) {
+      const hg::testing::ProgramResult r = hg::testing::run_program("halfgrad", train + extra);
+      INFO(r.output);
+      CHECK(r.exit_code == kError);
+      CHECK_THAT(r.output, Catch::Contains("--output-dir " + dir / "out" + " is in use by another halfgrad run (PID " +
+                                           std::to_string(::getpid()) + ","));
+      CHECK_FALSE(fs::exists(dir.path / "out/log.jsonl"));
+    }
+  }
+  hg::testing::ProgramResult r = hg::testing::run_program("halfgrad", train);  // the live run ended
+  INFO(r.output);
+  REQUIRE(r.exit_code == 0);
+  CHECK_FALSE(fs::exists(dir.path / "out" / io::kLockFile));  // removed at the end of the run
+  r = hg::testing::run_program("halfgrad", train);  // an earlier run's checkpoints: not silently replaced
+  CHECK(r.exit_code == kError);
+  CHECK_THAT(r.output, Catch::Contains("holds checkpoints of an earlier run (checkpoint-2): give --resume"));
+  r = hg::testing::run_program("halfgrad", train + " --overwrite-output-dir");
+  CHECK(r.exit_code == 0);
+}
+
+TEST_CASE("a loaded checkpoint is checked: inf/NaN on resume, f16 overflow, architecture caps, config consistency",
+          "[train][cli][bad_input]") {
+  SECTION("train --resume refuses inf weights (it skipped every step before)") {
+    const DamagedCheckpoint c("resume_inf");
+    set_weight(c, "head.bias", INFINITY);
+    run_cases(c.dir, {{c.resume_args(), kError, "model.safetensors: tensor 'head.bias' holds inf or NaN"}});
+  }
+  SECTION("an f32 master above 65504 in an fp16 O2 checkpoint: an error naming the tensor and value") {
+    const DamagedCheckpoint c("f16_overflow");
+    set_weight(c, "head.weight", 70000.0f);
+    const std::string message =
+        "model.safetensors: tensor 'head.weight' element 0 holds 70000, which is inf in f16 (the dtype this model "
+        "computes in; largest finite 65504)";
+    run_cases(c.dir, {{c.eval_args(), kError, message},
+                      {"predict --checkpoint " + c.path.string() + " hello", kError, message},
+                      {c.resume_args(), kError, message}});
+    set_weight(c, "head.weight", 65504.0f);  // the largest finite f16 loads
+    const hg::testing::ProgramResult r = hg::testing::run_program("halfgrad", c.eval_args());
+    INFO(r.output);
+    CHECK(r.exit_code == 0);
+  }
+  SECTION("a huge num_hidden_layers is refused before anything is allocated") {
+    const DamagedCheckpoint c("layers");
+    c.edit_json("config.json", [](nlohmann::json& j) { j["num_hidden_layers"] = 1000000000; });
+    const std::string message = "config.json: num_hidden_layers 1000000000 is above the limit 128";
+    run_cases(c.dir, {{c.eval_args(), kError, message}, {"predict --checkpoint " + c.path.string() + " hi", kError, message}});
+  }
+  SECTION("a config that disagrees with itself: buckets changed, or the tokenizer entry removed") {
+    const TempDir dir("hashed_ckpt");
+    write_bytes(dir.path / "good.tsv", kGoodTsv);
+    const hg::testing::ProgramResult trained = hg::testing::run_program(
+        "halfgrad", "train --tokenizer char-ngrams --buckets 4096 --d-model 8 --heads 2 --batch-size 4 --threads 1"
+                    " --max-steps 2 --save-steps 2 --train " + dir / "good.tsv" + " --output-dir " + dir / "out");
+    INFO(trained.output);
+    REQUIRE(trained.exit_code == 0);
+    DamagedCheckpoint c("hashed");
+    fs::remove_all(c.path);
+    fs::copy(dir.path / "out/checkpoint-2", c.path);
+    c.edit_json("config.json", [](nlohmann::json& j) { j["tokenizer"]["buckets"] = 2048; });
+    run_cases(c.dir, {{"predict --checkpoint " + c.path.string() + " hallo", kError,
+                       "config.json: vocab_size 4097 disagrees with the char-ngrams tokenizer, whose vocabulary is "
+                       "2049 (buckets + 1)"}});
+    c.edit_json("config.json", [](nlohmann::json& j) { j.erase("tokenizer"); });
+    run_cases(c.dir, {{"predict --checkpoint " + c.path.string() + " hallo", kError,
+                       "config.json: vocab_size 4097 disagrees with the bytes tokenizer (config.json has no "
+                       "\"tokenizer\" entry, which means bytes), whose vocabulary is 256"}});
+  }
+  SECTION("a flipped byte is caught by the SHA-256 in checkpoint.json") {
+    const DamagedCheckpoint c("flipped");
+    std::string bytes = read_bytes(c.path / "model.safetensors");
+    bytes[bytes.size() - 3] ^= 0x10;  // inside the last tensor's data: the size is unchanged
+    write_bytes(c.path / "model.safetensors", bytes);
+    run_cases(c.dir, {{c.eval_args(), kError, "checkpoint-2: model.safetensors has SHA-256 "},
+                      {c.resume_args(), kError, "(corrupted or replaced)"}});
+  }
+}
+
+TEST_CASE("small cases: --seed -1, readable ranges, a resume past --max-steps", "[train][cli][bad_input]") {
+  const DamagedCheckpoint c("small");
+  const std::string train = "train" + kTiny + " --train " + c.dir / "data.tsv";
+  run_cases(c.dir, {{train + " --seed -1", kCliValidation, "--seed: Value -1 is not a seed: an integer in 0 to 18446744073709551615"},
+                    {train + " --max-steps 0", kCliValidation, "--max-steps: Value 0 not in range 1 to 1099511627776"},
+                    {train + " --seed 18446744073709551616", kCliValidation, "--seed"},  // 2^64: out of uint64
+                    {"export-langid --out " + c.dir / "x" + " --seed -1", kCliValidation, "Value -1 is not a seed"}});
+  const hg::testing::ProgramResult r = hg::testing::run_program(
+      "halfgrad", c.resume_args().replace(c.resume_args().find("--max-steps 4"), 13, "--max-steps 2") +
+                      " --output-dir " + c.dir / "resumed");
+  INFO(r.output);
+  CHECK(r.exit_code == 0);
+  CHECK_THAT(r.output, Catch::Contains(c.path.string() + " is at step 2, which is not before max_steps 2") &&
+                           Catch::Contains("nothing to train"));
+  CHECK(io::list_checkpoints(c.dir.path / "resumed").empty());  // nothing trained, nothing saved
 }
 
 }  // namespace

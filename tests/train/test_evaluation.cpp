@@ -5,6 +5,7 @@
 // took the MixedPrecision, it ran O2 with those outputs in f32, and the first test failed.)
 #include <catch2/catch.hpp>
 
+#include <cmath>
 #include <cstdint>
 #include <cstring>
 #include <sstream>
@@ -20,6 +21,8 @@
 #include "nn/text_classifier.h"
 #include "tests/demos/run_program.h"
 #include "tests/temp_dir.h"
+#include "optim/adam.h"
+#include "train/accelerator.h"
 #include "train/evaluation.h"
 #include "train/trainer.h"
 
@@ -125,6 +128,49 @@ TEST_CASE("fp16 O2: a saved checkpoint, loaded for inference, evaluates to the t
     for (const double v : row.at("logits")) printed.push_back(float(v));  // %.9g reads back exactly
   }
   CHECK(bits_of(printed) == bits_of(library.logits));
+}
+
+TEST_CASE("load_checked_weights: the one weight check, for an Accelerator-prepared fp16 O2 model too", "[eval]") {
+  nn::TextClassifier source(small_config(), 5);
+  const nn::StateDict saved = source.state_dict();  // f32, as an O2 checkpoint holds its masters
+  nn::TextClassifier model(small_config(), 6);
+  optim::AdamW optimizer({{model.parameters(), 1e-3f, 0.0f}});
+  Accelerator acc({.mixed_precision = {.precision = optim::Precision::kFp16, .opt_level = optim::OptLevel::kO2}});
+  acc.prepare(model, optimizer);
+  REQUIRE(model.head->weight.dtype() == DType::f16);
+
+  auto with = [&](const std::string& name, float value) {
+    nn::StateDict weights = saved;
+    std::vector<float> values = weights.at(name).to_vector();
+    values[3] = value;
+    weights[name] = Tensor::from_vector(values, weights.at(name).shape());
+    return weights;
+  };
+  using testing::error_of;
+  // 65520 is 65504 + half an ulp (ulp 32 in [2^15, 2^16)): the tie rounds to even, 2^16, which
+  // overflows; 65519 rounds down to 65504 and loads.
+  CHECK(error_of([&] { load_checked_weights(acc.mixed_precision(), model, with("head.weight", 65520.0f), "m"); }) ==
+        "m: tensor 'head.weight' element 3 holds 65520, which is inf in f16 (the dtype this model computes in; "
+        "largest finite 65504)");
+  CHECK(error_of([&] { load_checked_weights(acc.mixed_precision(), model, with("norm.bias", -INFINITY), "m"); }) ==
+        "m: tensor 'norm.bias' holds inf or NaN");
+  nn::StateDict extra = saved;
+  extra["head.scale"] = Tensor::zeros({1});
+  CHECK_THAT(error_of([&] { load_checked_weights(acc.mixed_precision(), model, extra, "m"); }),
+             Catch::Contains("m: tensor 'head.scale' (shape (1,)) is not a parameter of this model"));
+  nn::StateDict missing = saved;
+  missing.erase("head.bias");
+  CHECK(error_of([&] { load_checked_weights(acc.mixed_precision(), model, missing, "m"); }) ==
+        "m: missing tensor 'head.bias'");
+
+  load_checked_weights(acc.mixed_precision(), model, with("head.weight", 65519.0f), "m");
+  // The masters hold the saved f32 values exactly, the f16 model their rounding.
+  for (const auto& [name, master] : acc.mixed_precision().optimizer_parameters()) {
+    INFO(name);
+    CHECK(master.dtype() == DType::f32);
+    if (name != "head.weight") CHECK(bits_of(master.to_vector()) == bits_of(saved.at(name).to_vector()));
+  }
+  CHECK(model.head->weight.to_vector()[3] == 65504.0f);
 }
 
 }  // namespace hg::train

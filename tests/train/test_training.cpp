@@ -13,6 +13,7 @@
 #include "base/error.h"
 #include "data/dataset.h"
 #include "io/checkpoint.h"
+#include "io/digest.h"
 #include "io/model_config.h"
 #include "nn/text_classifier.h"
 #include "optim/mixed_precision.h"
@@ -342,12 +343,12 @@ TEST_CASE("halfgrad command: a byte-level checkpoint with a config.json from bef
   config.erase("position_embedding");
   config["tokenizer"] = "bytes";
   state.at("training_args").erase("tokenizer");
-  // The manifest records file sizes; keep it consistent with the rewritten files.
+  // The manifest records file sizes and SHA-256s; keep it consistent with the rewritten files.
   auto rewrite = [&](const std::string& name, const nlohmann::json& j) {
     std::ofstream(checkpoint / name) << j.dump(2);
     nlohmann::json manifest;
     std::ifstream(checkpoint / io::kManifestFile) >> manifest;
-    manifest["files"][name] = fs::file_size(checkpoint / name);
+    manifest["files"][name] = {{"size", fs::file_size(checkpoint / name)}, {"sha256", io::sha256_file(checkpoint / name)}};
     std::ofstream(checkpoint / io::kManifestFile) << manifest.dump(2);
   };
   rewrite("config.json", config);
