@@ -50,6 +50,10 @@ struct TrainingArguments {
   // rank's parameters, masters and optimizer state are still identical.
   std::string ddp_comm = "f32";
   int64_t ddp_check_every = 0;
+  // HF's report_to: where the run's log goes, any of "jsonl" (output_dir/log.jsonl, by the
+  // Trainer) and "html" (output_dir/report.html at the end, by report::HtmlReportCallback, which
+  // the caller adds), or "none" alone.
+  std::vector<std::string> report_to = {"jsonl"};
 
   // The metrics every evaluation reports with the default compute_metrics (classification_metrics).
   static std::vector<std::string> standard_metrics() { return {"loss", "accuracy", "f1"}; }

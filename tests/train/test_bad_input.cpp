@@ -259,7 +259,7 @@ TEST_CASE("damaged checkpoints: missing file, truncated, lying header, wrong sha
     const DamagedCheckpoint c("shape");
     c.edit_json("config.json", [](nlohmann::json& j) { j["intermediate_size"] = 32; });
     run_cases(c.dir, {{c.eval_args(), kError, "has shape (16, 8) but the model expects (32, 8)"},
-                      {c.resume_args(), kError, "the checkpoint's model config does not match this model"}});
+                      {c.resume_args(), kError, "the checkpoint does not match this run: intermediate_size: checkpoint 32, this run 16 (--d-ff)"}});
   }
   SECTION("a config of a different model") {
     const DamagedCheckpoint c("other_model");
@@ -320,11 +320,11 @@ TEST_CASE("resuming from a checkpoint of another run is refused and leaves outpu
   const std::string model = " --tokenizer bytes --d-ff 16 --max-len 8 --batch-size 4 --threads 1 --max-steps 4";
   run_cases(c.dir, {
       {"train --d-model 16 --heads 2 --layers 1" + model + " --train " + c.dir / "data.tsv" + resume, kError,
-       "the checkpoint's model config does not match this model"},
+       "the checkpoint does not match this run: hidden_size: checkpoint 8, this run 16 (--d-model)"},
       {"train --d-model 8 --heads 2 --layers 1" + model + " --train " + c.dir / "labels.tsv" + resume, kError,
-       "the checkpoint was trained on other labels"},
+       "the checkpoint does not match this run: id2label.1: checkpoint \"de\", this run \"fr\" (the training data's labels)"},
       {"train --d-model 8 --heads 2 --layers 1" + model + " --precision fp32 --train " + c.dir / "data.tsv" + resume,
-       kError, "the checkpoint was saved with another precision"},
+       kError, "the checkpoint was saved with another precision: fp16: checkpoint true, this run false"},
       {"train --d-model 8 --heads 2 --layers 1" + model + " --train " + c.dir / "data.tsv" + " --resume " +
            c.dir / "data.tsv",
        kCliValidation, "Directory is actually a file"},
