@@ -104,6 +104,45 @@ std::string truncation_note(int64_t truncated, const std::string& kind, int64_t 
          " truncated\n";
 }
 
+// The checkpoint that --checkpoint DIR names: DIR itself when it is one (it has a manifest, or
+// the files of one, which load_checkpoint then checks), else
+// DIR is a run's output directory and the answer is its latest complete checkpoint-N (the
+// largest N, transformers' get_last_checkpoint) or, with `best`, the checkpoint that the latest
+// one's trainer_state.json records as best_model_checkpoint (looked up in DIR, wherever the run
+// wrote it). Which one is said on stderr (with `note`). `train --resume` takes the latest too
+// (HF's resume_from_checkpoint=True).
+std::string resolve_checkpoint(const std::string& dir, bool best, bool note = true,
+                               const std::string& flag = "--checkpoint") {
+  namespace fs = std::filesystem;
+  const bool checkpoint = fs::exists(fs::path(dir) / io::kManifestFile) || fs::exists(fs::path(dir) / "config.json") ||
+                          fs::exists(fs::path(dir) / "model.safetensors");  // a damaged one: the loader says what is wrong
+  if (checkpoint) {
+    check(!best, "--best picks among a run's checkpoints: give the run's output directory (the folder of its "
+                 "checkpoint-N), not the checkpoint ", dir);
+    return dir;
+  }
+  const fs::path latest = io::latest_checkpoint(dir);
+  check(!latest.empty(), flag, " ", dir, ": neither a checkpoint (no ", io::kManifestFile,
+        ") nor a run's output directory holding a complete checkpoint-N");
+  fs::path chosen = latest;
+  if (best) {
+    std::ifstream file(latest / "trainer_state.json");
+    const nlohmann::json state = nlohmann::json::parse(file, nullptr, /*allow_exceptions=*/false);
+    check(state.is_object(), (latest / "trainer_state.json").string(), ": not a JSON object");
+    const auto recorded = state.find("best_model_checkpoint");
+    check(recorded != state.end() && recorded->is_string() && !recorded->get<std::string>().empty(), dir,
+          ": the run recorded no best checkpoint (it needs evaluation data, and an evaluation at a step it saved): "
+          "drop --best for the latest, ", latest.string());
+    chosen = fs::path(dir) / fs::path(recorded->get<std::string>()).filename();
+    check(io::checkpoint_complete(chosen), dir, ": the best checkpoint, ", chosen.string(), ", is missing or incomplete");
+  }
+  if (note) {
+    std::fprintf(stderr, "note: %s is a run's output directory: using its %s checkpoint, %s\n", dir.c_str(),
+                 best ? "best" : "latest", chosen.string().c_str());
+  }
+  return chosen.string();
+}
+
 // Every flag is checked (resolve_train_options, ClassifierConfig::validate) before the data is
 // read or the model built.
 int run_train(const CLI::App& cmd, cli::TrainOptions& o) {
@@ -137,6 +176,7 @@ int run_train(const CLI::App& cmd, cli::TrainOptions& o) {
     config.pooling = o.pooling == "cls" ? nn::Pooling::kCls : nn::Pooling::kMean;
     config.validate();
     if (!o.resume.empty()) {  // a broken checkpoint fails now, not after the data is read (restore reads it again)
+      o.resume = resolve_checkpoint(o.resume, /*best=*/false, /*note=*/world.rank() == 0, "--resume");
       const io::Checkpoint c = io::load_checkpoint(o.resume);
       io::model_config_from_json(c.config, o.resume + "/config.json");
     }
@@ -262,41 +302,6 @@ int run_train(const CLI::App& cmd, cli::TrainOptions& o) {
   if (reports_to("jsonl")) std::printf("log: %s/log.jsonl\n", a.output_dir.c_str());
   if (reports_to("html") && world.rank() == 0) std::printf("report: %s/report.html\n", a.output_dir.c_str());
   return 0;
-}
-
-// The checkpoint that --checkpoint DIR names: DIR itself when it is one (it has a manifest, or
-// the files of one, which load_checkpoint then checks), else
-// DIR is a run's output directory and the answer is its latest complete checkpoint-N (the
-// largest N, transformers' get_last_checkpoint) or, with `best`, the checkpoint that the latest
-// one's trainer_state.json records as best_model_checkpoint (looked up in DIR, wherever the run
-// wrote it). Which one is said on stderr.
-std::string resolve_checkpoint(const std::string& dir, bool best) {
-  namespace fs = std::filesystem;
-  const bool checkpoint = fs::exists(fs::path(dir) / io::kManifestFile) || fs::exists(fs::path(dir) / "config.json") ||
-                          fs::exists(fs::path(dir) / "model.safetensors");  // a damaged one: the loader says what is wrong
-  if (checkpoint) {
-    check(!best, "--best picks among a run's checkpoints: give the run's output directory (the folder of its "
-                 "checkpoint-N), not the checkpoint ", dir);
-    return dir;
-  }
-  const fs::path latest = io::latest_checkpoint(dir);
-  check(!latest.empty(), "--checkpoint ", dir, ": neither a checkpoint (no ", io::kManifestFile,
-        ") nor a run's output directory holding a complete checkpoint-N");
-  fs::path chosen = latest;
-  if (best) {
-    std::ifstream file(latest / "trainer_state.json");
-    const nlohmann::json state = nlohmann::json::parse(file, nullptr, /*allow_exceptions=*/false);
-    check(state.is_object(), (latest / "trainer_state.json").string(), ": not a JSON object");
-    const auto recorded = state.find("best_model_checkpoint");
-    check(recorded != state.end() && recorded->is_string() && !recorded->get<std::string>().empty(), dir,
-          ": the run recorded no best checkpoint (it needs evaluation data, and an evaluation at a step it saved): "
-          "drop --best for the latest, ", latest.string());
-    chosen = fs::path(dir) / fs::path(recorded->get<std::string>()).filename();
-    check(io::checkpoint_complete(chosen), dir, ": the best checkpoint, ", chosen.string(), ", is missing or incomplete");
-  }
-  std::fprintf(stderr, "note: %s is a run's output directory: using its %s checkpoint, %s\n", dir.c_str(),
-               best ? "best" : "latest", chosen.string().c_str());
-  return chosen.string();
 }
 
 int run_eval(const cli::CommandLine& cl) {

@@ -130,7 +130,8 @@ inline void add_train_flags(CLI::App& app, TrainOptions& o) {
                  "trains; the default for one process without OMP_NUM_THREADS)")
       ->check(CLI::IsMember({"auto"}) | CLI::Range(1, 1024));
   app.add_option("--output-dir", a.output_dir, "checkpoints and logs")->capture_default_str();
-  app.add_option("--resume", o.resume, "continue from a checkpoint directory")->check(CLI::ExistingDirectory);
+  app.add_option("--resume", o.resume, "continue from a checkpoint, or a run's output directory (its latest checkpoint)")
+      ->check(CLI::ExistingDirectory);
   app.add_option("--eval-strategy,--evaluation-strategy", a.eval_strategy, "no | steps | epoch")->capture_default_str();
   app.add_option("--eval-steps", a.eval_steps, "evaluate every N steps (selects --eval-strategy steps)")
       ->check(CLI::PositiveNumber);

@@ -238,6 +238,13 @@ TEST_CASE("a --resume into another model names every differing field with both v
   CHECK(r.exit_code == 1);
   CHECK_THAT(r.output, Catch::Contains("the checkpoint does not match this run: hidden_size: checkpoint 8, this run 16 "
                                        "(--d-model); intermediate_size: checkpoint 16, this run 32 (--d-ff)"));
+  // A run's output directory resumes from its latest checkpoint (HF's resume_from_checkpoint=True).
+  const testing::ProgramResult folder = testing::run_program(
+      "halfgrad", "train" + other + " --max-steps 4 --train " + dir / "train.tsv" + " --output-dir " + dir / "out2" +
+                      " --resume " + dir / "out");
+  CHECK(folder.exit_code == 1);
+  CHECK_THAT(folder.output, Catch::Contains("using its latest checkpoint, " + dir / "out/checkpoint-2") &&
+                                Catch::Contains("hidden_size: checkpoint 8, this run 16 (--d-model)"));
   std::string bf16 = kTinyRun;
   bf16.replace(bf16.find("fp32"), 4, "bf16");
   const testing::ProgramResult precision =

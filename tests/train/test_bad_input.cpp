@@ -165,7 +165,7 @@ TEST_CASE("flags without effect under the chosen strategy and bad flag values fa
       {"train --threads 1 --train " + dir / "bad.tsv" + " --d-model 10 --heads 3", kError,
        "heads (3) must divide d_model (10)"},
       {train + " --dropout nan", kError, "dropout must be in [0, 1), got nan"},
-      {train + " --resume " + dir.path.string(), kError, dir.path.string() + ": missing model.safetensors"},
+      {train + " --resume " + dir.path.string(), kError, "--resume " + dir.path.string() + ": neither a checkpoint"},
       {train + " --eval-steps 0", kCliValidation, "--eval-steps"},
       {train + " --save-steps 0", kCliValidation, "--save-steps"},
   });
