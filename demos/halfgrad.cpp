@@ -178,6 +178,7 @@ int run_train(const CLI::App& cmd, cli::TrainOptions& o) {
     if (!o.resume.empty()) {  // a broken checkpoint fails now, not after the data is read (restore reads it again)
       o.resume = resolve_checkpoint(o.resume, /*best=*/false, /*note=*/world.rank() == 0, "--resume");
       const io::Checkpoint c = io::load_checkpoint(o.resume);
+      train::check_resumable(c, o.resume);
       io::model_config_from_json(c.config, o.resume + "/config.json");
     }
   });

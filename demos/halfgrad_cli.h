@@ -140,7 +140,11 @@ inline void add_train_flags(CLI::App& app, TrainOptions& o) {
       ->check(CLI::PositiveNumber);
   app.add_option("--save-strategy", a.save_strategy, "no | steps | epoch")->capture_default_str();
   app.add_option("--save-steps", a.save_steps, "save every N steps (selects --save-strategy steps)")->check(CLI::PositiveNumber);
-  app.add_option("--save-total-limit", a.save_total_limit, "keep at most N checkpoints (-1: all)")->capture_default_str();
+  app.add_option("--save-total-limit", a.save_total_limit, "keep the newest N checkpoints and the best (-1: all)")
+      ->capture_default_str();
+  app.add_flag("--save-only-model", a.save_only_model,
+               "checkpoints without the optimizer, scheduler, scaler and RNG state (HF's save_only_model): a third "
+               "of the size; eval and predict take them, --resume does not");
   app.add_option("--max-grad-norm", a.max_grad_norm, "gradient clipping (0: off)")->capture_default_str();
   app.add_option("--grad-accum", a.gradient_accumulation_steps, "gradient accumulation steps")
       ->check(CLI::PositiveNumber);
@@ -277,6 +281,7 @@ inline void resolve_train_options(const CLI::App& cmd, TrainOptions& o) {
   check(!o.inspect_mx || o.inspect > 0, "--inspect-mx adds columns to --inspect: give --inspect N too");
   check(!given("--save-total-limit") || a.save_strategy != "no",
         "--save-total-limit has no effect with --save-strategy no");
+  check(!a.save_only_model || a.save_strategy != "no", "--save-only-model has no effect with --save-strategy no");
   check(!(given("--epochs") && given("--max-steps")),
         "--epochs and --max-steps both given: --max-steps would override --epochs; give one");
   check(!(given("--warmup-ratio") && given("--warmup-steps")),

@@ -332,17 +332,28 @@ PredictionOutput Trainer::predict(const data::Dataset& dataset) {
   return out;
 }
 
-std::string Trainer::save_checkpoint() {
+std::string Trainer::save_checkpoint() { return write_checkpoint(args_.save_only_model); }
+
+void check_resumable(const io::Checkpoint& c, const std::string& dir) {
+  check(!c.model_only, dir, ": a --save-only-model checkpoint (save_only_model) holds the weights alone, without the "
+        "optimizer, scheduler, loss scaler and RNG state a resume needs: evaluate or predict with it, or resume from "
+        "a checkpoint saved without --save-only-model");
+}
+
+std::string Trainer::write_checkpoint(bool model_only) {
   optim::MixedPrecision& mp = accelerator_->mixed_precision();
   io::Checkpoint c;
+  c.model_only = model_only;
   // The weights the optimizer updates: in O2 the f32 masters (the f16 model is their rounding).
   for (const auto& [name, tensor] : mp.optimizer_parameters()) c.model[name] = tensor;
   c.config = io::model_config_to_json({model_.config, train_dataset_.label_names, args_.tokenizer});
-  c.optimizer = parts_->optimizer->state_dict();
-  c.scheduler = parts_->scheduler->state_dict();
-  c.scaler = mp.scaler().state_dict();
+  if (!model_only) {
+    c.optimizer = parts_->optimizer->state_dict();
+    c.scheduler = parts_->scheduler->state_dict();
+    c.scaler = mp.scaler().state_dict();
+    c.rng = {{"dropout", {{"seed", model_.dropout_gen->seed()}, {"offset", model_.dropout_gen->offset()}}}};
+  }
   if (const Fp8Scaling* fp8 = mp.fp8()) c.fp8 = fp8->state_dict();  // fp8_scaling.json
-  c.rng = {{"dropout", {{"seed", model_.dropout_gen->seed()}, {"offset", model_.dropout_gen->offset()}}}};
   c.trainer_state = state_.to_json();
   c.trainer_state["training_args"] = args_.to_json();
   // Rank 0 writes for every rank (the replicas are identical); the others learn whether it could.
@@ -361,6 +372,7 @@ std::string Trainer::save_checkpoint() {
 // anywhere below becomes an error naming the checkpoint.
 void Trainer::restore(const std::string& dir) try {
   const io::Checkpoint c = io::load_checkpoint(dir);
+  check_resumable(c, dir);
   // What must match for the weights to fit and mean the same: the model's shape, the labels, the
   // tokenizer; then the precision mode (the weights' dtypes, the forward's numerics; the loss
   // scaling may change). Each differing field is named with both values. The saved config is
@@ -566,7 +578,7 @@ bool Trainer::end_step(const StepOutcome& step, bool& interrupted) {
     interrupted = stop = true;
     if (!io::checkpoint_complete(std::filesystem::path(args_.output_dir) /
                                  ("checkpoint-" + std::to_string(state_.global_step)))) {
-      save_checkpoint();
+      write_checkpoint(/*model_only=*/false);  // what the printed --resume command needs
     }
   }
   for (auto& c : callbacks_) stop = stop || c->should_stop;

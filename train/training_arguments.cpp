@@ -124,6 +124,7 @@ nlohmann::json TrainingArguments::to_json() const {
                       {"ddp_comm", ddp_comm},
                       {"ddp_check_every", ddp_check_every},
                       {"report_to", report_to},
+                      {"save_only_model", save_only_model},
                       {"tokenizer", io::tokenizer_config_to_json(tokenizer)}};
   if (greater_is_better) j["greater_is_better"] = *greater_is_better;
   j.update(optim::mixed_precision_to_json(mixed_precision));  // HF's flat layout: "fp16", "bf16", ...
@@ -162,6 +163,7 @@ TrainingArguments TrainingArguments::from_json(const nlohmann::json& j, const st
       else if (key == "ddp_comm") a.ddp_comm = value;
       else if (key == "ddp_check_every") a.ddp_check_every = value;
       else if (key == "report_to") a.report_to = value.get<std::vector<std::string>>();
+      else if (key == "save_only_model") a.save_only_model = value;
       else if (key == "tokenizer") a.tokenizer = io::tokenizer_config_from_json(value, source);  // absent: bytes
       else fail(source, ": training_args: unknown key '", key, "'");
     } catch (const nlohmann::json::exception& e) {

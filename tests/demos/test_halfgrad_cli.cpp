@@ -239,9 +239,9 @@ TEST_CASE("a --resume into another model names every differing field with both v
   CHECK_THAT(r.output, Catch::Contains("the checkpoint does not match this run: hidden_size: checkpoint 8, this run 16 "
                                        "(--d-model); intermediate_size: checkpoint 16, this run 32 (--d-ff)"));
   // A run's output directory resumes from its latest checkpoint (HF's resume_from_checkpoint=True).
-  const testing::ProgramResult folder = testing::run_program(
-      "halfgrad", "train" + other + " --max-steps 4 --train " + dir / "train.tsv" + " --output-dir " + dir / "out2" +
-                      " --resume " + dir / "out");
+  const testing::ProgramResult folder =
+      testing::run_program("halfgrad", "train" + other + " --max-steps 4 --train " + dir / "train.tsv" +
+                                           " --output-dir " + dir / "out2" + " --resume " + dir / "out");
   CHECK(folder.exit_code == 1);
   CHECK_THAT(folder.output, Catch::Contains("using its latest checkpoint, " + dir / "out/checkpoint-2") &&
                                 Catch::Contains("hidden_size: checkpoint 8, this run 16 (--d-model)"));
@@ -276,6 +276,38 @@ TEST_CASE("a small data set's checkpoint gets buckets for its n-grams, not 2^18"
   CHECK(nlohmann::json::parse(testing::read_bytes(dir.path / "given/checkpoint-2/config.json"))
             .at("tokenizer")
             .at("buckets") == 4096);
+}
+
+TEST_CASE("--save-only-model checkpoints hold the weights alone: eval and predict take them, --resume refuses them",
+          "[demo][cli]") {
+  const TempDir dir("save_only_model");
+  data::write_tsv(data::synthetic_dataset(16, 2, 3), dir / "train.tsv");
+  const std::string run = "train" + kTinyRun + " --save-steps 2 --train " + dir / "train.tsv";
+  run_ok(run + " --max-steps 2 --output-dir " + dir / "full");
+  run_ok(run + " --max-steps 2 --save-only-model --output-dir " + dir / "small");
+  const fs::path full = dir.path / "full/checkpoint-2", small = dir.path / "small/checkpoint-2";
+  for (const char* name :
+       {"optimizer.safetensors", "optimizer.json", "scheduler.json", "scaler.json", "rng_state.json"}) {
+    CHECK(fs::exists(full / name));
+    CHECK_FALSE(fs::exists(small / name));
+  }
+  CHECK(io::checkpoint_complete(small));
+  CHECK(io::load_checkpoint(small).model_only);
+  CHECK(testing::read_bytes(small / "model.safetensors") == testing::read_bytes(full / "model.safetensors"));
+  // The same predictions and evaluation as the full checkpoint of the same run.
+  const std::string text = " abab cdcd";
+  const std::string predicted = run_ok("predict --checkpoint " + full.string() + text).output;
+  CHECK(run_ok("predict --checkpoint " + small.string() + text).output == predicted);
+  CHECK(run_ok("eval --checkpoint " + small.string() + " --data " + dir / "train.tsv").output ==
+        run_ok("eval --checkpoint " + full.string() + " --data " + dir / "train.tsv").output);
+  const testing::ProgramResult resumed = testing::run_program(
+      "halfgrad", run + " --max-steps 4 --output-dir " + dir / "again" + " --resume " + small.string());
+  INFO(resumed.output);
+  CHECK(resumed.exit_code == 1);
+  CHECK_THAT(resumed.output,
+             Catch::Contains(small.string() + ": a --save-only-model checkpoint (save_only_model) holds "
+                                              "the weights alone"));
+  CHECK_THAT(resumed.output, !Catch::Contains("examples"));  // refused before the data is read
 }
 
 }  // namespace
