@@ -9,9 +9,13 @@
 #include <cerrno>
 #include <cstring>
 #include <fstream>
+#include <limits>
 #include <map>
 #include <string_view>
 #include <sstream>
+#include <tuple>
+#include <unordered_set>
+#include <utility>
 
 #include "autograd/generator.h"
 #include "base/error.h"
@@ -94,8 +98,88 @@ bool LineReader::next(std::string& line) {
   return true;
 }
 
-Dataset read_tsv(const std::string& path, const std::vector<std::string>* known_labels, ReadLimits limits) {
-  LineReader reader(path, limits);
+DataFormat parse_data_format(const std::string& name) {
+  if (name == "auto") return DataFormat::kAuto;
+  if (name == "tsv") return DataFormat::kTsv;
+  if (name == "fasttext") return DataFormat::kFastText;
+  fail("unknown input format '", name, "' (auto, tsv or fasttext)");
+}
+
+namespace {
+
+constexpr std::string_view kFastTextLabel = "__label__";
+
+bool blank(const std::string& line) { return line.find_first_not_of(" \t\r") == std::string::npos; }
+
+// Whether the line starts (after spaces) with fastText's label prefix.
+bool fasttext_line(const std::string& line) {
+  const size_t start = line.find_first_not_of(" \t");
+  return start != std::string::npos && line.compare(start, kFastTextLabel.size(), kFastTextLabel) == 0;
+}
+
+bool header_name(std::string label) {
+  for (char& c : label) c = (c >= 'A' && c <= 'Z') ? char(c - 'A' + 'a') : c;
+  for (const char* name : {"label", "labels", "class", "category", "target", "y", "lang", "language"}) {
+    if (label == name) return true;
+  }
+  return false;
+}
+
+// Whether a TSV header is to be skipped: kAuto decides by the first line's label (a column name
+// that no later line uses as a label) and says so in *notes. `lines`: the non-blank lines.
+bool skip_header(const std::vector<std::pair<int64_t, std::string>>& lines, const std::string& path, HeaderMode mode,
+                 std::vector<std::string>* notes) {
+  if (mode != HeaderMode::kAuto || lines.empty()) return mode == HeaderMode::kYes;
+  const auto& [number, line] = lines.front();
+  const size_t tab = line.find('\t');
+  if (tab == std::string::npos || !header_name(line.substr(0, tab))) return false;
+  const std::string prefix = line.substr(0, tab + 1);
+  for (size_t i = 1; i < lines.size(); ++i) {
+    if (lines[i].second.compare(0, prefix.size(), prefix) == 0) return false;  // a later line uses that label
+  }
+  if (notes) {
+    notes->push_back(path + ":" + std::to_string(number) + ": '" + line.substr(0, 40) +
+                     "' looks like a header line and was skipped (--no-header reads it as data)");
+  }
+  return true;
+}
+
+// A fastText line: "__label__X text" -> {X, text}; errors name the line.
+std::pair<std::string, std::string> split_fasttext(const std::string& line, const std::string& at) {
+  check(fasttext_line(line), at, ": expected '__label__X text' (fastText format), found no leading __label__");
+  const size_t start = line.find_first_not_of(" \t");
+  const size_t end = std::min(line.find_first_of(" \t", start), line.size());
+  const std::string label = line.substr(start + kFastTextLabel.size(), end - start - kFastTextLabel.size());
+  check(!label.empty(), at, ": empty label after __label__");
+  const size_t text = std::min(line.find_first_not_of(" \t", end), line.size());
+  check(line.compare(text, kFastTextLabel.size(), kFastTextLabel) != 0, at,
+        ": several __label__ labels on one line; halfgrad trains one label per text");
+  return {label, line.substr(text)};
+}
+
+}  // namespace
+
+Dataset read_tsv(const std::string& path, const std::vector<std::string>* known_labels, const ReadOptions& options,
+                 std::vector<std::string>* notes) {
+  // Every non-blank line first, within the limits: detecting the format or a header looks ahead,
+  // and a stream cannot rewind.
+  std::vector<std::pair<int64_t, std::string>> lines;
+  {
+    LineReader reader(path, options.limits);
+    std::string line;
+    while (reader.next(line)) {
+      if (!blank(line)) lines.emplace_back(reader.line_number(), std::move(line));
+    }
+  }
+  DataFormat format = options.format;
+  if (format == DataFormat::kAuto) {
+    format = !lines.empty() && fasttext_line(lines.front().second) ? DataFormat::kFastText : DataFormat::kTsv;
+    if (format == DataFormat::kFastText && notes) {
+      notes->push_back(path + ": read as fastText's '__label__X text' lines (--input-format tsv reads label<TAB>text)");
+    }
+  }
+  const bool skip = format == DataFormat::kTsv ? skip_header(lines, path, options.header, notes)
+                                               : options.header == HeaderMode::kYes;
   Dataset dataset;
   dataset.source = path;
   std::map<std::string, int32_t> ids;
@@ -103,29 +187,35 @@ Dataset read_tsv(const std::string& path, const std::vector<std::string>* known_
     dataset.label_names = *known_labels;
     for (size_t i = 0; i < known_labels->size(); ++i) ids[(*known_labels)[i]] = int32_t(i);
   }
-  std::string line;
-  while (reader.next(line)) {
-    const int64_t number = reader.line_number();
-    if (line.find_first_not_of(" \t") == std::string::npos) continue;
+  for (size_t i = skip ? 1 : 0; i < lines.size(); ++i) {
+    const auto& [number, line] = lines[i];
     size_t bad = 0;
     const bool valid = valid_utf8(line, &bad);  // before check(): argument order is unspecified
     check(valid, path, ":", number, ": invalid UTF-8 at byte ", bad + 1);
-    const size_t tab = line.find('\t');
-    check(tab != std::string::npos, path, ":", number, ": expected 'label<TAB>text', found no tab");
-    const std::string label = line.substr(0, tab);
-    check(!label.empty(), path, ":", number, ": empty label");
-    check(!is_ascii_space(label.front()) && !is_ascii_space(label.back()), path, ":", number, ": label '", label,
+    const std::string at = path + ":" + std::to_string(number);
+    std::string label, text;
+    if (format == DataFormat::kFastText) {
+      std::tie(label, text) = split_fasttext(line, at);
+    } else {
+      const size_t tab = line.find('\t');
+      check(tab != std::string::npos, at, ": expected 'label<TAB>text', found no tab",
+            fasttext_line(line) ? " (fastText's '__label__X text' lines: --input-format fasttext)" : "");
+      label = line.substr(0, tab);
+      text = line.substr(tab + 1);
+    }
+    check(!label.empty(), at, ": empty label");
+    check(!is_ascii_space(label.front()) && !is_ascii_space(label.back()), at, ": label '", label,
           "' has leading or trailing whitespace (it would be a class of its own): remove it");
-    check(label.rfind("\xEF\xBB\xBF", 0) != 0, path, ":", number,
+    check(label.rfind("\xEF\xBB\xBF", 0) != 0, at,
           ": label starts with a byte-order mark (U+FEFF; files concatenated?): it would be a class of its own");
     auto it = ids.find(label);
     if (it == ids.end()) {
-      check(known_labels == nullptr, path, ":", number, ": label '", label,
-            "' was not seen in training (known: ", known_labels ? known_labels->size() : 0, " labels)");
+      check(known_labels == nullptr, at, ": label '", label, "' was not seen in training (known: ",
+            known_labels ? known_labels->size() : 0, " labels)");
       it = ids.emplace(label, int32_t(dataset.label_names.size())).first;
       dataset.label_names.push_back(label);
     }
-    dataset.examples.push_back({line.substr(tab + 1), it->second});
+    dataset.examples.push_back({std::move(text), it->second});
   }
   check(!dataset.examples.empty(), path, ": the data set is empty");
   return dataset;
@@ -136,6 +226,21 @@ void write_tsv(const Dataset& dataset, const std::string& path) {
   check(file.good(), path, ": cannot open for writing");
   for (const Example& e : dataset.examples) file << dataset.label_names[size_t(e.label)] << '\t' << e.text << '\n';
   check(file.good(), path, ": write error");
+}
+
+int64_t default_buckets(const Dataset& train, TokenizerConfig config) {
+  constexpr int64_t kMax = int64_t{1} << 18, kMin = int64_t{1} << 10;
+  config.buckets = int64_t{1} << 28;  // the largest TokenizerConfig allows: distinct ids ~ distinct n-grams
+  const Tokenizer tokenizer(config);
+  std::unordered_set<int32_t> distinct;  // stops growing at kMax / 4: past that the answer is kMax
+  for (size_t i = 0; i < train.examples.size() && int64_t(distinct.size()) < kMax / 4; ++i) {
+    for (const int32_t id : tokenizer.encode(train.examples[i].text, std::numeric_limits<int32_t>::max())) {
+      distinct.insert(id);
+    }
+  }
+  int64_t buckets = kMin;
+  while (buckets < kMax && buckets < 4 * int64_t(distinct.size())) buckets *= 2;
+  return buckets;
 }
 
 namespace {

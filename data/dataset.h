@@ -7,6 +7,8 @@
 #include <string>
 #include <vector>
 
+#include "data/tokenizer.h"
+
 namespace hg::data {
 
 struct Example {
@@ -62,17 +64,50 @@ class LineReader {
   int64_t number_ = 0, total_ = 0;  // lines and bytes returned so far
 };
 
-// Reads `label<TAB>text` lines (UTF-8) within `limits`. Blank lines and a missing final newline
-// are fine; a byte-order mark at the start is skipped; the text may contain further tabs. With
-// `known_labels` (evaluation), labels map to those names and an unknown label is an error;
-// without, names are assigned in order of first appearance.
+// How a labelled text file is laid out (`halfgrad --input-format`, `--header`).
+enum class DataFormat {
+  kAuto,      // fastText when the first non-blank line starts with "__label__", else TSV
+  kTsv,       // label<TAB>text
+  kFastText,  // __label__X text (fastText's supervised format; one label a line)
+};
+enum class HeaderMode {
+  kNo,    // every line is data
+  kYes,   // the first non-blank line is a header, skipped
+  kAuto,  // TSV: skip a first line whose label is a column name ("label", "class", "category",
+          // "target", "y", "lang", "language", any case) that no other line uses as a label
+};
+struct ReadOptions {
+  DataFormat format = DataFormat::kTsv;
+  HeaderMode header = HeaderMode::kNo;
+  ReadLimits limits;
+};
+// "auto" | "tsv" | "fasttext"; throws hg::Error naming the others.
+DataFormat parse_data_format(const std::string& name);
+
+// Reads `label<TAB>text` lines (UTF-8), or with options.format fastText's `__label__X text`
+// lines (the label "X"; the text is the rest of the line after the spaces that follow the
+// label), within options.limits (a file or a stream: every line is read first, so detection
+// needs no rewind). Blank lines and a missing final newline are fine; a byte-order mark at the
+// start is skipped; a TSV text may contain further tabs. With `known_labels` (evaluation),
+// labels map to those names and an unknown label is an error; without, names are assigned in
+// order of first appearance. What auto-detection decided (format, header) is appended to *notes
+// as one line each ("FILE: ...").
 // Errors (hg::Error, naming file and line): unreadable file, a line or file past the limits, a
 // line without a tab, an empty label, a label with leading or trailing whitespace (" en" would
-// silently be a class of its own) or starting with a byte-order mark past the first line,
-// invalid UTF-8, an empty data set.
+// silently be a class of its own) or starting with a byte-order mark past the first line, a
+// fastText line without "__label__" or with several labels, invalid UTF-8, an empty data set.
 Dataset read_tsv(const std::string& path, const std::vector<std::string>* known_labels = nullptr,
-                 ReadLimits limits = {});
+                 const ReadOptions& options = {}, std::vector<std::string>* notes = nullptr);
 void write_tsv(const Dataset& dataset, const std::string& path);
+
+// The hash buckets (embedding rows) a hashed tokenizer (`config.kind` char-ngrams or words, with
+// its n-gram sizes) gets when none are given: with d the distinct n-grams of `train`'s texts,
+// min(2^18, max(2^10, the power of two at or above 4 d)). At d / buckets <= 1/4 an n-gram shares
+// its bucket with no other with probability e^(-d/buckets) >= 78% (d n-grams hashed uniformly);
+// past 2^18 rows the main job gained nothing (docs/classifier.md). The main job's 42,000 words
+// have more than 2^15 distinct n-grams, so it keeps 2^18; 30 of its words get 2^12 (a checkpoint
+// of 1.6 MB instead of 97 MB). n-grams are told apart by their hash modulo 2^28.
+int64_t default_buckets(const Dataset& train, TokenizerConfig config);
 
 struct LanguageIdOptions {
   std::string dict_dir = "/usr/share/dict";

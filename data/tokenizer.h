@@ -75,6 +75,8 @@ struct TokenizerConfig {
   // The rows the token table needs: every id the tokenizer emits, padding 0 and (use_cls) the
   // CLS id, which is the last. The one place that derives a vocab size from a tokenizer.
   int64_t model_vocab(bool use_cls) const;
+  // Hashed n-grams (char-ngrams, words): ids are buckets of a hash, the table sized by `buckets`.
+  bool hashed() const { return kind == TokenizerKind::kCharNgrams || kind == TokenizerKind::kWords; }
   // Same tokenization: fields the kind does not use (ngram_* of words, all sizes of bytes) are
   // ignored, as config.json does not save them; two sentencepiece configs with a model compare
   // the model bytes.

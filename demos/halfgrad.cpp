@@ -1,8 +1,9 @@
 // halfgrad: train, evaluate and use a transformer text classifier from the command line.
 //   halfgrad train [flags]          with no flags: the language-id main job (fp16 O2)
-//   halfgrad eval --checkpoint DIR --data FILE.tsv
-//   halfgrad predict --checkpoint DIR [--logits] [TEXT...]   (or one text per stdin line)
+//   halfgrad eval --checkpoint DIR --data FILE.tsv     (DIR: a checkpoint, or a run's: its latest or --best)
+//   halfgrad predict --checkpoint DIR [--logits] [--top-k K] [TEXT...]   (or --input FILE, or stdin)
 //   halfgrad export-langid --out DIR              the language-id split as train.tsv/test.tsv
+// No subcommand prints the usage and exits 2.
 // Every error is one line on stderr and exit code 1 (a bad command line: CLI11's codes, 100-127);
 // train checks all its flags before it reads data. docs/training.md is the reference.
 // Ctrl-C during training saves a checkpoint of the step in progress and exits with 130.
@@ -29,6 +30,7 @@
 #include "io/model_config.h"
 #include "io/output_lock.h"
 #include "nn/text_classifier.h"
+#include "report/html_report.h"
 #include "report/numerics_inspector.h"
 #include "train/evaluation.h"
 #include "train/metrics.h"
@@ -40,7 +42,8 @@ using namespace hg;
 using train::Metrics;
 
 // Progress on stderr (only on a terminal), and a table row on stdout after every evaluation
-// (every epoch by default), or every epoch when there is no evaluation data. The row's
+// (every epoch by default), or every epoch when there is no evaluation data (then without the
+// eval_loss, accuracy and f1 columns). The row's
 // train_loss is the mean loss of the current epoch's optimizer steps so far (at an epoch's end:
 // the epoch's mean), from the TrainerState, so a resumed run prints the same numbers.
 class ConsoleCallback : public train::TrainerCallback {
@@ -50,8 +53,9 @@ class ConsoleCallback : public train::TrainerCallback {
   void on_train_begin(const train::TrainerState& state, const train::TrainingArguments&) override {
     start_ = std::chrono::steady_clock::now();
     first_step_ = state.global_step;
-    std::printf("%5s %8s %10s %10s %9s %8s %8s %10s %8s\n", "epoch", "step", "train_loss", "eval_loss", "accuracy",
-                "f1", "skipped", "scale", "time");
+    std::printf("%5s %8s %10s", "epoch", "step", "train_loss");
+    if (has_eval_) std::printf(" %10s %9s %8s", "eval_loss", "accuracy", "f1");
+    std::printf(" %8s %10s %8s\n", "skipped", "scale", "time");
     std::fflush(stdout);
   }
 
@@ -81,9 +85,9 @@ class ConsoleCallback : public train::TrainerCallback {
   double elapsed() const { return std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count(); }
   void row(const train::TrainerState& state, double loss, double accuracy, double f1) {
     if (isatty(STDERR_FILENO)) std::fprintf(stderr, "\r%80s\r", "");
-    std::printf("%5.2f %8lld %10.4f %10.4f %8.2f%% %8.4f %8lld %10g %7.0fs\n", state.epoch,
-                static_cast<long long>(state.global_step), state.epoch_train_loss(), loss, 100 * accuracy, f1,
-                static_cast<long long>(epoch_skipped_), scale_, elapsed());
+    std::printf("%5.2f %8lld %10.4f", state.epoch, static_cast<long long>(state.global_step), state.epoch_train_loss());
+    if (has_eval_) std::printf(" %10.4f %8.2f%% %8.4f", loss, 100 * accuracy, f1);
+    std::printf(" %8lld %10g %7.0fs\n", static_cast<long long>(epoch_skipped_), scale_, elapsed());
     std::fflush(stdout);
     epoch_skipped_ = 0;
   }
@@ -133,6 +137,45 @@ void train_spm_model(dist::Communicator& world, const data::Dataset& train_set, 
               texts.size(), std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
 }
 
+// The checkpoint that --checkpoint DIR names: DIR itself when it is one (it has a manifest, or
+// the files of one, which load_checkpoint then checks), else
+// DIR is a run's output directory and the answer is its latest complete checkpoint-N (the
+// largest N, transformers' get_last_checkpoint) or, with `best`, the checkpoint that the latest
+// one's trainer_state.json records as best_model_checkpoint (looked up in DIR, wherever the run
+// wrote it). Which one is said on stderr (with `note`). `train --resume` takes the latest too
+// (HF's resume_from_checkpoint=True).
+std::string resolve_checkpoint(const std::string& dir, bool best, bool note = true,
+                               const std::string& flag = "--checkpoint") {
+  namespace fs = std::filesystem;
+  const bool checkpoint = fs::exists(fs::path(dir) / io::kManifestFile) || fs::exists(fs::path(dir) / "config.json") ||
+                          fs::exists(fs::path(dir) / "model.safetensors");  // a damaged one: the loader says what is wrong
+  if (checkpoint) {
+    check(!best, "--best picks among a run's checkpoints: give the run's output directory (the folder of its "
+                 "checkpoint-N), not the checkpoint ", dir);
+    return dir;
+  }
+  const fs::path latest = io::latest_checkpoint(dir);
+  check(!latest.empty(), flag, " ", dir, ": neither a checkpoint (no ", io::kManifestFile,
+        ") nor a run's output directory holding a complete checkpoint-N");
+  fs::path chosen = latest;
+  if (best) {
+    std::ifstream file(latest / "trainer_state.json");
+    const nlohmann::json state = nlohmann::json::parse(file, nullptr, /*allow_exceptions=*/false);
+    check(state.is_object(), (latest / "trainer_state.json").string(), ": not a JSON object");
+    const auto recorded = state.find("best_model_checkpoint");
+    check(recorded != state.end() && recorded->is_string() && !recorded->get<std::string>().empty(), dir,
+          ": the run recorded no best checkpoint (it needs evaluation data, and an evaluation at a step it saved): "
+          "drop --best for the latest, ", latest.string());
+    chosen = fs::path(dir) / fs::path(recorded->get<std::string>()).filename();
+    check(io::checkpoint_complete(chosen), dir, ": the best checkpoint, ", chosen.string(), ", is missing or incomplete");
+  }
+  if (note) {
+    std::fprintf(stderr, "note: %s is a run's output directory: using its %s checkpoint, %s\n", dir.c_str(),
+                 best ? "best" : "latest", chosen.string().c_str());
+  }
+  return chosen.string();
+}
+
 // Every flag is checked (resolve_train_options, ClassifierConfig::validate) before the data is
 // read or the model built.
 int run_train(const CLI::App& cmd, cli::TrainOptions& o) {
@@ -152,6 +195,7 @@ int run_train(const CLI::App& cmd, cli::TrainOptions& o) {
     check(world.size() == 1 || o.threads != "auto",
           "--threads auto times one process's steps; under mpirun they wait for the slowest rank: give --threads N, "
           "or leave it out for the cores divided among the ranks");
+    if (!o.resume.empty()) o.resume = resolve_checkpoint(o.resume, /*best=*/false, /*note=*/world.rank() == 0, "--resume");
     if (!o.spm_model.empty()) a.tokenizer.set_spm_model(data::read_spm_model_file(o.spm_model), o.spm_model);
     if (!o.resume.empty() && a.tokenizer.kind == data::TokenizerKind::kSentencePiece && o.spm_model.empty()) {
       resume_spm_model(o.resume, a.tokenizer);  // the checkpoint's model, not a new one trained again
@@ -159,7 +203,7 @@ int run_train(const CLI::App& cmd, cli::TrainOptions& o) {
     config.vocab = a.tokenizer.model_vocab(o.pooling == "cls");
     config.position_embedding = nn::parse_position_embedding(o.positions, "--positions");
     // Hashed n-grams and words over 2^16+ rows: sparse row gradients (docs/classifier.md).
-    config.sparse_embedding = a.tokenizer.kind == data::TokenizerKind::kCharNgrams || a.tokenizer.kind == data::TokenizerKind::kWords;
+    config.sparse_embedding = a.tokenizer.hashed();
     config.max_len = o.max_len;
     config.d_model = o.d_model;
     config.heads = o.heads;
@@ -170,6 +214,7 @@ int run_train(const CLI::App& cmd, cli::TrainOptions& o) {
     config.validate();
     if (!o.resume.empty()) {  // a broken checkpoint fails now, not after the data is read (restore reads it again)
       const io::Checkpoint c = io::load_checkpoint(o.resume);
+      train::check_resumable(c, o.resume);
       io::model_config_from_checkpoint(c, o.resume);
     }
     if (world.rank() == 0) {  // one writer per output dir: a live run's lock fails now (the Trainer takes it)
@@ -202,14 +247,23 @@ int run_train(const CLI::App& cmd, cli::TrainOptions& o) {
       train_set = std::move(split.train);
       eval_set = std::move(split.test);
     } else {
-      train_set = data::read_tsv(o.train_file);
-      if (has_eval) eval_set = data::read_tsv(o.eval_file, &train_set.label_names);
+      const data::ReadOptions read = cli::read_options(o.input_format, o.header, o.no_header);
+      std::vector<std::string> notes;
+      train_set = data::read_tsv(o.train_file, nullptr, read, &notes);
+      if (has_eval) eval_set = data::read_tsv(o.eval_file, &train_set.label_names, read, &notes);
+      for (const std::string& note : notes) std::printf("note: %s\n", note.c_str());
     }
   });
   std::printf("%s\n", train_set.summary().c_str());
   if (has_eval) std::printf("%s\n", eval_set.summary().c_str());
   if (a.tokenizer.kind == data::TokenizerKind::kSentencePiece && a.tokenizer.spm_model.empty()) {
     train_spm_model(world, train_set, a.tokenizer);
+  }
+  // Without --buckets a hashed tokenizer gets as many rows as the training data's n-grams need
+  // (data::default_buckets; the main job's 2^18); the tokenizer, and so config.json, records them.
+  if (a.tokenizer.hashed() && cmd.get_option("--buckets")->count() == 0) {
+    a.tokenizer.buckets = data::default_buckets(train_set, a.tokenizer);
+    config.vocab = a.tokenizer.model_vocab(o.pooling == "cls");
   }
 
   config.classes = int64_t(train_set.label_names.size());
@@ -218,24 +272,38 @@ int run_train(const CLI::App& cmd, cli::TrainOptions& o) {
   const std::string team = adapt && max_threads > 1
                                ? "threads auto (" + std::to_string(max_threads) + " or 1, by step time)"
                                : std::to_string(max_threads) + " threads";
-  std::printf(
-      "model: %lld parameters (d_model %lld, heads %lld, layers %lld, d_ff %lld, max_len %lld, tokenizer %s, positions %s); "
-      "precision %s%s; %s%s\n",
+  const std::string tokenizer =
+      o.tokenizer + (a.tokenizer.hashed() ? " over " + std::to_string(a.tokenizer.buckets) + " buckets" : "");
+  char model_text[512];
+  std::snprintf(model_text, sizeof model_text,
+      "model: %lld parameters (d_model %lld, heads %lld, layers %lld, d_ff %lld, max_len %lld, tokenizer %s, "
+      "positions %s); precision %s%s; %s%s",
       static_cast<long long>(model.parameter_count()), static_cast<long long>(config.d_model),
       static_cast<long long>(config.heads), static_cast<long long>(config.layers), static_cast<long long>(config.d_ff),
-      static_cast<long long>(config.max_len), o.tokenizer.c_str(), o.positions.c_str(), o.precision.c_str(),
+      static_cast<long long>(config.max_len), tokenizer.c_str(), o.positions.c_str(), o.precision.c_str(),
       a.mixed_precision.precision == optim::Precision::kFp16 ? (" " + o.opt_level + ", loss scale " + o.loss_scale).c_str() : "",
       team.c_str(),
       world.size() > 1 ? (" x " + std::to_string(world.size()) + " processes, --ddp-comm " + a.ddp_comm).c_str() : "");
+  const std::string model_line = model_text;
+  std::printf("%s\n", model_line.c_str());
 
   std::vector<std::shared_ptr<train::TrainerCallback>> callbacks;
   // The console and the inspector print and write files: rank 0's job. Early stopping decides
   // from metrics every rank holds alike (the Trainer gathers them), so every rank runs it.
   if (world.rank() == 0) callbacks.push_back(std::make_shared<ConsoleCallback>(has_eval && a.eval_strategy != "no"));
   if (o.early_stopping > 0) callbacks.push_back(std::make_shared<train::EarlyStoppingCallback>(a, o.early_stopping));
+  std::shared_ptr<report::InspectorCallback> inspector;
   if (o.inspect > 0 && world.rank() == 0) {
-    callbacks.push_back(std::make_shared<report::InspectorCallback>(
-        report::InspectorOptions{.every = o.inspect, .mx = o.inspect_mx}, a.output_dir));
+    inspector = std::make_shared<report::InspectorCallback>(
+        report::InspectorOptions{.every = o.inspect, .mx = o.inspect_mx}, a.output_dir);
+    callbacks.push_back(inspector);
+  }
+  auto reports_to = [&](const char* to) { return std::find(a.report_to.begin(), a.report_to.end(), to) != a.report_to.end(); };
+  if (reports_to("html") && world.rank() == 0) {  // after the inspector: it reads its steps at the end
+    callbacks.push_back(std::make_shared<report::HtmlReportCallback>(
+        a.output_dir, "halfgrad train: " + a.output_dir,
+        std::vector<std::string>{train_set.summary(), has_eval ? eval_set.summary() : "no evaluation data", model_line},
+        inspector));
   }
   train::Trainer trainer(model, a, train_set, has_eval ? &eval_set : nullptr, {}, callbacks);
   if (adapt) trainer.adapt_threads(AdaptiveThreads(max_threads));
@@ -279,14 +347,18 @@ int run_train(const CLI::App& cmd, cli::TrainOptions& o) {
   }
   const auto checkpoints = io::list_checkpoints(a.output_dir);
   if (!checkpoints.empty()) std::printf("\nlatest checkpoint: %s\n", checkpoints.back().string().c_str());
-  std::printf("log: %s/log.jsonl\n", a.output_dir.c_str());
+  if (reports_to("jsonl")) std::printf("log: %s/log.jsonl\n", a.output_dir.c_str());
+  if (reports_to("html") && world.rank() == 0) std::printf("report: %s/report.html\n", a.output_dir.c_str());
   return 0;
 }
 
-int run_eval(const std::string& checkpoint, const std::string& data_file, int64_t batch_size) {
-  const train::InferenceModel l = train::load_for_inference(checkpoint);
-  const data::Dataset d = data::read_tsv(data_file, &l.labels);
-  const train::EvalPrediction p = train::run_evaluation(*l.model, d, batch_size, *l.mixed_precision, l.tokenizer);
+int run_eval(const cli::CommandLine& cl) {
+  const train::InferenceModel l = train::load_for_inference(resolve_checkpoint(cl.checkpoint, cl.best));
+  std::vector<std::string> notes;
+  const data::Dataset d =
+      data::read_tsv(cl.data_file, &l.labels, cli::read_options(cl.input_format, cl.header, cl.no_header), &notes);
+  for (const std::string& note : notes) std::printf("note: %s\n", note.c_str());
+  const train::EvalPrediction p = train::run_evaluation(*l.model, d, cl.eval_batch, *l.mixed_precision, l.tokenizer);
   const train::ClassificationReport r =
       train::classification_report(p.predictions, p.label_ids, int64_t(l.labels.size()));
   std::printf("%s\n", d.summary().c_str());
@@ -297,17 +369,42 @@ int run_eval(const std::string& checkpoint, const std::string& data_file, int64_
   return 0;
 }
 
-// One line per text: "text<TAB>label<TAB>label=probability...", or with `logits` a JSON object
-// {"text", "label", "logits"} whose logits (f32, %.9g) read back to the same floats.
-int run_predict(const std::string& checkpoint, std::vector<std::string> texts, bool logits) {
-  const train::InferenceModel l = train::load_for_inference(checkpoint);
-  if (texts.empty()) {
-    data::LineReader stdin_lines("-");  // bounded: an endless stdin fails at the limit (data/dataset.h)
-    for (std::string line; stdin_lines.next(line);) {
-      if (!line.empty()) texts.push_back(line);
+// predict's texts: the arguments, or the lines of --input (a file, or - for stdin), or of stdin.
+// Blank (empty or whitespace-only) ones are skipped, and counted in one warning on stderr.
+std::vector<std::string> predict_inputs(const cli::CommandLine& cl) {
+  check(cl.input_file.empty() || cl.texts.empty(), "predict: texts given both as arguments and with --input: give one");
+  std::vector<std::string> all = cl.texts;
+  const bool from_stdin = cl.texts.empty() && (cl.input_file.empty() || cl.input_file == "-");
+  const std::string source = !cl.texts.empty() ? "argument" : from_stdin ? "stdin line" : cl.input_file + " line";
+  if (cl.texts.empty()) {  // bounded: an endless stream fails at the limit (data/dataset.h)
+    data::LineReader lines(from_stdin ? "-" : cl.input_file);
+    for (std::string line; lines.next(line);) all.push_back(std::move(line));
+  }
+  std::vector<std::string> texts;
+  std::string skipped;
+  int64_t blank = 0;
+  for (size_t i = 0; i < all.size(); ++i) {
+    if (all[i].find_first_not_of(" \t\r\n\v\f") != std::string::npos) {
+      texts.push_back(std::move(all[i]));
+    } else if (++blank <= 5) {
+      skipped += (blank > 1 ? ", " : " ") + std::to_string(i + 1);
     }
   }
-  check(!texts.empty(), "predict: no texts given (as arguments or on stdin)");
+  if (blank > 0) {
+    std::fprintf(stderr, "warning: predict: skipped %lld blank %s%s:%s%s\n", static_cast<long long>(blank),
+                 source.c_str(), blank > 1 ? "s" : "", skipped.c_str(), blank > 5 ? ", ..." : "");
+  }
+  check(!texts.empty(), "predict: no texts given (as arguments, with --input or on stdin)");
+  return texts;
+}
+
+// One line per text: "text<TAB>label<TAB>label=probability..." (every label in label order, or
+// with --top-k K the K most probable, most probable first), or with --logits a JSON object
+// {"text", "label", "logits"} whose logits (f32, %.9g) read back to the same floats.
+int run_predict(const cli::CommandLine& cl) {
+  check(cl.top_k == 0 || !cl.logits, "predict: --top-k ranks probabilities and --logits prints every logit: give one");
+  const train::InferenceModel l = train::load_for_inference(resolve_checkpoint(cl.checkpoint, cl.best));
+  const std::vector<std::string> texts = predict_inputs(cl);
   data::Dataset d;
   d.source = "input";
   d.label_names = l.labels;
@@ -321,7 +418,7 @@ int run_predict(const std::string& checkpoint, std::vector<std::string> texts, b
   }
   for (size_t i = 0; i < texts.size(); ++i) {
     const std::string& label = l.labels[size_t(p.predictions[i])];
-    if (logits) {
+    if (cl.logits) {
       std::string row = "{\"text\": " + nlohmann::json(texts[i]).dump() + ", \"label\": " +
                         nlohmann::json(label).dump() + ", \"logits\": [";
       char number[32];
@@ -333,8 +430,14 @@ int run_predict(const std::string& checkpoint, std::vector<std::string> texts, b
       continue;
     }
     const std::vector<double> probs = train::probabilities(p.logits, int64_t(i), p.classes);
+    std::vector<size_t> order(probs.size());
+    for (size_t k = 0; k < order.size(); ++k) order[k] = k;
+    if (cl.top_k > 0) {  // most probable first; ties in label order
+      std::stable_sort(order.begin(), order.end(), [&](size_t x, size_t y) { return probs[x] > probs[y]; });
+      order.resize(std::min(order.size(), size_t(cl.top_k)));
+    }
     std::printf("%s\t%s", texts[i].c_str(), label.c_str());
-    for (size_t k = 0; k < probs.size(); ++k) std::printf("\t%s=%.3f", l.labels[k].c_str(), probs[k]);
+    for (const size_t k : order) std::printf("\t%s=%.3f", l.labels[k].c_str(), probs[k]);
     std::printf("\n");
   }
   return 0;
@@ -370,9 +473,13 @@ int main(int argc, char** argv) {
   cli::CommandLine cl;
   cli::setup_command_line(app, cl);
   CLI11_PARSE(app, argc, argv);
+  if (app.get_subcommands().empty()) {  // as git and fastText: the usage, not the main job
+    std::fprintf(stderr, "%s\nhalfgrad: no command given; the main job is `halfgrad train`\n", app.help().c_str());
+    return 2;
+  }
   try {
-    if (*cl.eval_cmd) return run_eval(cl.checkpoint, cl.data_file, cl.eval_batch);
-    if (*cl.predict_cmd) return run_predict(cl.checkpoint, cl.texts, cl.logits);
+    if (*cl.eval_cmd) return run_eval(cl);
+    if (*cl.predict_cmd) return run_predict(cl);
     if (*cl.export_cmd) {
       const std::string& export_dir = cl.export_dir;
       const data::Split split = data::language_id_dataset({.seed = cl.export_seed});
@@ -383,7 +490,7 @@ int main(int argc, char** argv) {
                   split.test.summary().c_str(), export_dir.c_str(), export_dir.c_str());
       return 0;
     }
-    return run_train(*cl.train_cmd, cl.train);  // `halfgrad` and `halfgrad train` alike
+    return run_train(*cl.train_cmd, cl.train);
   } catch (const std::exception& e) {
     return report_error(e);
   }

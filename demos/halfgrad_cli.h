@@ -14,6 +14,7 @@
 
 #include "base/error.h"
 #include "io/model_config.h"
+#include "data/dataset.h"
 #include "optim/mixed_precision.h"
 #include "train/training_arguments.h"
 
@@ -50,6 +51,8 @@ struct TrainOptions {
   bool inspect_mx = false;  // the inspector also measures MXFP8/MXFP4 block quantization
   bool overwrite_output_dir = false;  // train into an output dir holding an earlier run's checkpoints
   int64_t train_per_language = 6000, test_per_language = 1000;
+  std::string input_format = "auto";     // --input-format, of --train and --eval
+  bool header = false, no_header = false;  // --header, --no-header (neither: detected)
   train::TrainingArguments args;
 };
 
@@ -67,6 +70,26 @@ inline const CLI::Validator kSeedRange(
     },
     "UINT64");
 
+// --input-format, --header and --no-header, on train and eval: how the data files are read.
+inline void add_read_flags(CLI::App& app, std::string& format, bool& header, bool& no_header) {
+  app.add_option("--input-format", format,
+                 "auto | tsv | fasttext (label<TAB>text, or fastText's __label__X text; auto: fasttext when the first "
+                 "line starts with __label__, with a note)")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"auto", "tsv", "fasttext"}));
+  app.add_flag("--header", header, "the first line is a header (label<TAB>text): skip it");
+  app.add_flag("--no-header", no_header,
+               "the first line is data (default: a first line whose label is a column name, such as 'label', "
+               "that no other line has, is skipped with a note)");
+}
+
+// The data::ReadOptions of those flags; both --header and --no-header is an hg::Error.
+inline data::ReadOptions read_options(const std::string& format, bool header, bool no_header) {
+  check(!(header && no_header), "--header and --no-header both given: give one");
+  return {.format = data::parse_data_format(format),
+          .header = header ? data::HeaderMode::kYes : no_header ? data::HeaderMode::kNo : data::HeaderMode::kAuto};
+}
+
 inline void add_train_flags(CLI::App& app, TrainOptions& o) {
   train::TrainingArguments& a = o.args;
   a.output_dir = "halfgrad-output";
@@ -80,20 +103,22 @@ inline void add_train_flags(CLI::App& app, TrainOptions& o) {
   a.save_total_limit = 2;
   a.seed = 0;
   a.logging_steps = 50;
-  a.tokenizer.buckets = int64_t{1} << 18;
-  app.add_option("--train", o.train_file, "training data, label<TAB>text per line (default: the language-id set)")
+  a.tokenizer.buckets = int64_t{1} << 18;  // without --buckets: data::default_buckets, once the data is read
+  app.add_option("--train", o.train_file,
+                 "training data, label<TAB>text (or __label__X text) per line (default: the language-id set)")
       ->check(CLI::ExistingFile);
   app.add_option("--eval", o.eval_file, "evaluation data (default with --train: none)")->check(CLI::ExistingFile);
-  app.add_option("--precision", o.precision, "fp32 | fp16 | bf16 | pure_fp16 | fp8")
+  // pure_fp16 (O2 without master weights) is the library's and the master_weights demo's only.
+  app.add_option("--precision", o.precision, "fp32 | fp16 | bf16 | fp8")
       ->capture_default_str()
-      ->check(CLI::IsMember({"fp32", "fp16", "bf16", "pure_fp16", "fp8"}));
+      ->check(CLI::IsMember({"fp32", "fp16", "bf16", "fp8"}));
   app.add_flag("--fp16", o.fp16, "shorthand for --precision fp16");
   app.add_flag("--bf16", o.bf16, "shorthand for --precision bf16");
-  app.add_option("--opt-level", o.opt_level, "fp16 master weights: O1 (f32 model) | O2 (f16 model, f32 masters)")
+  app.add_option("--opt-level", o.opt_level, "O1 | O2 (fp16: O1 keeps an f32 model, O2 an f16 model with f32 masters)")
       ->capture_default_str()
       ->check(CLI::IsMember({"O1", "O2"}));
-  app.add_option("--loss-scale", o.loss_scale, "dynamic | none | a static scale")->capture_default_str();
-  app.add_option("--accumulate", o.accumulate, "GEMMs and sums accumulate in f32 | f16 | f16-blocked (fp16 only)")
+  app.add_option("--loss-scale", o.loss_scale, "dynamic | none | N (fp16: a static scale N)")->capture_default_str();
+  app.add_option("--accumulate", o.accumulate, "f32 | f16 | f16-blocked (fp16: what GEMMs and sums accumulate in)")
       ->capture_default_str()
       ->check(CLI::IsMember({"f32", "f16", "f16-blocked"}));
   app.add_option("--rounding", o.rounding,
@@ -111,20 +136,20 @@ inline void add_train_flags(CLI::App& app, TrainOptions& o) {
                      optim::kUpdateRoundingNames.choices())
       ->capture_default_str()
       ->check(CLI::IsMember(optim::kUpdateRoundingNames.names()));
-  app.add_option("--fp8-format", o.fp8_format, "fp8: hybrid (e4m3 forward, e5m2 gradients) | e4m3")
+  app.add_option("--fp8-format", o.fp8_format, "hybrid | e4m3 (fp8: e4m3 forward and e5m2 gradients, or e4m3 for both)")
       ->capture_default_str();
   app.add_option("--fp8-amax-history-len", o.fp8_amax_history_len, "fp8: amax history length per tensor")
       ->capture_default_str();
   app.add_option("--fp8-amax-compute-algo", o.fp8_amax_compute_algo,
-                 "fp8: max (over the history) | most_recent")
+                 "max | most_recent (fp8: the history's largest amax, or the last)")
       ->capture_default_str();
   app.add_option("--fp8-margin", o.fp8_margin, "fp8: scales are divided by 2^margin")->capture_default_str();
-  app.add_option("--fp8-scale", o.fp8_scale, "fp8: pow2 (a power of two, exact) | exact (fp8_max / amax) | none (1)")
+  app.add_option("--fp8-scale", o.fp8_scale, "pow2 | exact | none (fp8: a power of two, exact to apply; fp8_max / amax; 1)")
       ->capture_default_str();
   app.add_option("--epochs", a.num_train_epochs, "training epochs")
       ->capture_default_str()
       ->check(CLI::Range(1e-3, 1e6));
-  app.add_option("--max-steps", a.max_steps, "optimizer steps (overrides --epochs)")->check(kStepCount);
+  app.add_option("--max-steps", a.max_steps, "optimizer steps (instead of --epochs: give one)")->check(kStepCount);
   app.add_option("--batch-size", a.per_device_train_batch_size, "training batch size")
       ->capture_default_str()
       ->check(CLI::Range(int64_t{1}, int64_t{1} << 20));
@@ -133,7 +158,7 @@ inline void add_train_flags(CLI::App& app, TrainOptions& o) {
       ->check(CLI::Range(int64_t{1}, int64_t{1} << 20));
   app.add_option("--lr", a.learning_rate, "peak learning rate")->capture_default_str();
   app.add_option("--weight-decay", a.weight_decay, "AdamW weight decay (matrices only)")->capture_default_str();
-  app.add_option("--warmup-steps", a.warmup_steps, "linear warmup steps (instead of --warmup-ratio)")
+  app.add_option("--warmup-steps", a.warmup_steps, "linear warmup steps (instead of --warmup-ratio: give one)")
       ->check(CLI::Range(int64_t{0}, int64_t{1} << 40));
   app.add_option("--warmup-ratio", a.warmup_ratio, "linear warmup over this share of all steps, in [0, 1), rounded up")
       ->capture_default_str();
@@ -146,7 +171,8 @@ inline void add_train_flags(CLI::App& app, TrainOptions& o) {
   app.add_option("--output-dir", a.output_dir, "checkpoints and logs")->capture_default_str();
   app.add_flag("--overwrite-output-dir", o.overwrite_output_dir,
                "train into an output dir that holds checkpoints of an earlier run (never one a live run holds)");
-  app.add_option("--resume", o.resume, "continue from a checkpoint directory")->check(CLI::ExistingDirectory);
+  app.add_option("--resume", o.resume, "continue from a checkpoint, or a run's output directory (its latest checkpoint)")
+      ->check(CLI::ExistingDirectory);
   app.add_option("--eval-strategy,--evaluation-strategy", a.eval_strategy, "no | steps | epoch")->capture_default_str();
   app.add_option("--eval-steps", a.eval_steps, "evaluate every N steps (selects --eval-strategy steps)")
       ->check(kStepCount);
@@ -155,12 +181,16 @@ inline void add_train_flags(CLI::App& app, TrainOptions& o) {
       ->check(kStepCount);
   app.add_option("--save-strategy", a.save_strategy, "no | steps | epoch")->capture_default_str();
   app.add_option("--save-steps", a.save_steps, "save every N steps (selects --save-strategy steps)")->check(kStepCount);
-  app.add_option("--save-total-limit", a.save_total_limit, "keep at most N checkpoints (-1: all)")->capture_default_str();
+  app.add_option("--save-total-limit", a.save_total_limit, "keep the newest N checkpoints and the best (-1: all)")
+      ->capture_default_str();
+  app.add_flag("--save-only-model", a.save_only_model,
+               "checkpoints without the optimizer, scheduler, scaler and RNG state (HF's save_only_model): a third "
+               "of the size; eval and predict take them, --resume does not");
   app.add_option("--max-grad-norm", a.max_grad_norm, "gradient clipping (0: off)")->capture_default_str();
   app.add_option("--grad-accum", a.gradient_accumulation_steps, "gradient accumulation steps")
       ->check(kStepCount);
   app.add_flag("--load-best", a.load_best_model_at_end, "load the best checkpoint at the end");
-  app.add_option("--metric", a.metric_for_best_model, "metric for the best model / early stopping")
+  app.add_option("--metric", a.metric_for_best_model, "loss | accuracy | f1 (for --load-best and --early-stopping)")
       ->capture_default_str();
   app.add_option("--early-stopping", o.early_stopping, "stop after N evaluations without improvement")
       ->check(kStepCount);
@@ -206,8 +236,9 @@ inline void add_train_flags(CLI::App& app, TrainOptions& o) {
   app.add_option("--ngram-max", a.tokenizer.ngram_max, "char-ngrams: longest n-gram (characters)")
       ->capture_default_str()
       ->check(CLI::Range(1, 32));
-  app.add_option("--buckets", a.tokenizer.buckets, "char-ngrams, words: hash buckets (the embedding rows)")
-      ->capture_default_str()
+  app.add_option("--buckets", a.tokenizer.buckets,
+                 "char-ngrams, words: hash buckets, the embedding rows (default: min(2^18, a power of two >= 4 x the "
+                 "training data's distinct n-grams), 2^18 for the main job)")
       ->check(CLI::Range(int64_t{1}, io::ArchitectureCaps::kBuckets));
   app.add_option("--d-model", o.d_model, "model width")->capture_default_str()->check(CLI::Range(int64_t{1}, io::ArchitectureCaps::kDModel));
   app.add_option("--heads", o.heads, "attention heads (must divide d-model)")
@@ -217,6 +248,13 @@ inline void add_train_flags(CLI::App& app, TrainOptions& o) {
   app.add_option("--d-ff", o.d_ff, "feed-forward width")->capture_default_str()->check(CLI::Range(int64_t{1}, io::ArchitectureCaps::kDFf));
   app.add_option("--dropout", o.dropout, "dropout probability")->capture_default_str()->check(CLI::Range(0.0, 0.99));
   app.add_option("--pooling", o.pooling, "mean | cls")->capture_default_str()->check(CLI::IsMember({"mean", "cls"}));
+  add_read_flags(app, o.input_format, o.header, o.no_header);
+  app.add_option("--report-to", a.report_to,
+                 "none | jsonl | html, one or more (HF's report_to): jsonl appends output_dir/log.jsonl, html writes "
+                 "output_dir/report.html at the end (loss, metrics, learning rate, loss scale; with --inspect the "
+                 "flushed shares)")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"none", "jsonl", "html"}));
   app.add_option("--train-per-language", o.train_per_language, "language-id: training words per language")
       ->capture_default_str()
       ->check(CLI::Range(int64_t{1}, int64_t{100000}));
@@ -240,7 +278,6 @@ inline void resolve_train_options(const CLI::App& cmd, TrainOptions& o) {
   check(!((o.fp16 || o.bf16) && given("--precision")), "--fp16/--bf16 and --precision both given: give one");
   if (o.fp16) o.precision = "fp16";
   if (o.bf16) o.precision = "bf16";
-  check(o.precision != "pure_fp16", "--precision pure_fp16 is for the master_weights demo, not for training runs");
   for (const char* flag : {"--loss-scale", "--opt-level"}) {
     check(o.precision == "fp16" || !given(flag), flag, " applies to --precision fp16 only (this run is ", o.precision,
           "): drop ", flag);
@@ -297,9 +334,13 @@ inline void resolve_train_options(const CLI::App& cmd, TrainOptions& o) {
         "--early-stopping needs evaluations: drop --eval-strategy no");
   check(!given("--metric") || a.load_best_model_at_end || o.early_stopping > 0,
         "--metric has no effect without --load-best or --early-stopping");
+  read_options(o.input_format, o.header, o.no_header);  // both --header and --no-header: an error now
+  check(!o.train_file.empty() || !(given("--input-format") || given("--header") || given("--no-header")),
+        "--input-format, --header and --no-header read --train and --eval files: drop them without --train");
   check(!o.inspect_mx || o.inspect > 0, "--inspect-mx adds columns to --inspect: give --inspect N too");
   check(!given("--save-total-limit") || a.save_strategy != "no",
         "--save-total-limit has no effect with --save-strategy no");
+  check(!a.save_only_model || a.save_strategy != "no", "--save-only-model has no effect with --save-strategy no");
   check(!(given("--epochs") && given("--max-steps")),
         "--epochs and --max-steps both given: --max-steps would override --epochs; give one");
   check(!(given("--warmup-ratio") && given("--warmup-steps")),
@@ -335,33 +376,49 @@ inline void resolve_train_options(const CLI::App& cmd, TrainOptions& o) {
 struct CommandLine {
   TrainOptions train;
   std::string checkpoint, data_file;  // eval, predict
+  bool best = false;                  // eval, predict --best: the run folder's best checkpoint
   int64_t eval_batch = 256;
+  std::string input_format = "auto";       // eval --input-format
+  bool header = false, no_header = false;  // eval --header, --no-header
   std::vector<std::string> texts;  // predict
+  std::string input_file;          // predict --input
+  int64_t top_k = 0;               // predict --top-k (0: every label, in label order)
   bool logits = false;             // predict --logits
   std::string export_dir;          // export-langid
   uint64_t export_seed = 0;
   CLI::App *train_cmd = nullptr, *eval_cmd = nullptr, *predict_cmd = nullptr, *export_cmd = nullptr;
 };
 
-// Adds the subcommands train (also the default), eval, predict and export-langid to `app`.
+// Adds the subcommands train, eval, predict and export-langid to `app`. None given: main()
+// prints the usage and exits 2 (as git does); the main job is `halfgrad train`.
 inline void setup_command_line(CLI::App& app, CommandLine& cl) {
   app.require_subcommand(0, 1);
   cl.train_cmd = app.add_subcommand("train", "train a classifier (no flags: the language-id main job)");
   add_train_flags(*cl.train_cmd, cl.train);
 
   cl.eval_cmd = app.add_subcommand("eval", "evaluate a checkpoint on labelled data");
-  cl.eval_cmd->add_option("--checkpoint", cl.checkpoint, "checkpoint directory")
+  const char* checkpoint_help =
+      "a checkpoint directory, or a run's output directory: its latest checkpoint (or --best)";
+  const char* best_help = "with a run's output directory: its best checkpoint (the best metric of the evaluations)";
+  cl.eval_cmd->add_option("--checkpoint", cl.checkpoint, checkpoint_help)->required()->check(CLI::ExistingDirectory);
+  cl.eval_cmd->add_flag("--best", cl.best, best_help);
+  cl.eval_cmd->add_option("--data", cl.data_file, "label<TAB>text (or __label__X text) file")
       ->required()
-      ->check(CLI::ExistingDirectory);
-  cl.eval_cmd->add_option("--data", cl.data_file, "label<TAB>text file")->required()->check(CLI::ExistingFile);
+      ->check(CLI::ExistingFile);
+  add_read_flags(*cl.eval_cmd, cl.input_format, cl.header, cl.no_header);
   cl.eval_cmd->add_option("--batch-size", cl.eval_batch, "batch size")
       ->check(CLI::Range(int64_t{1}, int64_t{1} << 20));
 
   cl.predict_cmd = app.add_subcommand("predict", "label texts with a checkpoint");
-  cl.predict_cmd->add_option("--checkpoint", cl.checkpoint, "checkpoint directory")
+  cl.predict_cmd->add_option("--checkpoint", cl.checkpoint, checkpoint_help)
       ->required()
       ->check(CLI::ExistingDirectory);
-  cl.predict_cmd->add_option("texts", cl.texts, "texts to label (default: one per stdin line)");
+  cl.predict_cmd->add_flag("--best", cl.best, best_help);
+  cl.predict_cmd->add_option("texts", cl.texts, "texts to label (default: one per line of --input, or of stdin)");
+  cl.predict_cmd->add_option("--input", cl.input_file, "a file of texts, one per line (- : stdin); blank lines are skipped")
+      ->check(CLI::ExistingFile | CLI::IsMember({"-"}));
+  cl.predict_cmd->add_option("--top-k", cl.top_k, "print the K most probable labels, most probable first")
+      ->check(CLI::Range(int64_t{1}, int64_t{1} << 20));
   cl.predict_cmd->add_flag("--logits", cl.logits,
                            "print JSON lines {\"text\", \"label\", \"logits\"} with the f32 logits (%.9g: they "
                            "read back to the same floats) instead of probabilities");

@@ -31,7 +31,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   } catch (const CLI::ParseError&) {
     return 0;
   }
-  if (*cl.eval_cmd || *cl.predict_cmd || *cl.export_cmd) return 0;
+  if (!*cl.train_cmd) return 0;  // eval, predict, export-langid, or none (the usage)
   try {
     hg::cli::resolve_train_options(*cl.train_cmd, cl.train);
   } catch (const hg::Error&) {

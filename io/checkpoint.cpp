@@ -42,6 +42,11 @@ const std::vector<std::string>& data_files() {
   return files;
 }
 
+// The data files a model-only checkpoint (Checkpoint::model_only) leaves out.
+bool training_state_file(const std::string& name) {
+  return name == kOptimizerTensors || name == kOptimizerMeta || name == kScheduler || name == kScaler || name == kRng;
+}
+
 // Kinds of dot-directories a save or a rotation leaves while it runs:
 //   .tmp-checkpoint-<step>-<pid>  a checkpoint being written (or, after the exchange, the old one
 //                                 being deleted)
@@ -145,19 +150,22 @@ void write_contents(const fs::path& dir, int64_t step, const Checkpoint& checkpo
   save_safetensors((dir / kModel).string(), checkpoint.model, {{"format", "pt"}});
   sizes[kModel] = file_entry(size_of(dir / kModel), sha256_file(dir / kModel));
   sizes[kConfig] = write_json(dir / kConfig, checkpoint.config);
-  save_safetensors((dir / kOptimizerTensors).string(), checkpoint.optimizer.tensors);
-  sizes[kOptimizerTensors] = file_entry(size_of(dir / kOptimizerTensors), sha256_file(dir / kOptimizerTensors));
-  sizes[kOptimizerMeta] = write_json(dir / kOptimizerMeta, checkpoint.optimizer.meta);
-  sizes[kScheduler] = write_json(dir / kScheduler, checkpoint.scheduler);
-  sizes[kScaler] = write_json(dir / kScaler, checkpoint.scaler);
-  sizes[kRng] = write_json(dir / kRng, checkpoint.rng);
+  if (!checkpoint.model_only) {
+    save_safetensors((dir / kOptimizerTensors).string(), checkpoint.optimizer.tensors);
+    sizes[kOptimizerTensors] = file_entry(size_of(dir / kOptimizerTensors), sha256_file(dir / kOptimizerTensors));
+    sizes[kOptimizerMeta] = write_json(dir / kOptimizerMeta, checkpoint.optimizer.meta);
+    sizes[kScheduler] = write_json(dir / kScheduler, checkpoint.scheduler);
+    sizes[kScaler] = write_json(dir / kScaler, checkpoint.scaler);
+    sizes[kRng] = write_json(dir / kRng, checkpoint.rng);
+  }
   sizes[kTrainerState] = write_json(dir / kTrainerState, checkpoint.trainer_state);
   if (!checkpoint.fp8.is_null()) sizes[kFp8File] = write_json(dir / kFp8File, checkpoint.fp8);
   if (!checkpoint.tokenizer_model.empty()) {
     sizes[kTokenizerModelFile] = write_file(dir / kTokenizerModelFile, checkpoint.tokenizer_model);
   }
-  write_json(dir / kManifestFile,
-             {{"format", kManifestFormat}, {"version", kManifestVersion}, {"step", step}, {"files", sizes}});
+  nlohmann::json manifest = {{"format", kManifestFormat}, {"version", kManifestVersion}, {"step", step}, {"files", sizes}};
+  if (checkpoint.model_only) manifest["model_only"] = true;
+  write_json(dir / kManifestFile, manifest);
 }
 
 }  // namespace
@@ -223,11 +231,15 @@ void verify_checkpoint(const fs::path& dir, bool checksums) {
   std::error_code ec;
   check(fs::is_directory(dir, ec), dir.string(), ": not a checkpoint directory (does not exist or is not a directory)");
   for (const std::string& name : data_files()) {
-    check(fs::is_regular_file(dir / name, ec), dir.string(), ": missing ", name);
+    check(training_state_file(name) || fs::is_regular_file(dir / name, ec), dir.string(), ": missing ", name);
   }
   check(fs::is_regular_file(dir / kManifestFile, ec), dir.string(), ": missing ", kManifestFile,
         " (written last: the save did not finish)");
   const nlohmann::json manifest = read_json(dir / kManifestFile);
+  const bool model_only = manifest.is_object() && manifest.contains("model_only") && manifest["model_only"] == true;
+  for (const std::string& name : data_files()) {
+    check(model_only || fs::is_regular_file(dir / name, ec), dir.string(), ": missing ", name);
+  }
   const std::string where = (dir / kManifestFile).string();
   // Comparisons only: a manifest of the wrong types is reported, never a nlohmann type_error.
   check(manifest.is_object() && manifest.contains("format") && manifest["format"] == kManifestFormat, where,
@@ -236,7 +248,10 @@ void verify_checkpoint(const fs::path& dir, bool checksums) {
   check(version == 1 || version == kManifestVersion, where, ": version ", version.dump(),
         ", this halfgrad reads versions 1 and ", kManifestVersion);
   const nlohmann::json files = manifest.contains("files") ? manifest["files"] : nlohmann::json();
-  std::vector<std::string> names = data_files();
+  std::vector<std::string> names;
+  for (const std::string& name : data_files()) {
+    if (!model_only || !training_state_file(name)) names.push_back(name);
+  }
   for (const char* optional : {kFp8File, kTokenizerModelFile}) {  // fp8 runs; sentencepiece tokenizers
     if (files.is_object() && files.contains(optional)) names.push_back(optional);
   }
@@ -273,13 +288,17 @@ Checkpoint load_checkpoint(const fs::path& dir) {
   Checkpoint out;
   out.model = load_safetensors((dir / kModel).string()).tensors;
   out.config = read_json(dir / kConfig);
-  out.optimizer.tensors = load_safetensors((dir / kOptimizerTensors).string()).tensors;
-  out.optimizer.meta = read_json(dir / kOptimizerMeta);
-  out.scheduler = read_json(dir / kScheduler);
-  out.scaler = read_json(dir / kScaler);
-  out.rng = read_json(dir / kRng);
+  const nlohmann::json manifest = read_json(dir / kManifestFile);
+  out.model_only = manifest.contains("model_only") && manifest["model_only"] == true;
+  if (!out.model_only) {
+    out.optimizer.tensors = load_safetensors((dir / kOptimizerTensors).string()).tensors;
+    out.optimizer.meta = read_json(dir / kOptimizerMeta);
+    out.scheduler = read_json(dir / kScheduler);
+    out.scaler = read_json(dir / kScaler);
+    out.rng = read_json(dir / kRng);
+  }
   out.trainer_state = read_json(dir / kTrainerState);
-  const nlohmann::json files = read_json(dir / kManifestFile)["files"];
+  const nlohmann::json& files = manifest["files"];
   if (files.contains(kFp8File)) out.fp8 = read_json(dir / kFp8File);
   if (files.contains(kTokenizerModelFile)) out.tokenizer_model = read_text(dir / kTokenizerModelFile);
   return out;

@@ -10,7 +10,9 @@
 //                            (Fp8Scaling::state_dict); optional, so older checkpoints load
 //     sentencepiece.model    sentencepiece tokenizers only: the SentencePiece model, as
 //                            spm_train writes it (config.json's tokenizer names it)
-//     checkpoint.json        manifest written last: every file above, its size and SHA-256
+//     checkpoint.json        manifest written last: every file above, its size and SHA-256;
+//                            with "model_only": true the optimizer, scheduler, scaler and RNG
+//                            files are absent (Checkpoint::model_only)
 // A checkpoint is written into output_dir/.tmp-checkpoint-<step>-<pid>/ (each file to a
 // temporary name, fsync'ed, renamed), the directory is fsync'ed and renamed into place
 // (atomically exchanged with an existing checkpoint of the same step), then output_dir is
@@ -43,6 +45,10 @@ struct Checkpoint {
   nlohmann::json trainer_state;     // -> trainer_state.json
   nlohmann::json fp8;               // -> fp8_scaling.json when not null (fp8 runs)
   std::string tokenizer_model;      // -> sentencepiece.model when not empty (its bytes)
+  // HF's save_only_model: model.safetensors, config.json, trainer_state.json (and fp8_scaling.json)
+  // only, no optimizer, scheduler, scaler or RNG state; the manifest says so ("model_only"). Such a
+  // checkpoint loads for evaluation and prediction; resuming it is refused (Trainer).
+  bool model_only = false;
 };
 
 // The files every complete checkpoint directory has, the manifest (kManifestFile) last; an fp8

@@ -358,6 +358,7 @@ void InspectorCallback::on_train_end(const train::TrainerState&) {
                      {grads.input}, text)
         .save((std::filesystem::path(output_dir_) / "numerics-grad-histogram.svg").string());
   }
+  inspected_.assign(steps.begin(), steps.end());
   inspector_.reset();
 }
 

@@ -175,11 +175,14 @@ class InspectorCallback : public train::TrainerCallback {
   void on_train_begin(const train::TrainerState& state, const train::TrainingArguments& args) override;
   void on_step_end(const train::TrainerState& state, const nlohmann::json& step_info) override;
   void on_train_end(const train::TrainerState& state) override;
+  // The inspected steps of the run, once on_train_end ran (report/html_report.h draws them).
+  const std::vector<StepNumerics>& inspected() const { return inspected_; }
 
  private:
   InspectorOptions options_;
   std::string output_dir_;
   std::unique_ptr<NumericsInspector> inspector_;
+  std::vector<StepNumerics> inspected_;
 };
 
 }  // namespace hg::report

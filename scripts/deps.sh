@@ -11,6 +11,9 @@ HALFGRAD_PACKAGES=(g++ cmake make libhwy-dev catch2 libcli11-dev nlohmann-json3-
   libsentencepiece-dev
   # Debian's word lists: the language-id data set of the main job (data/dataset.h).
   wamerican wngerman wfrench wspanish witalian wportuguese wdutch)
+# Optional test tools, not installed here (their tests are skipped without them): python3-torch
+# (tools/to_torch.py's round trip) and chromium (the HTML report loaded in a browser,
+# tests/report/report_in_chromium.sh): `apt-get install python3-torch chromium`.
 # Callers may ask for more (scripts/test.sh: clang for the fuzz targets).
 read -r -a extra <<< "${HALFGRAD_EXTRA_PACKAGES:-}"
 HALFGRAD_PACKAGES+=("${extra[@]}")

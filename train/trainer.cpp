@@ -5,6 +5,7 @@
 #include <omp.h>
 #include <signal.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <csignal>
@@ -119,6 +120,34 @@ class SigintGuard {
  private:
   struct sigaction previous_ = {};
 };
+
+// Every field in which a checkpoint's JSON `saved` and this run's `current` differ, as
+// "name: checkpoint A, this run B (--flag)", joined by "; "; `fields` maps each key compared to
+// its flag (or ""). Nested objects (the tokenizer) are compared field by field, as "key.field".
+std::string differences(const nlohmann::json& saved, const nlohmann::json& current,
+                        const std::vector<std::pair<std::string, std::string>>& fields, const std::string& prefix = "") {
+  auto shown = [](const nlohmann::json* j) {
+    const std::string text = j ? j->dump() : "(none)";
+    return text.size() > 60 ? text.substr(0, 57) + "..." : text;
+  };
+  std::string out;
+  auto add = [&](const std::string& part) { out += (out.empty() || part.empty() ? "" : "; ") + part; };
+  for (const auto& [key, flag] : fields) {
+    const nlohmann::json* a = saved.contains(key) ? &saved.at(key) : nullptr;
+    const nlohmann::json* b = current.contains(key) ? &current.at(key) : nullptr;
+    if (a && b && a->is_object() && b->is_object()) {
+      std::vector<std::pair<std::string, std::string>> inner;
+      for (const auto& [k, v] : a->items()) inner.emplace_back(k, flag);
+      for (const auto& [k, v] : b->items()) {
+        if (!a->contains(k)) inner.emplace_back(k, flag);
+      }
+      add(differences(*a, *b, inner, prefix + key + "."));
+    } else if ((a == nullptr) != (b == nullptr) || (a != nullptr && *a != *b)) {
+      add(prefix + key + ": checkpoint " + shown(a) + ", this run " + shown(b) + (flag.empty() ? "" : " (" + flag + ")"));
+    }
+  }
+  return out;
+}
 
 // What every rank must hold alike before a data-parallel run starts: the arguments, the model's
 // config, and fingerprints of the data sets (their texts and labels).
@@ -313,18 +342,29 @@ PredictionOutput Trainer::predict(const data::Dataset& dataset) {
   return out;
 }
 
-std::string Trainer::save_checkpoint() {
+std::string Trainer::save_checkpoint() { return write_checkpoint(args_.save_only_model); }
+
+void check_resumable(const io::Checkpoint& c, const std::string& dir) {
+  check(!c.model_only, dir, ": a --save-only-model checkpoint (save_only_model) holds the weights alone, without the "
+        "optimizer, scheduler, loss scaler and RNG state a resume needs: evaluate or predict with it, or resume from "
+        "a checkpoint saved without --save-only-model");
+}
+
+std::string Trainer::write_checkpoint(bool model_only) {
   optim::MixedPrecision& mp = accelerator_->mixed_precision();
   io::Checkpoint c;
+  c.model_only = model_only;
   // The weights the optimizer updates: in O2 the f32 masters (the f16 model is their rounding).
   for (const auto& [name, tensor] : mp.optimizer_parameters()) c.model[name] = tensor;
   c.config = io::model_config_to_json({model_.config, train_dataset_.label_names, args_.tokenizer});
   c.tokenizer_model = args_.tokenizer.spm_model;  // sentencepiece.model (empty: none)
-  c.optimizer = parts_->optimizer->state_dict();
-  c.scheduler = parts_->scheduler->state_dict();
-  c.scaler = mp.scaler().state_dict();
+  if (!model_only) {
+    c.optimizer = parts_->optimizer->state_dict();
+    c.scheduler = parts_->scheduler->state_dict();
+    c.scaler = mp.scaler().state_dict();
+    c.rng = {{"dropout", {{"seed", model_.dropout_gen->seed()}, {"offset", model_.dropout_gen->offset()}}}};
+  }
   if (const Fp8Scaling* fp8 = mp.fp8()) c.fp8 = fp8->state_dict();  // fp8_scaling.json
-  c.rng = {{"dropout", {{"seed", model_.dropout_gen->seed()}, {"offset", model_.dropout_gen->offset()}}}};
   c.trainer_state = state_.to_json();
   c.trainer_state["training_args"] = args_.to_json();
   // Rank 0 writes for every rank (the replicas are identical); the others learn whether it could.
@@ -343,25 +383,32 @@ std::string Trainer::save_checkpoint() {
 // anywhere below becomes an error naming the checkpoint.
 void Trainer::restore(const std::string& dir) try {
   const io::Checkpoint c = io::load_checkpoint(dir);
-  const io::ModelConfig config = io::model_config_from_checkpoint(c, dir);
-  check(config.classifier.d_model == model_.config.d_model && config.classifier.layers == model_.config.layers &&
-            config.classifier.heads == model_.config.heads && config.classifier.d_ff == model_.config.d_ff &&
-            config.classifier.vocab == model_.config.vocab && config.classifier.classes == model_.config.classes &&
-            config.classifier.max_len == model_.config.max_len &&
-            config.classifier.position_embedding == model_.config.position_embedding,
-        dir, ": the checkpoint's model config does not match this model");
-  check(config.labels == train_dataset_.label_names, dir, ": the checkpoint was trained on other labels");
-  check(config.tokenizer == args_.tokenizer, dir, ": the checkpoint was trained with another tokenizer (",
-        io::tokenizer_config_to_json(config.tokenizer).dump(), ")");
+  check_resumable(c, dir);
+  // What must match for the weights to fit and mean the same: the model's shape, the labels, the
+  // tokenizer; then the precision mode (the weights' dtypes, the forward's numerics; the loss
+  // scaling may change). Each differing field is named with both values. The saved config is
+  // read and written again, so that an older config.json compares with its defaults filled in.
+  const nlohmann::json saved_config =
+      io::model_config_to_json(io::model_config_from_checkpoint(c, dir));  // (the sentencepiece model attached)
+  const std::string model_diff = differences(
+      saved_config, io::model_config_to_json({model_.config, train_dataset_.label_names, args_.tokenizer}),
+      {{"hidden_size", "--d-model"}, {"num_hidden_layers", "--layers"}, {"num_attention_heads", "--heads"},
+       {"intermediate_size", "--d-ff"}, {"max_position_embeddings", "--max-len"}, {"vocab_size", "--buckets"},
+       {"position_embedding", "--tokenizer"}, {"num_labels", "the training data's labels"},
+       {"id2label", "the training data's labels"}, {"tokenizer", "--tokenizer, --ngram-*, --buckets"}});
+  check(model_diff.empty(), dir, ": the checkpoint does not match this run: ", model_diff);
   optim::MixedPrecision& mp = accelerator_->mixed_precision();
   const TrainingArguments saved_args =
       TrainingArguments::from_json(c.trainer_state.at("training_args"), dir + "/trainer_state.json");
-  // The mode must match (the weights' dtypes, the forward's numerics); the loss scaling may change.
   optim::MixedPrecisionOptions saved = saved_args.mixed_precision;
   saved.loss_scaling = args_.mixed_precision.loss_scaling;
-  check(saved.resolved() == args_.mixed_precision.resolved(), dir, ": the checkpoint was saved with another precision (",
-        optim::mixed_precision_to_json(saved).dump(), "; this run: ",
-        optim::mixed_precision_to_json(args_.mixed_precision).dump(), ")");
+  if (!(saved.resolved() == args_.mixed_precision.resolved())) {
+    const nlohmann::json a = optim::mixed_precision_to_json(saved.resolved()),
+                         b = optim::mixed_precision_to_json(args_.mixed_precision.resolved());
+    std::vector<std::pair<std::string, std::string>> keys;
+    for (const auto& [k, v] : a.items()) keys.emplace_back(k, "");
+    fail(dir, ": the checkpoint was saved with another precision: ", differences(a, b, keys));
+  }
   load_checked_weights(mp, model_, c.model, dir + "/model.safetensors");
   for (const auto& [name, tensor] : c.optimizer.tensors) {
     check(tensor.all_finite(), dir, "/optimizer.safetensors: tensor '", name, "' holds inf or NaN");
@@ -409,9 +456,9 @@ void Trainer::maybe_evaluate_and_save(bool epoch_end) {
 }
 
 // Resumes from `checkpoint` if given (a bad one leaves output_dir untouched), takes output_dir's
-// lock (io/output_lock.h), opens the log. Under several ranks the checkpoint (its path and its
-// manifest's SHA-256, which covers every file's) must be the same on every rank before restore
-// runs a collective: a --resume given to one rank only is one agreed error, not a hang.
+// lock (io/output_lock.h), opens the log (report_to jsonl). Under several ranks the checkpoint (its
+// path and its manifest's SHA-256, which covers every file's) must be the same on every rank before
+// restore runs a collective: a --resume given to one rank only is one agreed error, not a hang.
 void Trainer::begin_training(const std::string& checkpoint) {
   dist::Communicator& comm = accelerator_->ddp().communicator();
   dist::check_same(comm, resume_identity(checkpoint), "the runs' --resume checkpoints");
@@ -419,6 +466,7 @@ void Trainer::begin_training(const std::string& checkpoint) {
   dist::agree(comm, [&] {
     if (!accelerator_->is_main_process()) return;  // only rank 0 writes
     parts_->lock = std::make_unique<io::OutputDirLock>(args_.output_dir);
+    if (std::find(args_.report_to.begin(), args_.report_to.end(), "jsonl") == args_.report_to.end()) return;
     parts_->log_file.open(std::filesystem::path(args_.output_dir) / "log.jsonl", std::ios::app);
     check(parts_->log_file.good(), args_.output_dir, "/log.jsonl: cannot open for writing");
   });
@@ -548,7 +596,7 @@ bool Trainer::end_step(const StepOutcome& step, bool& interrupted) {
     interrupted = stop = true;
     if (!io::checkpoint_complete(std::filesystem::path(args_.output_dir) /
                                  ("checkpoint-" + std::to_string(state_.global_step)))) {
-      save_checkpoint();
+      write_checkpoint(/*model_only=*/false);  // what the printed --resume command needs
     }
   }
   for (auto& c : callbacks_) stop = stop || c->should_stop;

@@ -38,6 +38,10 @@
 #include "train/metrics.h"
 #include "train/training_arguments.h"
 
+namespace hg::io {
+struct Checkpoint;
+}
+
 namespace hg::train {
 
 using Metrics = std::map<std::string, double>;
@@ -133,7 +137,8 @@ class Trainer {
   // Loss, accuracy, macro-F1 (and compute_metrics' entries) with keys prefixed "eval_".
   Metrics evaluate(const data::Dataset* dataset = nullptr, const std::string& prefix = "eval");
   PredictionOutput predict(const data::Dataset& dataset);
-  // Writes output_dir/checkpoint-<global_step>/ now.
+  // Writes output_dir/checkpoint-<global_step>/ now (without the training state under
+  // save_only_model).
   std::string save_checkpoint();
   // From now on, train() sets the OpenMP team of each optimizer step with `policy`
   // (base/adaptive_threads.h, `halfgrad train --threads auto`), timing each step's compute
@@ -172,6 +177,7 @@ class Trainer {
   void log(nlohmann::json entry);
   void warn(const std::string& text);  // stderr (rank 0) and the log; nothing when empty
   void maybe_evaluate_and_save(bool epoch_end);
+  std::string write_checkpoint(bool model_only);
   void restore(const std::string& checkpoint);
 
   nn::TextClassifier& model_;
@@ -185,6 +191,10 @@ class Trainer {
   TrainerState state_;
   std::optional<AdaptiveThreads> threads_;
 };
+
+// Throws hg::Error naming `dir` when checkpoint `c` cannot be resumed: a model-only one
+// (save_only_model). Trainer::train runs it; `halfgrad train --resume` before reading data.
+void check_resumable(const io::Checkpoint& c, const std::string& dir);
 
 // The standard metrics of an EvalPrediction: accuracy and macro-F1 (keys "accuracy", "f1").
 Metrics classification_metrics(const EvalPrediction& prediction);

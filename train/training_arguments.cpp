@@ -62,6 +62,11 @@ void TrainingArguments::validate(const std::vector<std::string>& metric_names) c
   } catch (const Error& e) {
     fail(at, e.what());
   }
+  for (const std::string& r : report_to) {
+    check(r == "none" || r == "jsonl" || r == "html", at, "report_to (--report-to) must be none, jsonl or html, got '",
+          r, "'");
+    check(r != "none" || report_to.size() == 1, at, "report_to (--report-to) none excludes the others");
+  }
   check(ddp_check_every >= 0, at, "ddp_check_every (--ddp-check-every) must be >= 0, got ", ddp_check_every);
   check(gradient_accumulation_steps >= 1, at, "gradient_accumulation_steps (--grad-accum) must be >= 1, got ",
         gradient_accumulation_steps);
@@ -118,6 +123,8 @@ nlohmann::json TrainingArguments::to_json() const {
                       {"detect_anomaly", detect_anomaly},
                       {"ddp_comm", ddp_comm},
                       {"ddp_check_every", ddp_check_every},
+                      {"report_to", report_to},
+                      {"save_only_model", save_only_model},
                       {"tokenizer", io::tokenizer_config_to_json(tokenizer)}};
   if (greater_is_better) j["greater_is_better"] = *greater_is_better;
   j.update(optim::mixed_precision_to_json(mixed_precision));  // HF's flat layout: "fp16", "bf16", ...
@@ -155,6 +162,8 @@ TrainingArguments TrainingArguments::from_json(const nlohmann::json& j, const st
       else if (key == "detect_anomaly") a.detect_anomaly = value;
       else if (key == "ddp_comm") a.ddp_comm = value;
       else if (key == "ddp_check_every") a.ddp_check_every = value;
+      else if (key == "report_to") a.report_to = value.get<std::vector<std::string>>();
+      else if (key == "save_only_model") a.save_only_model = value;
       else if (key == "tokenizer") a.tokenizer = io::tokenizer_config_from_json(value, source);  // absent: bytes
       else fail(source, ": training_args: unknown key '", key, "'");
     } catch (const nlohmann::json::exception& e) {

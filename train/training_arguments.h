@@ -50,6 +50,14 @@ struct TrainingArguments {
   // rank's parameters, masters and optimizer state are still identical.
   std::string ddp_comm = "f32";
   int64_t ddp_check_every = 0;
+  // HF's report_to: where the run's log goes, any of "jsonl" (output_dir/log.jsonl, by the
+  // Trainer) and "html" (output_dir/report.html at the end, by report::HtmlReportCallback, which
+  // the caller adds), or "none" alone.
+  std::vector<std::string> report_to = {"jsonl"};
+  // HF's save_only_model: checkpoints hold the weights, config and trainer state only (no
+  // optimizer, scheduler, scaler or RNG state): a third of the size, evaluated and predicted
+  // with like any other, but not resumable.
+  bool save_only_model = false;
 
   // The metrics every evaluation reports with the default compute_metrics (classification_metrics).
   static std::vector<std::string> standard_metrics() { return {"loss", "accuracy", "f1"}; }

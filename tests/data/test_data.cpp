@@ -87,13 +87,13 @@ TEST_CASE("read_tsv reads streams within its limits: /dev/zero, a long line, too
   CHECK(std::chrono::steady_clock::now() - start < std::chrono::seconds(2));  // bounded time
   const std::string long_line = temp_file("long.tsv", "en\tok\nen\t" + std::string(100, 'x') + "\nen\tok\n");
   CHECK(read_tsv(long_line).size() == 3);
-  REQUIRE_THROWS_WITH(read_tsv(long_line, nullptr, {.max_line_bytes = 50}),
+  REQUIRE_THROWS_WITH(read_tsv(long_line, nullptr, {.limits = {.max_line_bytes = 50}}),
                       Catch::Contains("long.tsv:2: line longer than the 50-byte limit"));
   // The last line, without a newline, is held to the same limit.
   REQUIRE_THROWS_WITH(read_tsv(temp_file("tail.tsv", "en\tok\nen\t" + std::string(60, 'y')), nullptr,
-                               {.max_line_bytes = 50}),
+                               {.limits = {.max_line_bytes = 50}}),
                       Catch::Contains("tail.tsv:2: line longer than the 50-byte limit"));
-  REQUIRE_THROWS_WITH(read_tsv(long_line, nullptr, {.max_total_bytes = 64}),
+  REQUIRE_THROWS_WITH(read_tsv(long_line, nullptr, {.limits = {.max_total_bytes = 64}}),
                       Catch::Contains("long.tsv:2: the input is larger than the 64-byte limit"));
   // A pipe reads like a file, within the same limits.
   int fds[2];

@@ -16,7 +16,10 @@ struct ProgramResult {
 };
 
 inline ProgramResult run_program(const std::string& program, const std::string& arguments) {
-  const std::string command = std::string(HALFGRAD_BIN_DIR) + "/" + program + " " + arguments + " 2>&1";
+  // Appended, not std::string(...) + "/" + ...: GCC 12 warns -Warray-bounds on that expression
+  // at -O2 in some translation units (GCC bug 105329, a false positive in the inlined operator+).
+  std::string command = HALFGRAD_BIN_DIR;
+  command.append("/").append(program).append(" ").append(arguments).append(" 2>&1");
   ProgramResult result;
   FILE* pipe = popen(command.c_str(), "r");
   if (pipe == nullptr) return result;

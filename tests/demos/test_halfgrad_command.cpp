@@ -66,10 +66,11 @@ double mean_of_steps(const Log& log, int64_t first, int64_t last) {
   return sum / double(last - first + 1);
 }
 
-// The table rows printed at each epoch's end (no evaluation data): step -> train_loss as printed.
+// The table rows printed at each epoch's end (no evaluation data: epoch, step, train_loss,
+// skipped, scale, time): step -> train_loss as printed.
 std::map<int64_t, std::string> epoch_rows(const std::string& output) {
   std::map<int64_t, std::string> rows;
-  const std::regex row(R"(^\s*[0-9.]+\s+([0-9]+)\s+([0-9.]+)\s+nan)");
+  const std::regex row(R"(^\s*[0-9.]+\s+([0-9]+)\s+([0-9.]+)\s+[0-9]+\s+\S+\s+[0-9]+s\s*$)");
   std::istringstream lines(output);
   std::smatch m;
   for (std::string line; std::getline(lines, line);) {

@@ -167,7 +167,7 @@ TEST_CASE("flags without effect under the chosen strategy and bad flag values fa
       {"train --threads 1 --train " + dir / "bad.tsv" + " --d-model 10 --heads 3", kError,
        "heads (3) must divide d_model (10)"},
       {train + " --dropout nan", kError, "dropout must be in [0, 1), got nan"},
-      {train + " --resume " + dir.path.string(), kError, dir.path.string() + ": missing model.safetensors"},
+      {train + " --resume " + dir.path.string(), kError, "--resume " + dir.path.string() + ": neither a checkpoint"},
       {train + " --eval-steps 0", kCliValidation, "--eval-steps"},
       {train + " --save-steps 0", kCliValidation, "--save-steps"},
   });
@@ -263,7 +263,8 @@ TEST_CASE("damaged checkpoints: missing file, truncated, lying header, wrong sha
     run_cases(c.dir, {{c.eval_args(), kError,
                        "tensor 'encoder.layers.0.ff.fc1.weight' has shape (16, 8) but config.json's num_hidden_layers, "
                        "intermediate_size, hidden_size say (32, 8)"},
-                      {c.resume_args(), kError, "the checkpoint's model config does not match this model"}});
+                      {c.resume_args(), kError,
+                       "the checkpoint does not match this run: intermediate_size: checkpoint 32, this run 16 (--d-ff)"}});
   }
   SECTION("a config of a different model") {
     const DamagedCheckpoint c("other_model");
@@ -325,11 +326,11 @@ TEST_CASE("resuming from a checkpoint of another run is refused and leaves outpu
   const std::string model = " --tokenizer bytes --d-ff 16 --max-len 8 --batch-size 4 --threads 1 --max-steps 4";
   run_cases(c.dir, {
       {"train --d-model 16 --heads 2 --layers 1" + model + " --train " + c.dir / "data.tsv" + resume, kError,
-       "the checkpoint's model config does not match this model"},
+       "the checkpoint does not match this run: hidden_size: checkpoint 8, this run 16 (--d-model)"},
       {"train --d-model 8 --heads 2 --layers 1" + model + " --train " + c.dir / "labels.tsv" + resume, kError,
-       "the checkpoint was trained on other labels"},
+       "the checkpoint does not match this run: id2label.1: checkpoint \"de\", this run \"fr\" (the training data's labels)"},
       {"train --d-model 8 --heads 2 --layers 1" + model + " --precision fp32 --train " + c.dir / "data.tsv" + resume,
-       kError, "the checkpoint was saved with another precision"},
+       kError, "the checkpoint was saved with another precision: fp16: checkpoint true, this run false"},
       {"train --d-model 8 --heads 2 --layers 1" + model + " --train " + c.dir / "data.tsv" + " --resume " +
            c.dir / "data.tsv",
        kCliValidation, "Directory is actually a file"},

@@ -403,7 +403,7 @@ TEST_CASE("halfgrad command: bad input gives a one-line error and a non-zero exi
       {"train --train " + good + " --loss-scale banana", "invalid loss scale 'banana'"},
       {"train --train " + good + " --batch-size 0", "--batch-size"},
       {"train --no-such-flag", "no-such-flag"},
-      {"eval --checkpoint " + dir.string() + " --data " + good, "missing model.safetensors"},
+      {"eval --checkpoint " + dir.string() + " --data " + good, "neither a checkpoint (no checkpoint.json) nor a run's"},
       {"predict --checkpoint /nonexistent/ckpt hello", "/nonexistent/ckpt"},
   };
   for (const Case& c : cases) {
