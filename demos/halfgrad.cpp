@@ -25,6 +25,7 @@
 #include "data/dataset.h"
 #include "dist/communicator.h"
 #include "demos/halfgrad_cli.h"
+#include "halfgrad/version.h"
 #include "io/checkpoint.h"
 #include "io/model_config.h"
 #include "nn/text_classifier.h"
@@ -322,6 +323,7 @@ int main(int argc, char** argv) {
   CLI::App app{"halfgrad: train a transformer text classifier with emulated mixed precision"};
   cli::CommandLine cl;
   cli::setup_command_line(app, cl);
+  app.set_version_flag("--version", "halfgrad " HALFGRAD_VERSION);  // prints it and exits 0
   CLI11_PARSE(app, argc, argv);
   try {
     if (*cl.eval_cmd) return run_eval(cl.checkpoint, cl.data_file, cl.eval_batch);

@@ -1,0 +1,52 @@
+# Install rules and package files (included from CMakeLists.txt when HALFGRAD_INSTALL is on;
+# docs/library.md shows the three ways a project uses them):
+# - the two static libraries and the headers, under <prefix>/include/halfgrad/<layer>/;
+# - a CMake package: halfgradConfig.cmake with the components `numerics` and `halfgrad`, each an
+#   exported target file (halfgrad::numerics, halfgrad::halfgrad), and halfgradConfigVersion.cmake
+#   (SameMajorVersion: while the major version is 0 every 0.x release matches, CHANGELOG.md);
+# - halfgrad.pc and halfgrad-numerics.pc for pkg-config;
+# - CPack: the Debian packages libhalfgrad-dev (install component `dev`) and halfgrad (`programs`).
+include(GNUInstallDirs)
+include(CMakePackageConfigHelpers)
+set(HALFGRAD_CMAKE_DIR ${CMAKE_INSTALL_LIBDIR}/cmake/halfgrad)
+
+install(TARGETS halfgrad_numerics EXPORT halfgradNumericsTargets
+  ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR} COMPONENT dev)
+install(TARGETS halfgrad EXPORT halfgradTargets
+  ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR} COMPONENT dev)
+foreach(layer IN LISTS HALFGRAD_NUMERICS_LAYERS HALFGRAD_ENGINE_LAYERS)
+  install(DIRECTORY ${HALFGRAD_LAYER_ROOT}/${layer} DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/halfgrad
+    COMPONENT dev FILES_MATCHING PATTERN "*.h")
+endforeach()
+install(FILES ${PROJECT_BINARY_DIR}/generated/halfgrad/version.h
+  DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/halfgrad COMPONENT dev)
+
+# One target file per component, so that find_package(halfgrad COMPONENTS numerics) needs
+# neither nlohmann_json nor MPI.
+install(EXPORT halfgradNumericsTargets NAMESPACE halfgrad:: FILE halfgrad-numerics-targets.cmake
+  DESTINATION ${HALFGRAD_CMAKE_DIR} COMPONENT dev)
+install(EXPORT halfgradTargets NAMESPACE halfgrad:: FILE halfgrad-halfgrad-targets.cmake
+  DESTINATION ${HALFGRAD_CMAKE_DIR} COMPONENT dev)
+configure_package_config_file(cmake/halfgradConfig.cmake.in ${PROJECT_BINARY_DIR}/halfgradConfig.cmake
+  INSTALL_DESTINATION ${HALFGRAD_CMAKE_DIR})
+write_basic_package_version_file(${PROJECT_BINARY_DIR}/halfgradConfigVersion.cmake
+  VERSION ${PROJECT_VERSION} COMPATIBILITY SameMajorVersion)
+install(FILES ${PROJECT_BINARY_DIR}/halfgradConfig.cmake ${PROJECT_BINARY_DIR}/halfgradConfigVersion.cmake
+  DESTINATION ${HALFGRAD_CMAKE_DIR} COMPONENT dev)
+
+# pkg-config: the prefix is found from the .pc file's own place (${pcfiledir}), so the files stay
+# right for `cmake --install build --prefix P` and for the Debian package alike.
+file(RELATIVE_PATH HALFGRAD_PC_TO_PREFIX /root/${CMAKE_INSTALL_LIBDIR}/pkgconfig /root)
+set(HALFGRAD_PC_REQUIRES "libhwy nlohmann_json")
+if(HALFGRAD_MPI)
+  string(APPEND HALFGRAD_PC_REQUIRES " mpi-c")  # the MPI communicator uses MPI's C API
+endif()
+foreach(pc halfgrad halfgrad-numerics)
+  configure_file(cmake/${pc}.pc.in ${PROJECT_BINARY_DIR}/${pc}.pc @ONLY)
+  install(FILES ${PROJECT_BINARY_DIR}/${pc}.pc DESTINATION ${CMAKE_INSTALL_LIBDIR}/pkgconfig COMPONENT dev)
+endforeach()
+
+# The `halfgrad` command (the other demos are teaching programs run from the build tree).
+if(HALFGRAD_BUILD_PROGRAMS)
+  install(TARGETS halfgrad_cli RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR} COMPONENT programs)
+endif()
