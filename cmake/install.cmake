@@ -50,3 +50,30 @@ endforeach()
 if(HALFGRAD_BUILD_PROGRAMS)
   install(TARGETS halfgrad_cli RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR} COMPONENT programs)
 endif()
+
+# CPack: two Debian packages from the install components (docs/library.md: `cpack` in the build
+# tree, then `apt install ./libhalfgrad-dev_*.deb`). libhalfgrad-dev (component dev) depends on
+# the headers its headers include and the libraries its libraries need at link time; halfgrad
+# (component programs) on the shared libraries its binary links, found by dpkg-shlibdeps.
+set(CPACK_GENERATOR DEB)
+set(CPACK_PACKAGE_NAME halfgrad)
+set(CPACK_PACKAGE_VERSION ${PROJECT_VERSION})
+set(CPACK_PACKAGE_DESCRIPTION_SUMMARY "${PROJECT_DESCRIPTION}")
+set(CPACK_PACKAGE_CONTACT "halfgrad maintainers <halfgrad@invalid>")
+set(CPACK_PACKAGING_INSTALL_PREFIX /usr)
+set(CPACK_DEB_COMPONENT_INSTALL ON)
+set(CPACK_COMPONENTS_ALL dev)
+if(HALFGRAD_BUILD_PROGRAMS)
+  list(APPEND CPACK_COMPONENTS_ALL programs)
+endif()
+set(CPACK_DEBIAN_FILE_NAME DEB-DEFAULT)  # <name>_<version>_<arch>.deb
+set(CPACK_DEBIAN_DEV_PACKAGE_NAME libhalfgrad-dev)
+set(CPACK_DEBIAN_DEV_PACKAGE_SECTION libdevel)
+set(CPACK_DEBIAN_DEV_PACKAGE_DEPENDS "libhwy-dev, nlohmann-json3-dev, libgomp1")
+if(HALFGRAD_MPI)
+  string(APPEND CPACK_DEBIAN_DEV_PACKAGE_DEPENDS ", libopenmpi-dev")
+endif()
+set(CPACK_DEBIAN_PROGRAMS_PACKAGE_NAME halfgrad)
+set(CPACK_DEBIAN_PROGRAMS_PACKAGE_SECTION science)
+set(CPACK_DEBIAN_PROGRAMS_PACKAGE_SHLIBDEPS ON)
+include(CPack)
