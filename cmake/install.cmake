@@ -36,7 +36,8 @@ install(FILES ${PROJECT_BINARY_DIR}/halfgradConfig.cmake ${PROJECT_BINARY_DIR}/h
 
 # pkg-config: the prefix is found from the .pc file's own place (${pcfiledir}), so the files stay
 # right for `cmake --install build --prefix P` and for the Debian package alike.
-file(RELATIVE_PATH HALFGRAD_PC_TO_PREFIX /root/${CMAKE_INSTALL_LIBDIR}/pkgconfig /root)
+file(RELATIVE_PATH HALFGRAD_PC_TO_PREFIX /prefix/${CMAKE_INSTALL_LIBDIR}/pkgconfig /prefix)
+string(REGEX REPLACE "/$" "" HALFGRAD_PC_TO_PREFIX "${HALFGRAD_PC_TO_PREFIX}")  # ../.., not ../../
 set(HALFGRAD_PC_REQUIRES "libhwy nlohmann_json")
 if(HALFGRAD_MPI)
   string(APPEND HALFGRAD_PC_REQUIRES " mpi-c")  # the MPI communicator uses MPI's C API
