@@ -26,6 +26,7 @@
 #include "data/dataset.h"
 #include "dist/communicator.h"
 #include "demos/halfgrad_cli.h"
+#include "halfgrad/version.h"
 #include "io/checkpoint.h"
 #include "io/model_config.h"
 #include "io/output_lock.h"
@@ -472,6 +473,7 @@ int main(int argc, char** argv) {
   CLI::App app{"halfgrad: train a transformer text classifier with emulated mixed precision"};
   cli::CommandLine cl;
   cli::setup_command_line(app, cl);
+  app.set_version_flag("--version", "halfgrad " HALFGRAD_VERSION);  // prints it and exits 0
   CLI11_PARSE(app, argc, argv);
   if (app.get_subcommands().empty()) {  // as git and fastText: the usage, not the main job
     std::fprintf(stderr, "%s\nhalfgrad: no command given; the main job is `halfgrad train`\n", app.help().c_str());

@@ -26,6 +26,7 @@
 // +0 (6.3). A finite-only format has no NaN for 0/0 and sqrt(x < 0): hg::Error.
 #pragma once
 
+#include <algorithm>
 #include <bit>
 #include <cmath>
 #include <cstdint>
@@ -52,8 +53,8 @@ constexpr Unpacked unpack(FloatFormat f, uint32_t bits) {
   u.negative = (bits & f.sign_mask()) != 0;
   const uint32_t field = (bits >> M) & f.exponent_field_max();
   const uint32_t mantissa = bits & f.mantissa_mask();
-  if (f.has_nan() && field == f.exponent_field_max() && (f.has_inf() || mantissa == f.mantissa_mask())) {
-    u.nan = mantissa != 0 || !f.has_inf();
+  if (f.is_nan_bits(bits) || f.is_inf_bits(bits)) {
+    u.nan = f.is_nan_bits(bits);
     u.inf = !u.nan;
     return u;
   }
@@ -83,7 +84,7 @@ constexpr uint32_t infinite(FloatFormat f, bool negative, const RoundingOptions&
 constexpr uint32_t round_sum(FloatFormat f, bool na, uint64_t sa, int ea, bool nb, uint64_t sb, int eb,
                              const RoundingOptions& options) {
   const bool down = options.mode == Rounding::kDown;
-  if (sa == 0 && sb == 0) return (down ? na || nb : na && nb) ? f.sign_mask() : 0;
+  if (sa == 0 && sb == 0) return f.zero_bits(down ? na || nb : na && nb);
   if (sb == 0) return round_exact(f, na, sa, ea, false, options);
   if (sa == 0) return round_exact(f, nb, sb, eb, false, options);
   const int ka = 62 - int(std::bit_width(sa)), kb = 62 - int(std::bit_width(sb));
@@ -96,7 +97,7 @@ constexpr uint32_t round_sum(FloatFormat f, bool na, uint64_t sa, int ea, bool n
   const bool sticky = d >= 64 || (d > 0 && (sb & ((uint64_t{1} << d) - 1)) != 0);
   if (na == nb) return round_exact(f, na, sa + aligned, ea, sticky, options);
   const uint64_t difference = sa - aligned - (sticky ? 1 : 0);
-  if (difference == 0 && !sticky) return down ? f.sign_mask() : 0;  // exact cancellation
+  if (difference == 0 && !sticky) return f.zero_bits(down);  // exact cancellation
   return round_exact(f, na, difference, ea, sticky, options);
 }
 
@@ -124,9 +125,16 @@ constexpr uint32_t add_bits(FloatFormat f, uint32_t a, uint32_t b, const Roundin
                               y.exponent, options);
 }
 
+// -a, exact: the sign bit flipped (NaN included), except that fnuz's zero stays +0 (its -0
+// encoding is the NaN).
+constexpr uint32_t neg_bits(FloatFormat f, uint32_t a) {
+  if (!f.has_negative_zero() && (a & ~f.sign_mask()) == 0) return a;
+  return a ^ f.sign_mask();
+}
+
 constexpr uint32_t sub_bits(FloatFormat f, uint32_t a, uint32_t b, const RoundingOptions& options = {}) {
   if (detail::unpack(f, b).nan && !detail::unpack(f, a).nan) return detail::quiet_nan(f, b);
-  return add_bits(f, a, b ^ f.sign_mask(), options);
+  return add_bits(f, a, neg_bits(f, b), options);
 }
 
 constexpr uint32_t mul_bits(FloatFormat f, uint32_t a, uint32_t b, const RoundingOptions& options = {}) {
@@ -146,7 +154,7 @@ constexpr uint32_t div_bits(FloatFormat f, uint32_t a, uint32_t b, const Roundin
   if (x.nan) return detail::quiet_nan(f, a);
   if (y.nan) return detail::quiet_nan(f, b);
   const bool negative = x.negative != y.negative;
-  const uint32_t zero = negative ? f.sign_mask() : 0;
+  const uint32_t zero = f.zero_bits(negative);
   if (x.inf) return y.inf ? detail::invalid_nan(f, "inf / inf") : detail::infinite(f, negative, options);
   if (y.inf) return zero;
   if (y.significand == 0) {
@@ -192,6 +200,65 @@ constexpr uint32_t fma_bits(FloatFormat f, uint32_t a, uint32_t b, uint32_t c, c
                               z.negative, z.significand, z.exponent, options);
 }
 
+// x rounded to an integral value of f in `mode` (C's floor: kDown, ceil: kUp, trunc: kTowardZero,
+// round: kNearestAway, rint: kNearestEven), exact: an integral result is representable, since
+// every value of f at or above 2^M is an integer and the integers up to 2^(M+1) are values of f.
+// A zero result keeps x's sign (ceil(-0.5) = -0; +0 in fnuz); NaN, inf and integers are returned
+// (NaN quieted). Not kStochastic (hg::Error).
+constexpr uint32_t round_integral_bits(FloatFormat f, uint32_t a, Rounding mode) {
+  const detail::Unpacked x = detail::unpack(f, a);
+  if (x.nan) return detail::quiet_nan(f, a);
+  if (x.inf || x.significand == 0 || x.exponent >= 0) return a;
+  if (mode == Rounding::kStochastic) detail::throw_unsupported(f, "round_integral_bits with kStochastic");
+  // |x| = significand * 2^exponent, exponent < 0, significand < 2^16: the integer part q and
+  // the discarded fraction r / 2^shift (a value below 2^-16 has q = 0 and 0 < r < half).
+  const int shift = -x.exponent;
+  const uint64_t q = shift < 32 ? x.significand >> shift : 0;
+  const uint64_t r = shift < 32 ? x.significand & ((uint64_t{1} << shift) - 1) : 1;
+  const uint64_t half = shift < 32 ? uint64_t{1} << (shift - 1) : 2;
+  bool away = false;
+  switch (mode) {
+    case Rounding::kNearestEven: away = r > half || (r == half && (q & 1) != 0); break;
+    case Rounding::kNearestAway: away = r >= half; break;
+    case Rounding::kTowardZero: case Rounding::kStochastic: break;
+    case Rounding::kUp: away = r != 0 && !x.negative; break;
+    case Rounding::kDown: away = r != 0 && x.negative; break;
+  }
+  return round_exact(f, x.negative, q + (away ? 1 : 0), 0, false);
+}
+
+// x * 2^n rounded once (C's ldexp/scalbn; overflow and underflow as in every rounding).
+constexpr uint32_t ldexp_bits(FloatFormat f, uint32_t a, int n, const RoundingOptions& options = {}) {
+  const detail::Unpacked x = detail::unpack(f, a);
+  if (x.nan) return detail::quiet_nan(f, a);
+  if (x.inf || x.significand == 0) return a;
+  n = std::clamp(n, -1024, 1024);  // beyond any valid format's range either way
+  return round_exact(f, x.negative, x.significand, x.exponent + n, false, options);
+}
+
+// The neighbour of x toward +inf (up) or -inf: C's nextafter(x, +-inf) in f. From a zero of
+// either sign to the smallest value of the direction's sign; from -smallest up to -0 (+0 in
+// fnuz); past max to inf, or where f has none to its NaN (e4m3, fnuz) or max (finite-only
+// formats: nothing lies beyond); from -inf up to -max; NaN is returned (quieted).
+constexpr uint32_t next_bits(FloatFormat f, uint32_t a, bool up) {
+  if (f.is_nan_bits(a)) return detail::quiet_nan(f, a);
+  const bool negative = (a & f.sign_mask()) != 0;
+  const uint32_t sign = negative ? f.sign_mask() : 0;
+  const uint32_t magnitude = a & ~f.sign_mask();
+  const uint32_t smallest = f.subnormals ? 1u : 1u << f.mantissa_bits;
+  if (f.is_inf_bits(a)) return negative == up ? sign | f.max_finite_bits() : a;
+  if (magnitude < smallest) return (up ? 0 : f.sign_mask()) | smallest;  // a zero
+  if (negative != up) {  // away from zero
+    if (magnitude == f.max_finite_bits()) {
+      if (f.has_inf()) return sign | f.inf_bits();
+      return f.has_nan() ? f.nan_bits() | (f.has_negative_zero() ? sign : 0) : a;
+    }
+    return sign | (magnitude + 1);
+  }
+  if (magnitude == smallest) return f.zero_bits(negative);
+  return sign | (magnitude - 1);
+}
+
 // The same operations for a format known at compile time (SmallFloat<F>'s operators), each
 // flattened so that F folds (see encode<F> in float_format.h).
 template <FloatFormat F>
@@ -220,3 +287,17 @@ template <FloatFormat F>
 }
 
 }  // namespace hg::precision
+
+namespace hg {
+// The bit-level operations beside hg::encode and hg::decode: hg::add_bits(hg::formats::e2m1, a, b).
+using precision::add_bits;
+using precision::div_bits;
+using precision::fma_bits;
+using precision::ldexp_bits;
+using precision::mul_bits;
+using precision::neg_bits;
+using precision::next_bits;
+using precision::round_integral_bits;
+using precision::sqrt_bits;
+using precision::sub_bits;
+}  // namespace hg

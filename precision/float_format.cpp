@@ -9,6 +9,7 @@ namespace hg::precision {
 std::string describe_format(FloatFormat f) {
   const char* specials = f.specials == Specials::kIeee      ? "inf and NaN"
                          : f.specials == Specials::kNanOnly ? "NaN only"
+                         : f.specials == Specials::kFnuz    ? "NaN at -0 only (fnuz)"
                                                             : "finite only";
   return std::string(format_name(f)) + " (" + std::to_string(f.exponent_bits) + " exponent, " +
          std::to_string(f.mantissa_bits) + " mantissa bits, bias " + std::to_string(f.exponent_bias) +
@@ -26,6 +27,10 @@ void throw_invalid_format(FloatFormat f) {
 
 void throw_no_nan(FloatFormat f, const char* what) {
   fail("hg::precision: ", what, " has no result in ", describe_format(f), ": the format has no NaN");
+}
+
+void throw_unsupported(FloatFormat f, const char* what) {
+  fail("hg::precision: ", what, " is not supported (format ", describe_format(f), ")");
 }
 
 }  // namespace detail

@@ -19,6 +19,13 @@ enum class Specials : uint8_t {
   kIeee,        // inf (mantissa 0) and NaN (mantissa != 0), as IEEE 754
   kNanOnly,     // OCP FP8 E4M3: no inf; all-ones exponent is finite except S.1..1.1..1, the NaN
   kFiniteOnly,  // OCP MX FP6/FP4 (e3m2, e2m3, e2m1): no inf, no NaN; every encoding is a number
+  // "fnuz" (finite, NaN, unsigned zero): no inf and no -0; the one NaN is the -0 encoding
+  // (sign bit alone, 0x80); every other encoding is a number, the all-ones ones included.
+  // LLVM APFloat's fltNanEncoding::NegativeZero (llvm/llvm-project, llvm/lib/Support/APFloat.cpp:
+  // semFloat8E4M3FNUZ, semFloat8E5M2FNUZ), ml_dtypes' float8_e4m3fnuz/float8_e5m2fnuz (jax-ml/ml_dtypes,
+  // ml_dtypes/include/float8.h), after Graphcore's formats (arXiv 2206.02915). A result that
+  // would be -0 (a negative value rounded to zero, -0 + -0, -1 * 0) is +0.
+  kFnuz,
 };
 
 // Any binary floating-point format of up to 8 exponent and 15 mantissa bits, as CPFloat describes
@@ -52,16 +59,32 @@ struct FloatFormat {
     switch (specials) {
       case Specials::kIeee: return inf_bits() - 1;
       case Specials::kNanOnly: return inf_bits() | (mantissa_mask() - 1);
-      case Specials::kFiniteOnly: break;
+      case Specials::kFiniteOnly: case Specials::kFnuz: break;
     }
     return inf_bits() | mantissa_mask();
   }
-  constexpr uint32_t nan_bits() const {  // the canonical quiet NaN, positive; has_nan only
-    return specials == Specials::kIeee ? inf_bits() | (1u << (mantissa_bits - 1))
-                                       : inf_bits() | mantissa_mask();
+  constexpr uint32_t nan_bits() const {  // the canonical quiet NaN, positive (fnuz: 0x80); has_nan only
+    return specials == Specials::kIeee   ? inf_bits() | (1u << (mantissa_bits - 1))
+           : specials == Specials::kFnuz ? sign_mask()
+                                         : inf_bits() | mantissa_mask();
   }
   constexpr bool has_inf() const { return specials == Specials::kIeee; }
   constexpr bool has_nan() const { return specials != Specials::kFiniteOnly; }
+  constexpr bool has_negative_zero() const { return specials != Specials::kFnuz; }
+  // A zero of the given sign: -0, or +0 where the format has no -0 (fnuz).
+  constexpr uint32_t zero_bits(bool negative) const { return negative && has_negative_zero() ? sign_mask() : 0; }
+  // Whether the encoding `bits` is a NaN, an infinity.
+  constexpr bool is_nan_bits(uint32_t bits) const {
+    const uint32_t magnitude = bits & ~sign_mask();
+    switch (specials) {
+      case Specials::kIeee: return magnitude > inf_bits();
+      case Specials::kNanOnly: return magnitude == (inf_bits() | mantissa_mask());
+      case Specials::kFnuz: return bits == sign_mask();
+      case Specials::kFiniteOnly: break;
+    }
+    return false;
+  }
+  constexpr bool is_inf_bits(uint32_t bits) const { return has_inf() && (bits & ~sign_mask()) == inf_bits(); }
   // The exponent of the largest finite value: max = (2 - 2^-M) * 2^max_exponent() or less.
   constexpr int max_exponent() const { return int(max_finite_bits() >> mantissa_bits) - exponent_bias; }
   // Fields the conversion and arithmetic support: at most 15 mantissa bits (exact products in
@@ -83,6 +106,11 @@ inline constexpr FloatFormat kE5M2{5, 2, Specials::kIeee};       // OCP FP8 E5M2
 inline constexpr FloatFormat kE3M2{3, 2, Specials::kFiniteOnly};  // OCP MX FP6 E3M2 (max 28)
 inline constexpr FloatFormat kE2M3{2, 3, Specials::kFiniteOnly};  // OCP MX FP6 E2M3 (max 7.5)
 inline constexpr FloatFormat kE2M1{2, 1, Specials::kFiniteOnly};  // OCP MX FP4 E2M1 (max 6)
+// The fnuz fp8 formats (Specials::kFnuz): bias one above IEEE's. E4M3FNUZ: max 0x7F = 240,
+// smallest normal 2^-7, smallest subnormal 2^-10; E5M2FNUZ: max 0x7F = 57344, smallest normal
+// 2^-15, smallest subnormal 2^-17 (LLVM's semFloat8E4M3FNUZ = {7, -7, 4, 8}, E5M2FNUZ = {15, -15, 3, 8}).
+inline constexpr FloatFormat kE4M3Fnuz{4, 3, Specials::kFnuz, true, 8};
+inline constexpr FloatFormat kE5M2Fnuz{5, 2, Specials::kFnuz, true, 16};
 
 constexpr const char* format_name(FloatFormat f) {
   return f == kBinary16   ? "f16"
@@ -93,6 +121,8 @@ constexpr const char* format_name(FloatFormat f) {
          : f == kE3M2     ? "e3m2"
          : f == kE2M3     ? "e2m3"
          : f == kE2M1     ? "e2m1"
+         : f == kE4M3Fnuz ? "e4m3fnuz"
+         : f == kE5M2Fnuz ? "e5m2fnuz"
                           : "custom";
 }
 
@@ -103,6 +133,7 @@ std::string describe_format(FloatFormat f);
 namespace detail {
 [[noreturn]] void throw_invalid_format(FloatFormat f);  // hg::Error naming the fields
 [[noreturn]] void throw_no_nan(FloatFormat f, const char* what);  // hg::Error
+[[noreturn]] void throw_unsupported(FloatFormat f, const char* what);  // hg::Error
 constexpr void require_valid(FloatFormat f) {
   if (!f.valid()) throw_invalid_format(f);
 }
@@ -129,7 +160,7 @@ constexpr uint32_t round_exact(FloatFormat f, bool negative, uint64_t significan
   detail::require_valid(f);
   const int M = f.mantissa_bits;
   const uint32_t sign = negative ? f.sign_mask() : 0;
-  if (significand == 0 && !sticky) return sign;
+  if (significand == 0 && !sticky) return f.zero_bits(negative);
 
   // The value lies in [2^E, 2^(E+1)), E = exponent + bit_width - 1; below the smallest normal
   // the quantum stays 2^(min_exponent - M): subnormal results. A format without subnormals has
@@ -187,7 +218,9 @@ constexpr uint32_t round_exact(FloatFormat f, bool negative, uint64_t significan
     if (options.saturate || !to_inf || !f.has_nan()) return sign | f.max_finite_bits();
     return sign | (f.has_inf() ? f.inf_bits() : f.nan_bits());
   }
-  if (options.flush_subnormals && magnitude < (uint64_t{1} << M)) return sign;
+  if (magnitude == 0 || (options.flush_subnormals && magnitude < (uint64_t{1} << M))) {
+    return f.zero_bits(negative);
+  }
   return sign | uint32_t(magnitude);
 }
 
@@ -231,10 +264,8 @@ constexpr float decode(FloatFormat f, uint32_t bits) {
       return std::bit_cast<float>(sign32 | 0x7F800000u | (mantissa << (23 - M)) |
                                   (mantissa != 0 ? 0x00400000u : 0));
     }
-  } else if (f.has_nan()) {
-    if (field == f.exponent_field_max() && mantissa == f.mantissa_mask()) {
-      return std::bit_cast<float>(sign32 | 0x7FC00000u);
-    }
+  } else if (f.is_nan_bits(bits)) {
+    return std::bit_cast<float>(f.specials == Specials::kFnuz ? 0x7FC00000u : sign32 | 0x7FC00000u);
   }
   // Zero or subnormal: mantissa * 2^(min_exponent - M), exact in float (without subnormals
   // the field-0 encodings are all zeros); a normal times 2^(127 - bias) the same way.
@@ -269,6 +300,7 @@ using precision::decode;
 using precision::describe_format;
 using precision::encode;
 using precision::FloatFormat;
+using precision::round_exact;
 using precision::format_name;
 using precision::Specials;
 
@@ -282,5 +314,7 @@ inline constexpr FloatFormat e5m2 = precision::kE5M2;
 inline constexpr FloatFormat e3m2 = precision::kE3M2;
 inline constexpr FloatFormat e2m3 = precision::kE2M3;
 inline constexpr FloatFormat e2m1 = precision::kE2M1;
+inline constexpr FloatFormat e4m3fnuz = precision::kE4M3Fnuz;
+inline constexpr FloatFormat e5m2fnuz = precision::kE5M2Fnuz;
 }  // namespace formats
 }  // namespace hg

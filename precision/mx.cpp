@@ -6,6 +6,7 @@
 #include <string>
 
 #include "base/error.h"
+#include "precision/mx_types.h"
 
 namespace hg::precision {
 namespace {
@@ -28,9 +29,7 @@ int shared_exponent(const MxFormat& format, double amax, MxScaleRule rule) {
 
 // Sign-magnitude element bits <-> MXINT8's two's complement byte.
 uint8_t to_storage(const MxFormat& format, uint32_t bits) {
-  if (!format.twos_complement) return uint8_t(bits);
-  const int magnitude = int(bits & ~format.element.sign_mask());  // k, 0..127
-  return uint8_t(int8_t((bits & format.element.sign_mask()) != 0 ? -magnitude : magnitude));
+  return format.twos_complement ? mxint8_byte(bits) : uint8_t(bits);
 }
 
 double element_value(const MxFormat& format, uint8_t code) {
@@ -40,9 +39,13 @@ double element_value(const MxFormat& format, uint8_t code) {
 
 }  // namespace
 
-float e8m0_decode(uint8_t code) {
-  return code == kE8M0Nan ? std::numeric_limits<float>::quiet_NaN() : exp2_float(int(code) - 127);
+float e8m0_decode(uint8_t code) { return Float8E8M0::from_bits(code).to_float(); }
+
+namespace detail {
+void throw_e8m0_not_positive(double x) {
+  fail("hg::float8_e8m0: ", x, " has no encoding (E8M0 holds the powers of two 2^-127 .. 2^127: no zero, no sign)");
 }
+}  // namespace detail
 
 MxBlocks mx_quantize(const MxFormat& format, std::span<const float> values, const MxOptions& options) {
   check_options("mx_quantize", options);

@@ -50,6 +50,12 @@ float e8m0_decode(uint8_t code);
 inline constexpr FloatFormat kMxInt8Element{.exponent_bits = 1, .mantissa_bits = 6,
                                             .specials = Specials::kFiniteOnly, .exponent_bias = 1};
 
+// MXINT8's two's complement byte from kMxInt8Element's sign-magnitude bits (their magnitude is k).
+constexpr uint8_t mxint8_byte(uint32_t element_bits) {
+  const int magnitude = int(element_bits & ~kMxInt8Element.sign_mask());  // k, 0..127
+  return uint8_t(int8_t((element_bits & kMxInt8Element.sign_mask()) != 0 ? -magnitude : magnitude));
+}
+
 struct MxFormat {
   const char* name;
   FloatFormat element;

@@ -1,8 +1,12 @@
 // SmallFloat<F>: a value type stored as the bit pattern of a narrow format F (half, bfloat16,
-// fp8) that behaves like a built-in floating-point type. half.h, bfloat16.h and float8.h name
-// the instances; this header holds what they share, so the four types cannot drift apart.
+// fp8, the MX element formats) that behaves like a built-in floating-point type. half.h,
+// bfloat16.h, float8.h and mx_types.h name the instances; this header holds what they share, so
+// the types cannot drift apart.
 // - Construction from every arithmetic type and from the other formats: explicit, rounded once
 //   (an int64 is rounded as the exact integer, a long double from its 64-bit significand).
+// - Conversion to float, double and long double is implicit (exact: every value of F is a
+//   float), to integers explicit, as for C++23's std::float16_t: `float f = h;` and
+//   `cond ? h : 0.5f` (a float) compile, `hg::half h = 0.5f;` does not.
 // - Arithmetic (+ - * / sqrt fma, and hg::add, ... with any RoundingOptions) is correctly
 //   rounded: exact in integers, then one rounding (arithmetic.h has the derivation).
 // - Mixed arithmetic and comparisons follow GCC's _Float16 (C's usual arithmetic conversions):
@@ -10,8 +14,9 @@
 //   computes (half + float is a float); with an integer the integer is rounded to F first and F
 //   computes (half + 1 is a half; so half(2048) == 2049 is true, as for _Float16).
 //   Two different formats do not mix (as std::float16_t and std::bfloat16_t): convert one.
-// - std-style customisation: sqrt, fma, abs, fabs, isnan, isinf, isfinite, signbit found by
-//   ADL (`using std::sqrt; sqrt(x)` works in generic code), std::numeric_limits, std::hash,
+// - std-style customisation: sqrt, fma, abs, fabs, isnan, isinf, isfinite, signbit, copysign,
+//   floor, ceil, trunc, round, rint, ldexp, frexp, nextafter, nexttoward, fmin, fmax found by
+//   ADL (`using std::sqrt; sqrt(x)` works in generic code), each exact or rounded once, std::numeric_limits, std::hash,
 //   operator<< and to_string (libstdc++ 12 has no <format>, so no std::formatter yet).
 //   Qualified std::sqrt(h) cannot work: overloads may not be added to namespace std.
 #pragma once
@@ -39,9 +44,12 @@ concept Arithmetic = std::is_arithmetic_v<T>;
 
 template <FloatFormat F>
 class SmallFloat {
-  // A built-in-like type needs NaN (0/0, numeric_limits::quiet_NaN); the finite-only MX element
-  // formats (e2m1, ...) are used through encode/decode and the *_bits functions instead.
-  static_assert(F.valid() && F.has_nan(), "SmallFloat<F> needs a valid() format with NaN");
+  // The finite-only MX element formats (e2m1, ...) have no NaN: an operation without a result
+  // there (0/0, a NaN input) throws hg::Error, and numeric_limits says has_quiet_NaN = false.
+  // The fnuz formats are used through encode/decode and the *_bits functions: their -0 encoding
+  // is the NaN, which the sign-bit operations here (-x, abs, copysign) would produce.
+  static_assert(F.valid(), "SmallFloat<F> needs a valid() format");
+  static_assert(F.has_negative_zero(), "SmallFloat<F> does not take fnuz formats: use encode/decode and the *_bits functions");
 
  public:
   static constexpr FloatFormat kFormat = F;
@@ -67,8 +75,12 @@ class SmallFloat {
 
   constexpr float to_float() const { return decode<F>(bits_); }
   constexpr double to_double() const { return double(decode<F>(bits_)); }
-  // Exact for floating T; for integer T the float value converted (truncated) like _Float16's.
+  // Widening to a floating type is implicit and exact; to an integer type explicit, the float
+  // value converted (truncated) like _Float16's.
+  template <std::floating_point T>
+  constexpr operator T() const { return T(to_float()); }
   template <Arithmetic T>
+    requires(!std::floating_point<T>)
   constexpr explicit operator T() const { return T(to_float()); }
 
   constexpr bool is_nan() const { return std::isnan(to_float()); }
@@ -80,7 +92,7 @@ class SmallFloat {
 
   friend constexpr SmallFloat operator+(SmallFloat a) { return a; }
   friend constexpr SmallFloat operator-(SmallFloat a) {
-    return from_bits(storage_type(a.bits_ ^ F.sign_mask()));  // exact, also for NaN and zero
+    return from_bits(storage_type(neg_bits(F, a.bits_)));  // exact, also for NaN and zero
   }
   // Round to nearest even; hg::add(a, b, options) and friends take the other options.
   friend constexpr SmallFloat operator+(SmallFloat a, SmallFloat b) { return from_bits(storage_type(add_bits<F>(a.bits_, b.bits_))); }
@@ -218,6 +230,85 @@ constexpr bool isfinite(SmallFloat<F> x) { return !x.is_nan() && !x.is_inf(); }
 template <FloatFormat F>
 constexpr bool signbit(SmallFloat<F> x) { return x.sign_bit(); }
 
+// <cmath>'s exact functions (C23 7.12 semantics, checked against std:: on float for every value
+// of the 16-bit formats in tests/precision/test_cmath.cpp). Bit-level twins in arithmetic.h.
+template <FloatFormat F>
+constexpr SmallFloat<F> copysign(SmallFloat<F> x, SmallFloat<F> y) {
+  using S = typename SmallFloat<F>::storage_type;
+  return SmallFloat<F>::from_bits(S((x.bits() & ~F.sign_mask()) | (y.bits() & F.sign_mask())));
+}
+template <FloatFormat F>
+constexpr SmallFloat<F> floor(SmallFloat<F> x) {
+  return SmallFloat<F>::from_bits(typename SmallFloat<F>::storage_type(round_integral_bits(F, x.bits(), Rounding::kDown)));
+}
+template <FloatFormat F>
+constexpr SmallFloat<F> ceil(SmallFloat<F> x) {
+  return SmallFloat<F>::from_bits(typename SmallFloat<F>::storage_type(round_integral_bits(F, x.bits(), Rounding::kUp)));
+}
+template <FloatFormat F>
+constexpr SmallFloat<F> trunc(SmallFloat<F> x) {
+  return SmallFloat<F>::from_bits(
+      typename SmallFloat<F>::storage_type(round_integral_bits(F, x.bits(), Rounding::kTowardZero)));
+}
+template <FloatFormat F>  // halfway cases away from zero
+constexpr SmallFloat<F> round(SmallFloat<F> x) {
+  return SmallFloat<F>::from_bits(
+      typename SmallFloat<F>::storage_type(round_integral_bits(F, x.bits(), Rounding::kNearestAway)));
+}
+template <FloatFormat F>  // halfway cases to even (the default rounding mode)
+constexpr SmallFloat<F> rint(SmallFloat<F> x) {
+  return SmallFloat<F>::from_bits(
+      typename SmallFloat<F>::storage_type(round_integral_bits(F, x.bits(), Rounding::kNearestEven)));
+}
+// x * 2^n, rounded once to nearest even (overflow to inf, gradual underflow).
+template <FloatFormat F>
+constexpr SmallFloat<F> ldexp(SmallFloat<F> x, int n) {
+  return SmallFloat<F>::from_bits(typename SmallFloat<F>::storage_type(ldexp_bits(F, x.bits(), n)));
+}
+// x = m * 2^*exponent with 0.5 <= |m| < 1 (zero, inf and NaN: m = x, *exponent = 0). m is a
+// value of F when F's normals reach down to 0.5, so not for e2m1 and e2m3 (smallest normal 1).
+template <FloatFormat F>
+  requires(F.min_exponent() <= -1)
+SmallFloat<F> frexp(SmallFloat<F> x, int* exponent) {
+  *exponent = 0;
+  if (x.is_nan() || x.is_inf() || x.to_float() == 0) return x;
+  int e = 0;
+  const float m = std::frexp(x.to_float(), &e);  // exact: x's bits scaled by a power of two
+  *exponent = e;
+  return SmallFloat<F>(m);
+}
+// The next value of F after x toward y; y if x == y; NaN if either is NaN (C's nextafter).
+template <FloatFormat F>
+constexpr SmallFloat<F> nextafter(SmallFloat<F> x, SmallFloat<F> y) {
+  if (x.is_nan()) return SmallFloat<F>::from_bits(typename SmallFloat<F>::storage_type(next_bits(F, x.bits(), true)));
+  if (y.is_nan() || x == y) return y;
+  return SmallFloat<F>::from_bits(typename SmallFloat<F>::storage_type(next_bits(F, x.bits(), y > x)));
+}
+// nextafter with the direction given as a long double (C's nexttoward); x if x == y.
+template <FloatFormat F>
+constexpr SmallFloat<F> nexttoward(SmallFloat<F> x, long double y) {
+  if (x.is_nan() || std::isnan(y)) return nextafter(x, SmallFloat<F>::from_bits(typename SmallFloat<F>::storage_type(F.nan_bits())));
+  const long double value = x.to_float();
+  if (value == y) return x;
+  return SmallFloat<F>::from_bits(typename SmallFloat<F>::storage_type(next_bits(F, x.bits(), y > value)));
+}
+// The smaller / larger of two values; a NaN operand is ignored (C's fmin/fmax). Of -0 and +0
+// fmin returns -0 and fmax +0 (IEEE 754-2019 minimumNumber/maximumNumber; C allows either).
+template <FloatFormat F>
+constexpr SmallFloat<F> fmin(SmallFloat<F> x, SmallFloat<F> y) {
+  if (x.is_nan()) return y;
+  if (y.is_nan()) return x;
+  if (x == y) return x.sign_bit() ? x : y;
+  return x < y ? x : y;
+}
+template <FloatFormat F>
+constexpr SmallFloat<F> fmax(SmallFloat<F> x, SmallFloat<F> y) {
+  if (x.is_nan()) return y;
+  if (y.is_nan()) return x;
+  if (x == y) return x.sign_bit() ? y : x;
+  return x > y ? x : y;
+}
+
 // "0|01111|0000000000": the sign, exponent and mantissa fields of the bit pattern.
 template <FloatFormat F>
 std::string bit_fields(SmallFloat<F> value) {
@@ -264,20 +355,32 @@ namespace hg {
 using precision::abs;
 using precision::add;
 using precision::bit_fields;
+using precision::ceil;
 using precision::convert;
+using precision::copysign;
 using precision::describe;
 using precision::div;
 using precision::fabs;
+using precision::floor;
 using precision::fma;
+using precision::fmax;
+using precision::fmin;
+using precision::frexp;
 using precision::isfinite;
 using precision::isinf;
 using precision::isnan;
+using precision::ldexp;
 using precision::mul;
+using precision::nextafter;
+using precision::nexttoward;
+using precision::rint;
+using precision::round;
 using precision::signbit;
 using precision::SmallFloat;
 using precision::sqrt;
 using precision::sub;
 using precision::to_string;
+using precision::trunc;
 }  // namespace hg
 
 // Equal values hash equally: -0 and +0 share the hash of +0 (NaNs, unequal to all, do not care).
@@ -299,7 +402,7 @@ class std::numeric_limits<hg::precision::SmallFloat<F>> {
   static constexpr bool is_integer = false;
   static constexpr bool is_exact = false;
   static constexpr bool has_infinity = F.has_inf();
-  static constexpr bool has_quiet_NaN = true;
+  static constexpr bool has_quiet_NaN = F.has_nan();
   static constexpr bool has_signaling_NaN = F.has_inf();  // e4m3 has a single NaN
   static constexpr std::float_denorm_style has_denorm = std::denorm_present;
   static constexpr bool has_denorm_loss = false;
@@ -321,16 +424,18 @@ class std::numeric_limits<hg::precision::SmallFloat<F>> {
   static constexpr T min() noexcept { return T::from_bits(typename T::storage_type(1u << F.mantissa_bits)); }
   static constexpr T lowest() noexcept { return -max(); }
   static constexpr T max() noexcept { return T::from_bits(typename T::storage_type(F.max_finite_bits())); }
-  static constexpr T epsilon() noexcept {
-    return T::from_bits(typename T::storage_type(uint32_t(F.exponent_bias - F.mantissa_bits) << F.mantissa_bits));
+  static constexpr T epsilon() noexcept {  // 2^-M (a subnormal in e2m1)
+    return T::from_bits(typename T::storage_type(hg::precision::encode<F>(double(hg::precision::exp2_float(-F.mantissa_bits)))));
   }
   static constexpr T round_error() noexcept { return T(0.5f); }
+  // Without inf (e4m3) infinity() is the NaN; without NaN (the MX element formats) the NaNs and
+  // infinity() are T() (+0), as the standard has it for types without them.
   static constexpr T infinity() noexcept {
-    return T::from_bits(typename T::storage_type(F.has_inf() ? F.inf_bits() : F.nan_bits()));
+    return T::from_bits(typename T::storage_type(F.has_inf() ? F.inf_bits() : F.has_nan() ? F.nan_bits() : 0));
   }
-  static constexpr T quiet_NaN() noexcept { return T::from_bits(typename T::storage_type(F.nan_bits())); }
+  static constexpr T quiet_NaN() noexcept { return T::from_bits(typename T::storage_type(F.has_nan() ? F.nan_bits() : 0)); }
   static constexpr T signaling_NaN() noexcept {
-    return T::from_bits(typename T::storage_type(F.has_inf() ? F.inf_bits() | 1u : F.nan_bits()));
+    return T::from_bits(typename T::storage_type(F.has_inf() ? F.inf_bits() | 1u : F.has_nan() ? F.nan_bits() : 0));
   }
   static constexpr T denorm_min() noexcept { return T::from_bits(typename T::storage_type(1)); }
 };

@@ -46,9 +46,12 @@ static_assert(std::is_same_v<decltype(hg::add(half(), half(), kPublicOptions)), 
 static_assert(std::is_same_v<decltype(hg::convert<bfloat16>(half())), bfloat16>);
 static_assert(std::is_same_v<hg::ConvertOptions, hg::precision::ConvertOptions>);
 
-// No implicit conversions in either direction, and formats do not mix.
+// C++23 std::float16_t's rules: narrowing into half is explicit, widening to float, double and
+// long double implicit, to an integer explicit; formats do not mix.
 static_assert(!std::is_convertible_v<int, half> && !std::is_convertible_v<double, half>);
-static_assert(!std::is_convertible_v<half, float>);
+static_assert(std::is_convertible_v<half, float> && std::is_convertible_v<half, double> &&
+              std::is_convertible_v<bfloat16, long double> && std::is_convertible_v<float8_e4m3, float>);
+static_assert(!std::is_convertible_v<half, int> && std::is_constructible_v<int, half>);
 static_assert(std::is_constructible_v<half, int> && std::is_constructible_v<half, long double> &&
               std::is_constructible_v<half, bool> && std::is_constructible_v<half, unsigned long long>);
 template <class A, class B>
