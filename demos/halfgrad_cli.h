@@ -160,7 +160,7 @@ inline void add_train_flags(CLI::App& app, TrainOptions& o) {
   app.add_option("--weight-decay", a.weight_decay, "AdamW weight decay (matrices only)")->capture_default_str();
   app.add_option("--warmup-steps", a.warmup_steps, "linear warmup steps (instead of --warmup-ratio: give one)")
       ->check(CLI::Range(int64_t{0}, int64_t{1} << 40));
-  app.add_option("--warmup-ratio", a.warmup_ratio, "linear warmup over this share of all steps, in [0, 1), rounded up")
+  app.add_option("--warmup-ratio", a.warmup_ratio, "linear warmup over this share of all steps, in [0, 1), rounded up (instead of --warmup-steps: give one)")
       ->capture_default_str();
   app.add_option("--scheduler", a.lr_scheduler_type, "linear | cosine | constant")->capture_default_str();
   app.add_option("--seed", a.seed, "random seed (weights, data order, dropout)")->capture_default_str()->check(kSeedRange);

@@ -95,6 +95,8 @@ TEST_CASE("every choice a halfgrad help text lists is accepted", "[demo][cli]") 
       // The context a flag needs to have an effect: its precision, --load-best, a data file.
       if (flag.rfind("--fp8-", 0) == 0) base.insert(base.end(), {"--precision", "fp8"});
       if (flag == "--metric") base.push_back("--load-best");
+      if (flag == "--spm-type") base.insert(base.end(), {"--tokenizer", "sentencepiece"});
+      if (flag == "--update-rounding") base.insert(base.end(), {"--master-weights", "none"});
       if (flag == "--input-format")
         base.insert(base.end(), {command == cl.train_cmd ? "--train" : "--data", dir / "train.tsv"});
       if (command != cl.train_cmd) base.insert(base.end(), {"--checkpoint", dir.path.string()});
@@ -278,7 +280,7 @@ TEST_CASE("a small data set's checkpoint gets buckets for its n-grams, not 2^18"
             .at("buckets") == 4096);
 }
 
-TEST_CASE("--save-only-model checkpoints hold the weights alone: eval and predict take them, --resume refuses them",
+TEST_CASE("checkpoints of --save-only-model hold the weights alone: eval and predict take them, --resume refuses them",
           "[demo][cli]") {
   const TempDir dir("save_only_model");
   data::write_tsv(data::synthetic_dataset(16, 2, 3), dir / "train.tsv");
