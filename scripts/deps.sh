@@ -8,7 +8,9 @@ HALFGRAD_PACKAGES=(g++ cmake make libhwy-dev catch2 libcli11-dev nlohmann-json3-
   # SentencePiece: the sentencepiece tokenizer (data/sentencepiece.h).
   libsentencepiece-dev
   # Debian's word lists: the language-id data set of the main job (data/dataset.h).
-  wamerican wngerman wfrench wspanish witalian wportuguese wdutch)
+  wamerican wngerman wfrench wspanish witalian wportuguese wdutch
+  # Debian's fortune files: the topic set of bench/tasks.py (tools/make_topics.py).
+  fortunes)
 # Callers may ask for more (scripts/test.sh: clang for the fuzz targets).
 read -r -a extra <<< "${HALFGRAD_EXTRA_PACKAGES:-}"
 HALFGRAD_PACKAGES+=("${extra[@]}")
