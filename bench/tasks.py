@@ -40,10 +40,13 @@ ROWS = {
         "topics": "--tokenizer words",
         "order": "--tokenizer words",
     },
+    # The transformer's defaults (docs/classifier.md, "Transformer recipe") on topics and order;
+    # on langid the best of that sweep: the bag's char n-grams and regularisation, one layer.
     "transformer": {
-        "langid": "--tokenizer sentencepiece --layers 1 --positions learned",
-        "topics": "--tokenizer sentencepiece --layers 1 --positions learned --max-len 256",
-        "order": "--tokenizer words --layers 1 --positions learned",
+        "langid": "--layers 1 --dropout 0.5 --lr 1e-2 --batch-size 256 --pooling mean --epochs 2 --d-ff 64"
+                  " --weight-decay 0.1",
+        "topics": "--tokenizer sentencepiece --layers 1",
+        "order": "--tokenizer words --layers 1",
     },
 }
 FASTTEXT = {  # fastText's own supervised settings per task (langid: the best of a small sweep)

@@ -8,6 +8,7 @@
 #include <charconv>
 #include <cstdint>
 #include <filesystem>
+#include <sstream>
 #include <string>
 #include <tuple>
 #include <vector>
@@ -20,8 +21,30 @@
 
 namespace hg::cli {
 
+// The recipe's defaults per model kind, for the flags the user did not give (docs/classifier.md):
+// a bag (--layers 0) keeps the main job's recipe ("The recipe: sweep and defaults"); a model with
+// encoder layers takes the transformer's ("Transformer recipe"), applied in resolve_train_options.
+struct RecipeDefaults {
+  float dropout, weight_decay, learning_rate;
+  double epochs;
+  int64_t batch_size;
+  const char* pooling;
+};
+inline constexpr RecipeDefaults kBagRecipe{.dropout = 0.5f, .weight_decay = 0.01f, .learning_rate = 1e-2f,
+                                           .epochs = 5, .batch_size = 256, .pooling = "mean"};
+inline constexpr RecipeDefaults kTransformerRecipe{.dropout = 0.1f, .weight_decay = 0.01f, .learning_rate = 3e-3f,
+                                                   .epochs = 10, .batch_size = 64, .pooling = "cls"};
+
+// "<what> (default V for a bag, --layers 0; W with --layers >= 1)" for the help of a recipe flag.
+template <typename T>
+std::string recipe_help(const std::string& what, T bag, T transformer) {
+  std::ostringstream s;
+  s << what << " (default " << bag << " for a bag, --layers 0; " << transformer << " with --layers >= 1)";
+  return s.str();
+}
+
 struct TrainOptions {
-  std::string train_file, eval_file, resume, pooling = "mean";
+  std::string train_file, eval_file, resume, pooling = kBagRecipe.pooling;
   // Parsed into args.mixed_precision once, by resolve_train_options.
   std::string precision = "fp16", opt_level = "O2", loss_scale = "dynamic";
   std::string accumulate = "f32";  // --accumulate, into args.mixed_precision.accumulation
@@ -45,7 +68,7 @@ struct TrainOptions {
   // sentencepiece under encoder layers (ordered tokens); none otherwise (a bag).
   std::string positions;
   std::string spm_type = "unigram", spm_model;  // --spm-type, --spm-model (a .model file's path)
-  float dropout = 0.5f;
+  float dropout = kBagRecipe.dropout;
   int64_t early_stopping = 0;
   int64_t inspect = 0;  // NumericsInspector every N optimizer steps (0: off)
   bool inspect_mx = false;  // the inspector also measures MXFP8/MXFP4 block quantization
@@ -93,9 +116,10 @@ inline data::ReadOptions read_options(const std::string& format, bool header, bo
 inline void add_train_flags(CLI::App& app, TrainOptions& o) {
   train::TrainingArguments& a = o.args;
   a.output_dir = "halfgrad-output";
-  a.num_train_epochs = 5;
-  a.per_device_train_batch_size = 256;
-  a.learning_rate = 1e-2f;
+  a.num_train_epochs = kBagRecipe.epochs;
+  a.per_device_train_batch_size = kBagRecipe.batch_size;
+  a.learning_rate = kBagRecipe.learning_rate;
+  a.weight_decay = kBagRecipe.weight_decay;
   a.warmup_ratio = 0.1;  // HF's warmup_ratio: no run is all warmup, however short
   a.lr_scheduler_type = "cosine";
   a.eval_strategy = "epoch";
@@ -146,18 +170,21 @@ inline void add_train_flags(CLI::App& app, TrainOptions& o) {
   app.add_option("--fp8-margin", o.fp8_margin, "fp8: scales are divided by 2^margin")->capture_default_str();
   app.add_option("--fp8-scale", o.fp8_scale, "pow2 | exact | none (fp8: a power of two, exact to apply; fp8_max / amax; 1)")
       ->capture_default_str();
-  app.add_option("--epochs", a.num_train_epochs, "training epochs")
-      ->capture_default_str()
+  app.add_option("--epochs", a.num_train_epochs,
+                 recipe_help("training epochs", kBagRecipe.epochs, kTransformerRecipe.epochs))
       ->check(CLI::Range(1e-3, 1e6));
   app.add_option("--max-steps", a.max_steps, "optimizer steps (instead of --epochs: give one)")->check(kStepCount);
-  app.add_option("--batch-size", a.per_device_train_batch_size, "training batch size")
-      ->capture_default_str()
+  app.add_option("--batch-size", a.per_device_train_batch_size,
+                 recipe_help("training batch size", kBagRecipe.batch_size, kTransformerRecipe.batch_size))
       ->check(CLI::Range(int64_t{1}, int64_t{1} << 20));
   app.add_option("--eval-batch-size", a.per_device_eval_batch_size, "evaluation batch size")
       ->capture_default_str()
       ->check(CLI::Range(int64_t{1}, int64_t{1} << 20));
-  app.add_option("--lr", a.learning_rate, "peak learning rate")->capture_default_str();
-  app.add_option("--weight-decay", a.weight_decay, "AdamW weight decay (matrices only)")->capture_default_str();
+  app.add_option("--lr", a.learning_rate,
+                 recipe_help("peak learning rate", kBagRecipe.learning_rate, kTransformerRecipe.learning_rate));
+  app.add_option("--weight-decay", a.weight_decay,
+                 recipe_help("AdamW weight decay (matrices only)", kBagRecipe.weight_decay,
+                             kTransformerRecipe.weight_decay));
   app.add_option("--warmup-steps", a.warmup_steps, "linear warmup steps (instead of --warmup-ratio: give one)")
       ->check(CLI::Range(int64_t{0}, int64_t{1} << 40));
   app.add_option("--warmup-ratio", a.warmup_ratio, "linear warmup over this share of all steps, in [0, 1), rounded up (instead of --warmup-steps: give one)")
@@ -246,8 +273,11 @@ inline void add_train_flags(CLI::App& app, TrainOptions& o) {
       ->check(CLI::Range(int64_t{1}, io::ArchitectureCaps::kHeads));
   app.add_option("--layers", o.layers, "encoder layers")->capture_default_str()->check(CLI::Range(int64_t{0}, io::ArchitectureCaps::kLayers));
   app.add_option("--d-ff", o.d_ff, "feed-forward width")->capture_default_str()->check(CLI::Range(int64_t{1}, io::ArchitectureCaps::kDFf));
-  app.add_option("--dropout", o.dropout, "dropout probability")->capture_default_str()->check(CLI::Range(0.0, 0.99));
-  app.add_option("--pooling", o.pooling, "mean | cls")->capture_default_str()->check(CLI::IsMember({"mean", "cls"}));
+  app.add_option("--dropout", o.dropout, recipe_help("dropout probability", kBagRecipe.dropout, kTransformerRecipe.dropout))
+      ->check(CLI::Range(0.0, 0.99));
+  app.add_option("--pooling", o.pooling,
+                 recipe_help("mean | cls", std::string(kBagRecipe.pooling), std::string(kTransformerRecipe.pooling)))
+      ->check(CLI::IsMember({"mean", "cls"}));
   add_read_flags(app, o.input_format, o.header, o.no_header);
   app.add_option("--report-to", a.report_to,
                  "none | jsonl | html, one or more (HF's report_to): jsonl appends output_dir/log.jsonl, html writes "
@@ -363,6 +393,15 @@ inline void resolve_train_options(const CLI::App& cmd, TrainOptions& o) {
   if (o.positions.empty()) {  // ordered tokens under an encoder; the hashed n-grams stay a bag
     const bool ordered = a.tokenizer.kind == data::TokenizerKind::kWords || spm;
     o.positions = a.tokenizer.kind == data::TokenizerKind::kBytes || (ordered && o.layers > 0) ? "learned" : "none";
+  }
+  if (o.layers > 0) {  // the transformer's recipe, for every recipe flag the user did not give
+    const RecipeDefaults& r = kTransformerRecipe;
+    if (!given("--dropout")) o.dropout = r.dropout;
+    if (!given("--weight-decay")) a.weight_decay = r.weight_decay;
+    if (!given("--lr")) a.learning_rate = r.learning_rate;
+    if (!given("--epochs")) a.num_train_epochs = r.epochs;
+    if (!given("--batch-size")) a.per_device_train_batch_size = r.batch_size;
+    if (!given("--pooling")) o.pooling = r.pooling;
   }
   // With positions, words is the sequence of words: bigrams appended after them would take
   // positions that are not theirs.

@@ -10,7 +10,9 @@ HALFGRAD_PACKAGES=(g++ cmake make libhwy-dev catch2 libcli11-dev nlohmann-json3-
   # SentencePiece: the sentencepiece tokenizer (data/sentencepiece.h).
   libsentencepiece-dev
   # Debian's word lists: the language-id data set of the main job (data/dataset.h).
-  wamerican wngerman wfrench wspanish witalian wportuguese wdutch)
+  wamerican wngerman wfrench wspanish witalian wportuguese wdutch
+  # Debian's fortune files: the topic set of bench/tasks.py (tools/make_topics.py).
+  fortunes)
 # Optional test tools, not installed here (their tests are skipped without them): python3-torch
 # (tools/to_torch.py's round trip) and chromium (the HTML report loaded in a browser,
 # tests/report/report_in_chromium.sh): `apt-get install python3-torch chromium`.

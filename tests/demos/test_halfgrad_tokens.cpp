@@ -56,7 +56,7 @@ TEST_CASE("halfgrad train --tokenizer sentencepiece: the model is in the checkpo
   const fs::path last = dir.path / "whole/checkpoint-4";
   REQUIRE(fs::exists(last / "sentencepiece.model"));
   const nlohmann::json config = config_of(last);
-  CHECK(config.at("vocab_size") == 41);  // 40 pieces + padding
+  CHECK(config.at("vocab_size") == 42);  // 40 pieces + padding + CLS (--layers 1 pools cls by default)
   CHECK(config.at("position_embedding") == "learned");
   CHECK(config.at("tokenizer").at("spm_type") == "bpe");
   CHECK(config.at("tokenizer").at("model_file") == "sentencepiece.model");

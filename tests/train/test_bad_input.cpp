@@ -179,11 +179,11 @@ TEST_CASE("flags without effect under the chosen strategy and bad flag values fa
 
 TEST_CASE("a text longer than max_len is truncated, counted and reported once", "[train][cli][bad_input]") {
   const TempDir dir("truncate");
-  // 5 of the 6 texts have more than 4 bytes: all but "Haus".
+  // 5 of the 6 texts have more than 4 bytes: all but "Haus" (mean pooling: no CLS token takes a place).
   write_bytes(dir.path / "good.tsv", kGoodTsv);
   const hg::testing::ProgramResult r = hg::testing::run_program(
       "halfgrad", "train --tokenizer bytes --d-model 8 --heads 2 --layers 1 --d-ff 16 --batch-size 4 --threads 1 --max-len 4"
-                  " --max-steps 2 --save-strategy no --train " + dir / "good.tsv" + " --output-dir " + dir / "out");
+                  " --pooling mean --max-steps 2 --save-strategy no --train " + dir / "good.tsv" + " --output-dir " + dir / "out");
   INFO(r.output);
   CHECK(r.exit_code == 0);
   const std::string note = "note: 5 training texts are longer than max_len 4 tokens and were truncated";
