@@ -1,4 +1,4 @@
-// bench_checksum: the cost of the SHA-256 that checkpoint.json records per file (io/digest.h),
+// bench_checksum: the cost of the SHA-256 that checkpoint.json records per file (halfgrad/io/digest.h),
 // on a checkpoint directory: hashing all its files (what a save adds after writing them, and what
 // load_checkpoint adds before reading them), beside load_checkpoint as a whole for scale. The
 // median and range of --rounds rounds (the files stay in the page cache after the first).
@@ -10,8 +10,8 @@
 #include <filesystem>
 #include <vector>
 
-#include "io/checkpoint.h"
-#include "io/digest.h"
+#include "halfgrad/io/checkpoint.h"
+#include "halfgrad/io/digest.h"
 
 namespace {
 

@@ -20,7 +20,7 @@
 #   O2/f32 peak RSS, O2/f32 peak tensors   memory of our fp16 O2 over our f32 (bench_step's
 #                  peak_rss_mb and peak_tensor_mb)
 # and, when several thread settings ran, the speed-up of each over the first (1 thread by default)
-# per precision. A setting is a count or "auto" (bench_step --threads auto: base/adaptive_threads.h
+# per precision. A setting is a count or "auto" (bench_step --threads auto: halfgrad/base/adaptive_threads.h
 # picks all cores or 1 per step; PyTorch is not run for it).
 # --no-torch runs bench_step alone. --busy keeps the last CPU busy with a spinning shell loop
 # (taskset) for the whole run, as another program on a shared machine would: the case where a

@@ -1,10 +1,10 @@
-// bench_convert: throughput of the span conversions in precision/convert.h (f32 <-> f16, bf16,
+// bench_convert: throughput of the span conversions in halfgrad/precision/convert.h (f32 <-> f16, bf16,
 // e4m3, e5m2, round_to, plus stochastic rounding and stats-collecting variants), on an L2-sized
 // and a DRAM-sized f32 buffer, with 1 and 2 OpenMP threads. One JSON object per line:
 //   {"bench":"convert","op":"f32_to_f16","size":"L2","threads":1,"gbps":...,...}
 // gbps counts bytes read plus bytes written per second (f32_to_f16: 4 + 2 bytes an element), the
 // median over timed batches; gbps_best is the fastest batch. Spans shorter than
-// kParallelConvertElements (base/parallel.h, 64 Ki elements) run on one thread whatever --threads says.
+// kParallelConvertElements (halfgrad/base/parallel.h, 64 Ki elements) run on one thread whatever --threads says.
 #include <omp.h>
 
 #include <CLI/CLI.hpp>
@@ -20,7 +20,7 @@
 #include <string>
 #include <vector>
 
-#include "precision/convert.h"
+#include "halfgrad/precision/convert.h"
 
 namespace {
 

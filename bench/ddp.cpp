@@ -11,10 +11,10 @@
 #include <nlohmann/json.hpp>
 #include <vector>
 
-#include "autograd/tensor.h"
-#include "base/median.h"
-#include "dist/communicator.h"
-#include "dist/ddp.h"
+#include "halfgrad/autograd/tensor.h"
+#include "halfgrad/base/median.h"
+#include "halfgrad/dist/communicator.h"
+#include "halfgrad/dist/ddp.h"
 
 namespace {
 

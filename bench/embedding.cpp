@@ -8,7 +8,7 @@
 // touches ~4060 distinct rows of the big table and all 255 of the small one, so the sparse
 // optimizer step does 16x the small table's work; --small 16384 (~3620 rows touched) compares
 // tables that differ in size only.
-#include "nn/embedding.h"
+#include "halfgrad/nn/embedding.h"
 
 #include <omp.h>
 
@@ -21,11 +21,11 @@
 #include <string>
 #include <vector>
 
-#include "autograd/ops.h"
-#include "base/parallel.h"
-#include "nn/linear.h"
-#include "optim/adam.h"
-#include "train/accelerator.h"
+#include "halfgrad/autograd/ops.h"
+#include "halfgrad/base/parallel.h"
+#include "halfgrad/nn/linear.h"
+#include "halfgrad/optim/adam.h"
+#include "halfgrad/train/accelerator.h"
 
 namespace {
 

@@ -16,10 +16,10 @@
 #include <thread>
 #include <vector>
 
-#include "autograd/kernels/gemm.h"
-#include "autograd/kernels/gemm_bf16dot.h"
-#include "precision/bfloat16.h"
-#include "precision/half.h"
+#include "halfgrad/autograd/kernels/gemm.h"
+#include "halfgrad/autograd/kernels/gemm_bf16dot.h"
+#include "halfgrad/precision/bfloat16.h"
+#include "halfgrad/precision/half.h"
 
 #ifdef HG_BENCH_OPENBLAS
 // CBLAS with 32-bit integers, declared here so that no BLAS header path is needed. The OpenBLAS

@@ -7,7 +7,7 @@ Source: facebookresearch/fastText @1142dc4, src/dictionary.cc (hash, computeSubw
 - fasttext_hash(bytes): fastText's FNV-1a 32-bit hash, each byte sign-extended before the XOR
   (h ^= uint32(int8(c)); h *= 16777619), so bytes >= 0x80 differ from textbook FNV-1a (dictionary.cc, Dictionary::hash).
 - char_ngram_ids: text split on ASCII whitespace (space \\t \\n \\v \\f \\r, as halfgrad's
-  data/text.h; fastText's readWord also splits on \\0); for each word, the character n-grams of
+  halfgrad/data/text.h; fastText's readWord also splits on \\0); for each word, the character n-grams of
   "<" + word + ">" for n in [ngram_min, ngram_max] in computeSubwords order (start positions skip
   UTF-8 continuation bytes, n counts code points, the bare "<" and ">" 1-grams are skipped),
   id = 1 + hash % buckets (dictionary.cc, computeSubwords).
@@ -27,7 +27,7 @@ WORD_NGRAM_MULT = 116049371
 MASK32 = 0xFFFFFFFF
 MASK64 = 0xFFFFFFFFFFFFFFFF
 
-WHITESPACE = " \t\n\v\f\r"  # ASCII whitespace, as halfgrad's data/text.h is_ascii_space
+WHITESPACE = " \t\n\v\f\r"  # ASCII whitespace, as halfgrad's halfgrad/data/text.h is_ascii_space
 PUNCT = set(string.punctuation)
 
 

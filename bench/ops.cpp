@@ -3,7 +3,7 @@
 // sums), alone and as one chain, on (N, C) tensors; one JSON object per line on stdout.
 // Each configuration is warmed up, then timed --reps times; "fwd_ms"/"bwd_ms" are medians.
 // Backward is seeded with a random gradient of the output's shape (no loss op in the timing).
-// --kernels instead times the f32 kernels alone (autograd/kernels, one thread, preallocated
+// --kernels instead times the f32 kernels alone (halfgrad/autograd/kernels, one thread, preallocated
 // arrays) beside their scalar twins: nanoseconds per element, best of --reps.
 #include <omp.h>
 
@@ -17,11 +17,11 @@
 #include <tuple>
 #include <vector>
 
-#include "autograd/kernels/elementwise.h"
-#include "autograd/kernels/reference.h"
-#include "autograd/kernels/rows.h"
-#include "autograd/ops.h"
-#include "autograd/tape.h"
+#include "halfgrad/autograd/kernels/elementwise.h"
+#include "halfgrad/autograd/kernels/reference.h"
+#include "halfgrad/autograd/kernels/rows.h"
+#include "halfgrad/autograd/ops.h"
+#include "halfgrad/autograd/tape.h"
 
 namespace {
 

@@ -4,7 +4,7 @@
 //   (lr 1e-3, weight decay 0.01 on every parameter), f32 master weights for fp16 O2, scale update.
 // Configs (torch_step.py's): S vocab 256, batch 64, seq 32, d 128, heads 4, ff 512, layers 2,
 // classes 8; M batch 32, seq 128, d 256, heads 8, ff 1024, layers 4. Dropout 0, every token real.
-// --threads auto runs each step at all cores or 1 as base/adaptive_threads.h chooses (the JSON
+// --threads auto runs each step at all cores or 1 as halfgrad/base/adaptive_threads.h chooses (the JSON
 // line adds "steps_per_team"); the median then includes its probes' steps at the slower size.
 // Prints one JSON object: median (and best) ms per step over --steps after --warmup, the
 // matmul GFLOP/s at the median (FLOPs counted as torch_step.py's matmul_flops), peak RSS, and
@@ -24,14 +24,14 @@
 #include <string>
 #include <vector>
 
-#include "autograd/allocator.h"
-#include "autograd/ops.h"
-#include "base/adaptive_threads.h"
-#include "base/median.h"
-#include "base/parallel.h"
-#include "nn/text_classifier.h"
-#include "optim/adam.h"
-#include "train/accelerator.h"
+#include "halfgrad/autograd/allocator.h"
+#include "halfgrad/autograd/ops.h"
+#include "halfgrad/base/adaptive_threads.h"
+#include "halfgrad/base/median.h"
+#include "halfgrad/base/parallel.h"
+#include "halfgrad/nn/text_classifier.h"
+#include "halfgrad/optim/adam.h"
+#include "halfgrad/train/accelerator.h"
 
 namespace {
 
@@ -88,7 +88,7 @@ int main(int argc, char** argv) {
   app.add_option("--precision", precision, "f32, fp16-O1, fp16-O2 or bf16")
       ->check(CLI::IsMember({"f32", "fp16-O1", "fp16-O2", "bf16"}));
   app.add_option("--threads", threads,
-                 "OpenMP threads, or auto: each step at all cores or 1 as base/adaptive_threads.h chooses")
+                 "OpenMP threads, or auto: each step at all cores or 1 as halfgrad/base/adaptive_threads.h chooses")
       ->check(CLI::IsMember({"auto"}) | CLI::Range(1, 1024));
   app.add_option("--steps", steps, "timed steps")->check(CLI::PositiveNumber);
   app.add_option("--warmup", warmup, "untimed steps first")->check(CLI::NonNegativeNumber);

@@ -54,7 +54,7 @@ class WordTokenizerTest(unittest.TestCase):
                          ["hello", "world", "it", "s", "x", "y", "ärger", "i", "ÿłódź", "日本"])
 
     def test_lower_matches_halfgrad_rule(self):
-        # halfgrad's data/text.cpp lower_code_point, transcribed: Latin Extended-A pairs alternate.
+        # halfgrad's halfgrad/data/text.cpp lower_code_point, transcribed: Latin Extended-A pairs alternate.
         def rule(cp):
             if 0x41 <= cp <= 0x5A or (0xC0 <= cp <= 0xDE and cp != 0xD7):
                 return cp + 0x20

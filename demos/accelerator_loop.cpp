@@ -12,18 +12,18 @@
 #include <CLI/CLI.hpp>
 #include <cstdio>
 
-#include "autograd/ops.h"
-#include "base/parallel.h"
-#include "data/data_loader.h"
-#include "nn/text_classifier.h"
-#include "optim/adam.h"
-#include "optim/param_groups.h"
-#include "train/accelerator.h"
+#include "halfgrad/autograd/ops.h"
+#include "halfgrad/base/parallel.h"
+#include "halfgrad/data/data_loader.h"
+#include "halfgrad/nn/text_classifier.h"
+#include "halfgrad/optim/adam.h"
+#include "halfgrad/optim/param_groups.h"
+#include "halfgrad/train/accelerator.h"
 
 using namespace hg;
 
 int main(int argc, char** argv) {
-  hg::use_default_wait_policy(argv);  // before libgomp's threads exist: see base/parallel.h
+  hg::use_default_wait_policy(argv);  // before libgomp's threads exist: see halfgrad/base/parallel.h
   CLI::App app{"accelerator_loop: the same training through an Accelerator (HF Accelerate style)"};
   int64_t steps = 200;
   uint64_t seed = 0;

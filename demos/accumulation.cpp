@@ -12,10 +12,10 @@
 #include <cstdio>
 #include <random>
 
-#include "autograd/ops.h"
+#include "halfgrad/autograd/ops.h"
 #include "demos/teaching_run.h"
-#include "precision/half.h"
-#include "report/svg_plot.h"
+#include "halfgrad/precision/half.h"
+#include "halfgrad/report/svg_plot.h"
 
 using namespace hg;
 

@@ -13,13 +13,13 @@
 #include <vector>
 
 #include "demos/teaching_run.h"
-#include "precision/bfloat16.h"
-#include "precision/fidelity.h"
-#include "precision/finfo.h"
-#include "precision/float8.h"
-#include "precision/half.h"
-#include "precision/mx.h"
-#include "report/svg_plot.h"
+#include "halfgrad/precision/bfloat16.h"
+#include "halfgrad/precision/fidelity.h"
+#include "halfgrad/precision/finfo.h"
+#include "halfgrad/precision/float8.h"
+#include "halfgrad/precision/half.h"
+#include "halfgrad/precision/mx.h"
+#include "halfgrad/report/svg_plot.h"
 
 using namespace hg;
 using namespace hg::precision;
@@ -81,7 +81,7 @@ std::vector<float> gradient_like_sample() {
   return values;
 }
 
-// What each format keeps of that vector (precision/fidelity.h): plain formats round each value
+// What each format keeps of that vector (halfgrad/precision/fidelity.h): plain formats round each value
 // alone (saturating); the MX formats share one power-of-two scale per block of 32.
 void print_what_formats_keep() {
   const std::vector<float> values = gradient_like_sample();

@@ -20,22 +20,22 @@
 #include <fstream>
 #include <iostream>
 
-#include "base/adaptive_threads.h"
-#include "base/error.h"
-#include "base/parallel.h"
-#include "data/dataset.h"
-#include "dist/communicator.h"
+#include "halfgrad/base/adaptive_threads.h"
+#include "halfgrad/base/error.h"
+#include "halfgrad/base/parallel.h"
+#include "halfgrad/data/dataset.h"
+#include "halfgrad/dist/communicator.h"
 #include "demos/halfgrad_cli.h"
 #include "halfgrad/version.h"
-#include "io/checkpoint.h"
-#include "io/model_config.h"
-#include "io/output_lock.h"
-#include "nn/text_classifier.h"
-#include "report/html_report.h"
-#include "report/numerics_inspector.h"
-#include "train/evaluation.h"
-#include "train/metrics.h"
-#include "train/trainer.h"
+#include "halfgrad/io/checkpoint.h"
+#include "halfgrad/io/model_config.h"
+#include "halfgrad/io/output_lock.h"
+#include "halfgrad/nn/text_classifier.h"
+#include "halfgrad/report/html_report.h"
+#include "halfgrad/report/numerics_inspector.h"
+#include "halfgrad/train/evaluation.h"
+#include "halfgrad/train/metrics.h"
+#include "halfgrad/train/trainer.h"
 
 namespace {
 
@@ -228,7 +228,7 @@ int run_train(const CLI::App& cmd, cli::TrainOptions& o) {
     }
   });
   // The team: a count given is kept. "auto", and by default one process without OMP_NUM_THREADS,
-  // times the steps and runs each at all cores or 1, whichever is faster (base/adaptive_threads.h).
+  // times the steps and runs each at all cores or 1, whichever is faster (halfgrad/base/adaptive_threads.h).
   // Under mpirun the ranks on one machine share its cores (OMPI_COMM_WORLD_LOCAL_SIZE: how many).
   const bool no_env = std::getenv("OMP_NUM_THREADS") == nullptr;
   const bool adapt = o.threads == "auto" || (o.threads.empty() && world.size() == 1 && no_env);
@@ -377,7 +377,7 @@ std::vector<std::string> predict_inputs(const cli::CommandLine& cl) {
   std::vector<std::string> all = cl.texts;
   const bool from_stdin = cl.texts.empty() && (cl.input_file.empty() || cl.input_file == "-");
   const std::string source = !cl.texts.empty() ? "argument" : from_stdin ? "stdin line" : cl.input_file + " line";
-  if (cl.texts.empty()) {  // bounded: an endless stream fails at the limit (data/dataset.h)
+  if (cl.texts.empty()) {  // bounded: an endless stream fails at the limit (halfgrad/data/dataset.h)
     data::LineReader lines(from_stdin ? "-" : cl.input_file);
     for (std::string line; lines.next(line);) all.push_back(std::move(line));
   }
@@ -469,7 +469,7 @@ int report_error(const std::exception& e) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  hg::use_default_wait_policy(argv);  // before libgomp's threads exist: see base/parallel.h
+  hg::use_default_wait_policy(argv);  // before libgomp's threads exist: see halfgrad/base/parallel.h
   CLI::App app{"halfgrad: train a transformer text classifier with emulated mixed precision"};
   cli::CommandLine cl;
   cli::setup_command_line(app, cl);

@@ -13,11 +13,11 @@
 #include <tuple>
 #include <vector>
 
-#include "base/error.h"
-#include "io/model_config.h"
-#include "data/dataset.h"
-#include "optim/mixed_precision.h"
-#include "train/training_arguments.h"
+#include "halfgrad/base/error.h"
+#include "halfgrad/io/model_config.h"
+#include "halfgrad/data/dataset.h"
+#include "halfgrad/optim/mixed_precision.h"
+#include "halfgrad/train/training_arguments.h"
 
 namespace hg::cli {
 
@@ -55,7 +55,7 @@ struct TrainOptions {
   // --precision fp8's delayed-scaling recipe (Fp8Recipe's fields, TE's defaults).
   std::string fp8_format = "hybrid", fp8_amax_compute_algo = "max", fp8_scale = "pow2";
   int64_t fp8_amax_history_len = 1024, fp8_margin = 0;
-  // --threads: a count (fixed), "auto" (chosen by timing the steps: base/adaptive_threads.h), or
+  // --threads: a count (fixed), "auto" (chosen by timing the steps: halfgrad/base/adaptive_threads.h), or
   // empty: auto for one process on several cores without OMP_NUM_THREADS (demos/halfgrad.cpp).
   std::string threads;
   // The main job's recipe (docs/classifier.md, the sweep): a fastText-like bag of hashed char

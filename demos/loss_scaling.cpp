@@ -7,7 +7,7 @@
 #include <cstdio>
 
 #include "demos/teaching_run.h"
-#include "report/svg_plot.h"
+#include "halfgrad/report/svg_plot.h"
 
 using namespace hg;
 

@@ -13,21 +13,21 @@
 #include <CLI/CLI.hpp>
 #include <cstdio>
 
-#include "autograd/autocast.h"
-#include "autograd/ops.h"
-#include "autograd/tape.h"
-#include "base/parallel.h"
-#include "data/data_loader.h"
-#include "nn/text_classifier.h"
-#include "optim/adam.h"
-#include "optim/clip_grad_norm.h"
-#include "optim/grad_scaler.h"
-#include "optim/param_groups.h"
+#include "halfgrad/autograd/autocast.h"
+#include "halfgrad/autograd/ops.h"
+#include "halfgrad/autograd/tape.h"
+#include "halfgrad/base/parallel.h"
+#include "halfgrad/data/data_loader.h"
+#include "halfgrad/nn/text_classifier.h"
+#include "halfgrad/optim/adam.h"
+#include "halfgrad/optim/clip_grad_norm.h"
+#include "halfgrad/optim/grad_scaler.h"
+#include "halfgrad/optim/param_groups.h"
 
 using namespace hg;
 
 int main(int argc, char** argv) {
-  hg::use_default_wait_policy(argv);  // before libgomp's threads exist: see base/parallel.h
+  hg::use_default_wait_policy(argv);  // before libgomp's threads exist: see halfgrad/base/parallel.h
   CLI::App app{"manual_loop: autocast + GradScaler by hand (PyTorch AMP style)"};
   int64_t steps = 200;
   uint64_t seed = 0;

@@ -15,8 +15,8 @@
 #include <numeric>
 
 #include "demos/teaching_run.h"
-#include "precision/half.h"
-#include "report/svg_plot.h"
+#include "halfgrad/precision/half.h"
+#include "halfgrad/report/svg_plot.h"
 
 using namespace hg;
 

@@ -18,20 +18,20 @@
 #include <string>
 #include <vector>
 
-#include "autograd/ops.h"
-#include "autograd/rounding_scope.h"
-#include "base/error.h"
-#include "data/data_loader.h"
-#include "data/dataset.h"
-#include "nn/text_classifier.h"
-#include "optim/adam.h"
-#include "optim/lr_scheduler.h"
-#include "optim/param_groups.h"
-#include "precision/convert.h"
-#include "precision/numerics_stats.h"
-#include "train/accelerator.h"
-#include "train/evaluation.h"
-#include "report/numerics_inspector.h"
+#include "halfgrad/autograd/ops.h"
+#include "halfgrad/autograd/rounding_scope.h"
+#include "halfgrad/base/error.h"
+#include "halfgrad/data/data_loader.h"
+#include "halfgrad/data/dataset.h"
+#include "halfgrad/nn/text_classifier.h"
+#include "halfgrad/optim/adam.h"
+#include "halfgrad/optim/lr_scheduler.h"
+#include "halfgrad/optim/param_groups.h"
+#include "halfgrad/precision/convert.h"
+#include "halfgrad/precision/numerics_stats.h"
+#include "halfgrad/train/accelerator.h"
+#include "halfgrad/train/evaluation.h"
+#include "halfgrad/report/numerics_inspector.h"
 
 namespace hg::demos {
 

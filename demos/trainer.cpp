@@ -6,19 +6,19 @@
 //
 // The same run as manual_loop.cpp (level 1) and accelerator_loop.cpp (level 2): same data,
 // model, seed and settings, so the printed weights fingerprint (a hash of every bit) is the same.
-#include "train/trainer.h"
+#include "halfgrad/train/trainer.h"
 
 #include <CLI/CLI.hpp>
 #include <cstdio>
 
-#include "base/parallel.h"
-#include "data/dataset.h"
-#include "nn/text_classifier.h"
+#include "halfgrad/base/parallel.h"
+#include "halfgrad/data/dataset.h"
+#include "halfgrad/nn/text_classifier.h"
 
 using namespace hg;
 
 int main(int argc, char** argv) {
-  hg::use_default_wait_policy(argv);  // before libgomp's threads exist: see base/parallel.h
+  hg::use_default_wait_policy(argv);  // before libgomp's threads exist: see halfgrad/base/parallel.h
   CLI::App app{"trainer: the same training through a Trainer (HF Trainer style)"};
   int64_t steps = 200;
   uint64_t seed = 0;

@@ -17,14 +17,14 @@
 #include <string>
 #include <vector>
 
-#include "autograd/generator.h"
-#include "autograd/ops.h"
+#include "halfgrad/autograd/generator.h"
+#include "halfgrad/autograd/ops.h"
 #include "demos/teaching_run.h"
-#include "precision/bfloat16.h"
-#include "precision/convert.h"
-#include "precision/finfo.h"
-#include "precision/half.h"
-#include "precision/numerics_stats.h"
+#include "halfgrad/precision/bfloat16.h"
+#include "halfgrad/precision/convert.h"
+#include "halfgrad/precision/finfo.h"
+#include "halfgrad/precision/half.h"
+#include "halfgrad/precision/numerics_stats.h"
 
 namespace {
 

@@ -5,14 +5,14 @@
 // ctest runs it on the synthetic set (label `example`), so the README's code keeps compiling.
 #include <cstdio>
 
-#include "autograd/ops.h"
-#include "autograd/tape.h"
-#include "data/data_loader.h"
-#include "data/dataset.h"
-#include "nn/text_classifier.h"
-#include "optim/adam.h"
-#include "optim/mixed_precision.h"
-#include "optim/param_groups.h"
+#include "halfgrad/autograd/ops.h"
+#include "halfgrad/autograd/tape.h"
+#include "halfgrad/data/data_loader.h"
+#include "halfgrad/data/dataset.h"
+#include "halfgrad/nn/text_classifier.h"
+#include "halfgrad/optim/adam.h"
+#include "halfgrad/optim/mixed_precision.h"
+#include "halfgrad/optim/param_groups.h"
 
 using namespace hg;
 

@@ -14,9 +14,9 @@
 #include <span>
 #include <vector>
 
-#include "precision/catch_matchers.h"  // hg::EqualsBits, hg::WithinUlps
-#include "precision/half.h"
-#include "precision/testing.h"         // hg::ulp_distance, hg::all_values, hg::finite_values
+#include "halfgrad/precision/catch_matchers.h"  // hg::EqualsBits, hg::WithinUlps
+#include "halfgrad/precision/half.h"
+#include "halfgrad/precision/testing.h"         // hg::ulp_distance, hg::all_values, hg::finite_values
 
 namespace {
 

@@ -9,9 +9,9 @@
 
 #include <nlohmann/json.hpp>
 
-#include "base/error.h"
-#include "io/model_config.h"
-#include "train/trainer.h"
+#include "halfgrad/base/error.h"
+#include "halfgrad/io/model_config.h"
+#include "halfgrad/train/trainer.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (size == 0) return 0;

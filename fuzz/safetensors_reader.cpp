@@ -4,9 +4,9 @@
 #include <cstdint>
 #include <cstdlib>
 
-#include "base/error.h"
+#include "halfgrad/base/error.h"
 #include "fuzz/fuzz_input.h"
-#include "io/safetensors.h"
+#include "halfgrad/io/safetensors.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const hg::fuzz::MemoryFile file(data, size);

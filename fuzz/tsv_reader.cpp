@@ -7,10 +7,10 @@
 #include <cstdint>
 #include <cstdlib>
 
-#include "base/error.h"
-#include "data/dataset.h"
-#include "data/text.h"
-#include "data/tokenizer.h"
+#include "halfgrad/base/error.h"
+#include "halfgrad/data/dataset.h"
+#include "halfgrad/data/text.h"
+#include "halfgrad/data/tokenizer.h"
 #include "fuzz/fuzz_input.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {

@@ -3,13 +3,13 @@
 # Sourced by scripts/main.sh and scripts/test.sh; uses sudo when not run as root.
 set -euo pipefail
 HALFGRAD_PACKAGES=(g++ cmake make libhwy-dev catch2 libcli11-dev nlohmann-json3-dev libopenblas-dev
-  # SHA-256 checksums of checkpoint files (io/digest.h).
+  # SHA-256 checksums of checkpoint files (halfgrad/io/digest.h).
   libssl-dev
   # MPI: data-parallel training across processes (docs/distributed.md) and its tests.
   libopenmpi-dev openmpi-bin
-  # SentencePiece: the sentencepiece tokenizer (data/sentencepiece.h).
+  # SentencePiece: the sentencepiece tokenizer (halfgrad/data/sentencepiece.h).
   libsentencepiece-dev
-  # Debian's word lists: the language-id data set of the main job (data/dataset.h).
+  # Debian's word lists: the language-id data set of the main job (halfgrad/data/dataset.h).
   wamerican wngerman wfrench wspanish witalian wportuguese wdutch
   # Debian's fortune files: the topic set of bench/tasks.py (tools/make_topics.py).
   fortunes)

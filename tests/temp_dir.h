@@ -10,7 +10,7 @@
 #include <sstream>
 #include <string>
 
-#include "base/error.h"
+#include "halfgrad/base/error.h"
 
 namespace hg::testing {
 

@@ -11,7 +11,7 @@ nn.TransformerEncoderLayer (exact erf GELU, no dropout) with a final nn.LayerNor
 mean over real tokens, or the CLS token's output) and an nn.Linear head. The weights come from
 model.safetensors, read here by hand (an 8-byte header length, a JSON header, raw little-endian
 data), so no safetensors package is needed. Texts are tokenized as config.json's tokenizer says,
-as data/tokenizer.h does: UTF-8 bytes, hashed char n-grams / words (bench/halfgrad_tokenize.py), or
+as halfgrad/data/tokenizer.h does: UTF-8 bytes, hashed char n-grams / words (bench/halfgrad_tokenize.py), or
 the checkpoint's sentencepiece.model through python3-sentencepiece (ids + 1); 0 = padding, the CLS
 id first with CLS pooling, truncated to max_position_embeddings.
 
@@ -79,7 +79,7 @@ def read_safetensors(path):
 
 
 class TorchTextClassifier(nn.Module):
-    """halfgrad's TextClassifier (nn/text_classifier.h) in stock torch.nn modules."""
+    """halfgrad's TextClassifier (halfgrad/nn/text_classifier.h) in stock torch.nn modules."""
 
     def __init__(self, config):
         super().__init__()
@@ -170,7 +170,7 @@ spm_processor.cache = {}
 
 def token_ids(text, tokenizer, checkpoint):
     """One text's ids without CLS: UTF-8 bytes, the hashed n-gram ids of bench/halfgrad_tokenize.py
-    (the same ids as data/tokenizer.h: tested there against fastText's known answers), or the
+    (the same ids as halfgrad/data/tokenizer.h: tested there against fastText's known answers), or the
     SentencePiece ids + 1 (0 stays padding)."""
     kind = tokenizer.get("type") if isinstance(tokenizer, dict) else tokenizer
     if kind == "bytes":
@@ -188,7 +188,7 @@ def token_ids(text, tokenizer, checkpoint):
 
 
 def encode(texts, config, checkpoint):
-    """Token ids padded to the longest text, and the mask, as data/tokenizer.h and DataLoader make them."""
+    """Token ids padded to the longest text, and the mask, as halfgrad/data/tokenizer.h and DataLoader make them."""
     tokenizer = config.get("tokenizer", "bytes")  # absent in config.json files before tokenizers: bytes
     max_len = config["max_position_embeddings"]
     cls = [config["cls_token_id"] if "cls_token_id" in config else 256] if config["pooling"] == "cls" else []

@@ -15,8 +15,8 @@
 #include <functional>
 #include <vector>
 
-#include "autograd/ops.h"
-#include "autograd/tape.h"
+#include "halfgrad/autograd/ops.h"
+#include "halfgrad/autograd/tape.h"
 
 namespace hg::testing {
 

@@ -8,10 +8,10 @@
 
 #include <cmath>
 
-#include "autograd/autocast.h"
-#include "autograd/ops.h"
-#include "autograd/tape.h"
-#include "precision/half.h"
+#include "halfgrad/autograd/autocast.h"
+#include "halfgrad/autograd/ops.h"
+#include "halfgrad/autograd/tape.h"
+#include "halfgrad/precision/half.h"
 
 namespace hg {
 namespace {

@@ -6,8 +6,8 @@
 #include <thread>
 #include <vector>
 
-#include "autograd/allocator.h"
-#include "autograd/tensor.h"
+#include "halfgrad/autograd/allocator.h"
+#include "halfgrad/autograd/tensor.h"
 
 namespace hg {
 

@@ -12,9 +12,9 @@
 #include <string>
 #include <vector>
 
-#include "autograd/autocast.h"
-#include "autograd/ops.h"
-#include "autograd/tape.h"
+#include "halfgrad/autograd/autocast.h"
+#include "halfgrad/autograd/ops.h"
+#include "halfgrad/autograd/tape.h"
 
 // A namespace of its own: the test files compile together in the unity build.
 namespace hg::attention_heads_test {

@@ -2,9 +2,9 @@
 // region, and gradients of f32 weights come back in f32 (O1).
 #include <catch2/catch.hpp>
 
-#include "autograd/autocast.h"
-#include "autograd/ops.h"
-#include "autograd/tape.h"
+#include "halfgrad/autograd/autocast.h"
+#include "halfgrad/autograd/ops.h"
+#include "halfgrad/autograd/tape.h"
 
 namespace hg {
 

@@ -5,8 +5,8 @@
 
 #include <vector>
 
-#include "autograd/cast_observer.h"
-#include "autograd/ops.h"
+#include "halfgrad/autograd/cast_observer.h"
+#include "halfgrad/autograd/ops.h"
 
 namespace hg {
 

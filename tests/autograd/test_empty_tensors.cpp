@@ -7,9 +7,9 @@
 #include <catch2/catch.hpp>
 #include <cmath>
 
-#include "autograd/ops.h"
-#include "autograd/tape.h"
-#include "autograd/tensor.h"
+#include "halfgrad/autograd/ops.h"
+#include "halfgrad/autograd/tape.h"
+#include "halfgrad/autograd/tensor.h"
 
 namespace hg {
 

@@ -1,4 +1,4 @@
-// Generator fills split across threads above kParallelRandomElements (base/parallel.h): the values
+// Generator fills split across threads above kParallelRandomElements (halfgrad/base/parallel.h): the values
 // must not depend on the thread count or on being drawn inside a caller's OpenMP team.
 #include <omp.h>
 
@@ -7,8 +7,8 @@
 #include <cstring>
 #include <vector>
 
-#include "autograd/generator.h"
-#include "base/parallel.h"
+#include "halfgrad/autograd/generator.h"
+#include "halfgrad/base/parallel.h"
 
 namespace hg {
 namespace {

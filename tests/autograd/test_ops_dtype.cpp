@@ -10,10 +10,10 @@
 #include <cstdio>
 #include <functional>
 
-#include "autograd/kernels/gemm_bf16dot.h"
-#include "autograd/ops.h"
-#include "autograd/rounding_scope.h"
-#include "autograd/tape.h"
+#include "halfgrad/autograd/kernels/gemm_bf16dot.h"
+#include "halfgrad/autograd/ops.h"
+#include "halfgrad/autograd/rounding_scope.h"
+#include "halfgrad/autograd/tape.h"
 
 namespace hg {
 namespace {

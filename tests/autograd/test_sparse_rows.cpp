@@ -1,4 +1,4 @@
-// Row-sparse gradients (autograd/sparse_rows.h): embedding(..., sparse = true) against the dense
+// Row-sparse gradients (halfgrad/autograd/sparse_rows.h): embedding(..., sparse = true) against the dense
 // path it must reproduce. The oracle is the dense gradient of the same graph: the sparse one must
 // list exactly its nonzero-able rows (the ids, without padding) and hold its bits in them, in every
 // dtype, for a table used twice, over two backward calls, and mixed with a dense contribution.
@@ -9,10 +9,10 @@
 #include <limits>
 #include <set>
 
-#include "autograd/ops.h"
-#include "autograd/sparse_rows.h"
-#include "autograd/tape.h"
-#include "base/error.h"
+#include "halfgrad/autograd/ops.h"
+#include "halfgrad/autograd/sparse_rows.h"
+#include "halfgrad/autograd/tape.h"
+#include "halfgrad/base/error.h"
 #include "gradcheck.h"
 
 namespace hg {

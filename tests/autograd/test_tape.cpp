@@ -6,9 +6,9 @@
 #include <limits>
 #include <string>
 
-#include "autograd/ops.h"
-#include "autograd/tape.h"
-#include "base/error.h"
+#include "halfgrad/autograd/ops.h"
+#include "halfgrad/autograd/tape.h"
+#include "halfgrad/base/error.h"
 
 namespace hg {
 

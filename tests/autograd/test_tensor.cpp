@@ -7,11 +7,11 @@
 #include <cstdint>
 #include <span>
 
-#include "autograd/generator.h"
-#include "autograd/rounding_scope.h"
-#include "autograd/tensor.h"
-#include "base/error.h"
-#include "precision/half.h"
+#include "halfgrad/autograd/generator.h"
+#include "halfgrad/autograd/rounding_scope.h"
+#include "halfgrad/autograd/tensor.h"
+#include "halfgrad/base/error.h"
+#include "halfgrad/precision/half.h"
 
 namespace hg {
 

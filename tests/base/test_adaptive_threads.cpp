@@ -1,4 +1,4 @@
-// AdaptiveThreads (base/adaptive_threads.h) fed synthetic step times: it picks the faster team,
+// AdaptiveThreads (halfgrad/base/adaptive_threads.h) fed synthetic step times: it picks the faster team,
 // leaves near-ties to one thread, follows a machine whose load changes at the next probe, ignores
 // the warm-up steps, spaces its probes as documented and does nothing with one thread; before_step
 // sets OpenMP's team. And the reason it is allowed at all: a Trainer run whose steps alternate
@@ -16,13 +16,13 @@
 #include <tuple>
 #include <vector>
 
-#include "base/adaptive_threads.h"
-#include "base/error.h"
-#include "data/dataset.h"
-#include "nn/text_classifier.h"
+#include "halfgrad/base/adaptive_threads.h"
+#include "halfgrad/base/error.h"
+#include "halfgrad/data/dataset.h"
+#include "halfgrad/nn/text_classifier.h"
 #include "tests/demos/run_program.h"
 #include "tests/temp_dir.h"
-#include "train/trainer.h"
+#include "halfgrad/train/trainer.h"
 
 namespace hg::adaptive_threads_test {
 
@@ -188,7 +188,7 @@ TEST_CASE("adaptive threads: a Trainer run switching between 2 threads and 1 tra
           "[threads][train]") {
   const SavedTeam saved;
   // Texts of 24 bytes, batch 32: 768 tokens a step, so the feed-forward GEMMs (2 x 768 x 32 x 128
-  // = 6.3 MFLOP) and the elementwise ops (98,304 elements) are above base/parallel.h's
+  // = 6.3 MFLOP) and the elementwise ops (98,304 elements) are above halfgrad/base/parallel.h's
   // thresholds and do split over 2 threads. fp16 O2 with dropout: scaling, masters and the
   // dropout generator are in the step.
   const data::Dataset train_set = data::synthetic_dataset(256, 4, 11, 24, 24);

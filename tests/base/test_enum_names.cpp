@@ -1,8 +1,8 @@
-// EnumNames (base/enum_names.h): name, parse with the field and every choice in the error, the
+// EnumNames (halfgrad/base/enum_names.h): name, parse with the field and every choice in the error, the
 // list of names.
 #include <catch2/catch.hpp>
 
-#include "base/enum_names.h"
+#include "halfgrad/base/enum_names.h"
 
 namespace hg {
 namespace {

@@ -1,4 +1,4 @@
-// The threading policy of base/parallel.h: where use_team opens a team (each threshold, thread
+// The threading policy of halfgrad/base/parallel.h: where use_team opens a team (each threshold, thread
 // count, nesting), that maybe_parallel's loops cover their range inside a caller's team, and that
 // the default OpenMP wait policy reaches libgomp: a child process started without a policy
 // re-executes itself through use_default_wait_policy, and what omp_display_env prints there
@@ -15,7 +15,7 @@
 #include <string>
 #include <vector>
 
-#include "base/parallel.h"
+#include "halfgrad/base/parallel.h"
 
 namespace hg {
 

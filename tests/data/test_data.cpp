@@ -11,10 +11,10 @@
 #include <fstream>
 #include <set>
 
-#include "base/error.h"
-#include "data/data_loader.h"
-#include "data/dataset.h"
-#include "data/tokenizer.h"
+#include "halfgrad/base/error.h"
+#include "halfgrad/data/data_loader.h"
+#include "halfgrad/data/dataset.h"
+#include "halfgrad/data/tokenizer.h"
 
 namespace hg::data {
 namespace {

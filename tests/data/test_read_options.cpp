@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "data/dataset.h"
+#include "halfgrad/data/dataset.h"
 #include "tests/temp_dir.h"
 
 namespace hg::data {

@@ -1,4 +1,4 @@
-// The sentencepiece tokenizer (data/sentencepiece.h, data/tokenizer.h): training in memory is
+// The sentencepiece tokenizer (halfgrad/data/sentencepiece.h, halfgrad/data/tokenizer.h): training in memory is
 // reproducible (same texts, same model bytes), ids are SentencePiece's plus one with CLS last and
 // truncation as for the other kinds, the model type is read back from the bytes, bad bytes are
 // one error naming their source, and the ids equal python3-sentencepiece's sp.encode(text,
@@ -12,8 +12,8 @@
 
 #include <nlohmann/json.hpp>
 
-#include "data/sentencepiece.h"
-#include "data/tokenizer.h"
+#include "halfgrad/data/sentencepiece.h"
+#include "halfgrad/data/tokenizer.h"
 #include "tests/temp_dir.h"
 
 namespace hg::data {

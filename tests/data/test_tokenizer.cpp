@@ -1,4 +1,4 @@
-// data/text.h and the hashed tokenizers: fastText's hash on fixed vectors, the exact n-gram
+// halfgrad/data/text.h and the hashed tokenizers: fastText's hash on fixed vectors, the exact n-gram
 // sequence of a word, UTF-8 characters never split, Latin lower-casing, word bigrams with
 // fastText's sign-extension quirk, truncation and CLS, and config validation.
 #include <catch2/catch.hpp>
@@ -6,9 +6,9 @@
 #include <string>
 #include <vector>
 
-#include "base/error.h"
-#include "data/text.h"
-#include "data/tokenizer.h"
+#include "halfgrad/base/error.h"
+#include "halfgrad/data/text.h"
+#include "halfgrad/data/tokenizer.h"
 
 namespace hg::data {
 namespace {

@@ -13,9 +13,9 @@
 #include <string>
 #include <vector>
 
-#include "data/dataset.h"
+#include "halfgrad/data/dataset.h"
 #include "demos/halfgrad_cli.h"
-#include "io/checkpoint.h"
+#include "halfgrad/io/checkpoint.h"
 #include "tests/demos/run_program.h"
 #include "tests/temp_dir.h"
 

@@ -14,13 +14,13 @@
 
 #include <nlohmann/json.hpp>
 
-#include "data/dataset.h"
-#include "nn/text_classifier.h"
+#include "halfgrad/data/dataset.h"
+#include "halfgrad/nn/text_classifier.h"
 #include "tests/demos/run_program.h"
 #include "tests/temp_dir.h"
-#include "io/checkpoint.h"
-#include "train/evaluation.h"
-#include "io/model_config.h"
+#include "halfgrad/io/checkpoint.h"
+#include "halfgrad/train/evaluation.h"
+#include "halfgrad/io/model_config.h"
 
 namespace hg {
 namespace {

@@ -6,7 +6,7 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
-#include "data/dataset.h"
+#include "halfgrad/data/dataset.h"
 #include "tests/demos/run_program.h"
 #include "tests/temp_dir.h"
 

@@ -6,13 +6,13 @@
 #include <algorithm>
 #include <set>
 
-#include "base/error.h"
-#include "data/data_loader.h"
+#include "halfgrad/base/error.h"
+#include "halfgrad/data/data_loader.h"
 #include "tests/demos/run_program.h"
-#include "dist/communicator.h"
-#include "dist/ddp.h"
+#include "halfgrad/dist/communicator.h"
+#include "halfgrad/dist/ddp.h"
 #include "tests/temp_dir.h"
-#include "train/training_arguments.h"
+#include "halfgrad/train/training_arguments.h"
 
 namespace {
 

@@ -3,7 +3,7 @@
 #include <catch2/catch.hpp>
 
 #include "tests/temp_dir.h"
-#include "io/atomic_file.h"
+#include "halfgrad/io/atomic_file.h"
 
 namespace hg::io {
 

@@ -14,14 +14,14 @@
 #include <set>
 #include <thread>
 
-#include "nn/text_classifier.h"
-#include "optim/adam.h"
-#include "optim/grad_scaler.h"
-#include "optim/lr_scheduler.h"
+#include "halfgrad/nn/text_classifier.h"
+#include "halfgrad/optim/adam.h"
+#include "halfgrad/optim/grad_scaler.h"
+#include "halfgrad/optim/lr_scheduler.h"
 #include "tests/temp_dir.h"
-#include "io/checkpoint.h"
-#include "io/digest.h"
-#include "io/safetensors.h"
+#include "halfgrad/io/checkpoint.h"
+#include "halfgrad/io/digest.h"
+#include "halfgrad/io/safetensors.h"
 
 namespace hg::io {
 namespace {

@@ -4,8 +4,8 @@
 #include <nlohmann/json.hpp>
 
 #include "tests/temp_dir.h"
-#include "io/model_config.h"
-#include "io/safetensors.h"
+#include "halfgrad/io/model_config.h"
+#include "halfgrad/io/safetensors.h"
 
 namespace hg::io {
 namespace {

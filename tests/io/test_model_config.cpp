@@ -1,4 +1,4 @@
-// config.json (io/model_config.h): the fields a re-implementation reads, the round trip of
+// config.json (halfgrad/io/model_config.h): the fields a re-implementation reads, the round trip of
 // the model, its tokenizer and position-embedding choice, config files written before those
 // fields existed (bytes, learned positions), errors naming the file and the field, and a
 // sentencepiece model carried in the checkpoint beside config.json.
@@ -8,11 +8,11 @@
 
 #include <nlohmann/json.hpp>
 
-#include "base/error.h"
-#include "data/sentencepiece.h"
-#include "io/model_config.h"
+#include "halfgrad/base/error.h"
+#include "halfgrad/data/sentencepiece.h"
+#include "halfgrad/io/model_config.h"
 #include "tests/temp_dir.h"
-#include "train/training_arguments.h"
+#include "halfgrad/train/training_arguments.h"
 
 namespace hg::io {
 namespace {

@@ -11,7 +11,7 @@
 
 #include <string>
 
-#include "io/output_lock.h"
+#include "halfgrad/io/output_lock.h"
 #include "tests/temp_dir.h"
 
 namespace hg::io {

@@ -10,7 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "tests/temp_dir.h"
-#include "io/safetensors.h"
+#include "halfgrad/io/safetensors.h"
 
 namespace hg::io {
 namespace {

@@ -1,4 +1,4 @@
-// Data-parallel training across MPI ranks (dist/ddp.h, the Accelerator and the Trainer under
+// Data-parallel training across MPI ranks (halfgrad/dist/ddp.h, the Accelerator and the Trainer under
 // several processes). Run by ctest as `mpiexec -n 2 test_ddp <test>`; a plain program rather
 // than the Catch2 binary because every rank must reach every collective: a failed expectation
 // is counted (never thrown past a collective), the ranks' counts are gathered at the end, and
@@ -14,21 +14,21 @@
 #include <string>
 #include <vector>
 
-#include "autograd/ops.h"
-#include "autograd/sparse_rows.h"
-#include "base/fingerprint.h"
-#include "data/data_loader.h"
-#include "data/dataset.h"
-#include "data/tokenizer.h"
-#include "dist/communicator.h"
-#include "dist/ddp.h"
-#include "io/checkpoint.h"
-#include "nn/text_classifier.h"
-#include "optim/adam.h"
-#include "precision/arithmetic.h"
-#include "precision/float_format.h"
-#include "train/accelerator.h"
-#include "train/trainer.h"
+#include "halfgrad/autograd/ops.h"
+#include "halfgrad/autograd/sparse_rows.h"
+#include "halfgrad/base/fingerprint.h"
+#include "halfgrad/data/data_loader.h"
+#include "halfgrad/data/dataset.h"
+#include "halfgrad/data/tokenizer.h"
+#include "halfgrad/dist/communicator.h"
+#include "halfgrad/dist/ddp.h"
+#include "halfgrad/io/checkpoint.h"
+#include "halfgrad/nn/text_classifier.h"
+#include "halfgrad/optim/adam.h"
+#include "halfgrad/precision/arithmetic.h"
+#include "halfgrad/precision/float_format.h"
+#include "halfgrad/train/accelerator.h"
+#include "halfgrad/train/trainer.h"
 
 namespace {
 

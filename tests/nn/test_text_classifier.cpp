@@ -11,13 +11,13 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 
-#include "autograd/ops.h"
-#include "autograd/tape.h"
-#include "base/error.h"
-#include "nn/text_classifier.h"
-#include "optim/adam.h"
-#include "optim/param_groups.h"
-#include "precision/half.h"
+#include "halfgrad/autograd/ops.h"
+#include "halfgrad/autograd/tape.h"
+#include "halfgrad/base/error.h"
+#include "halfgrad/nn/text_classifier.h"
+#include "halfgrad/optim/adam.h"
+#include "halfgrad/optim/param_groups.h"
+#include "halfgrad/precision/half.h"
 
 namespace hg::nn {
 namespace {

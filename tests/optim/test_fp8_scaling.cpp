@@ -1,5 +1,5 @@
-// fp8 training with delayed scaling (autograd/fp8_scaling.h, the fp8 mode of
-// optim/mixed_precision.h): the scale update against TE's formula on hand-made amax histories,
+// fp8 training with delayed scaling (halfgrad/autograd/fp8_scaling.h, the fp8 mode of
+// halfgrad/optim/mixed_precision.h): the scale update against TE's formula on hand-made amax histories,
 // the saturating cast, linear's fp8 GEMMs against a scalar oracle, the recipe's JSON and an old
 // checkpoint without it, the Accelerator's "fp8" mode, and a bit-exact resume.
 #include <catch2/catch.hpp>
@@ -8,21 +8,21 @@
 #include <limits>
 #include <vector>
 
-#include "autograd/autocast.h"
-#include "autograd/cast_observer.h"
-#include "autograd/fp8_scaling.h"
-#include "autograd/ops.h"
-#include "autograd/tape.h"
-#include "data/dataset.h"
-#include "io/checkpoint.h"
-#include "nn/text_classifier.h"
-#include "optim/adam.h"
-#include "optim/mixed_precision.h"
-#include "optim/param_groups.h"
+#include "halfgrad/autograd/autocast.h"
+#include "halfgrad/autograd/cast_observer.h"
+#include "halfgrad/autograd/fp8_scaling.h"
+#include "halfgrad/autograd/ops.h"
+#include "halfgrad/autograd/tape.h"
+#include "halfgrad/data/dataset.h"
+#include "halfgrad/io/checkpoint.h"
+#include "halfgrad/nn/text_classifier.h"
+#include "halfgrad/optim/adam.h"
+#include "halfgrad/optim/mixed_precision.h"
+#include "halfgrad/optim/param_groups.h"
 #include "tests/temp_dir.h"
-#include "train/accelerator.h"
-#include "train/evaluation.h"
-#include "train/trainer.h"
+#include "halfgrad/train/accelerator.h"
+#include "halfgrad/train/evaluation.h"
+#include "halfgrad/train/trainer.h"
 #include "tests/float_specials.h"
 
 namespace hg {

@@ -6,11 +6,11 @@
 
 #include <cmath>
 
-#include "autograd/ops.h"
-#include "autograd/tape.h"
-#include "optim/clip_grad_norm.h"
-#include "optim/grad_scaler.h"
-#include "optim/sgd.h"
+#include "halfgrad/autograd/ops.h"
+#include "halfgrad/autograd/tape.h"
+#include "halfgrad/optim/clip_grad_norm.h"
+#include "halfgrad/optim/grad_scaler.h"
+#include "halfgrad/optim/sgd.h"
 
 namespace hg::optim {
 namespace {

@@ -6,15 +6,15 @@
 #include <algorithm>
 #include <cmath>
 
-#include "autograd/allocator.h"
-#include "autograd/ops.h"
-#include "autograd/tape.h"
-#include "nn/linear.h"
-#include "nn/text_classifier.h"
-#include "optim/adam.h"
-#include "optim/mixed_precision.h"
-#include "optim/param_groups.h"
-#include "optim/sgd.h"
+#include "halfgrad/autograd/allocator.h"
+#include "halfgrad/autograd/ops.h"
+#include "halfgrad/autograd/tape.h"
+#include "halfgrad/nn/linear.h"
+#include "halfgrad/nn/text_classifier.h"
+#include "halfgrad/optim/adam.h"
+#include "halfgrad/optim/mixed_precision.h"
+#include "halfgrad/optim/param_groups.h"
+#include "halfgrad/optim/sgd.h"
 
 namespace hg::optim {
 

@@ -10,11 +10,11 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 
-#include "base/error.h"
-#include "optim/adam.h"
-#include "optim/clip_grad_norm.h"
-#include "optim/lr_scheduler.h"
-#include "optim/sgd.h"
+#include "halfgrad/base/error.h"
+#include "halfgrad/optim/adam.h"
+#include "halfgrad/optim/clip_grad_norm.h"
+#include "halfgrad/optim/lr_scheduler.h"
+#include "halfgrad/optim/sgd.h"
 
 namespace hg::optim {
 namespace {

@@ -10,15 +10,15 @@
 #include <memory>
 #include <set>
 
-#include "autograd/ops.h"
-#include "autograd/sparse_rows.h"
-#include "autograd/tape.h"
-#include "base/parallel.h"
-#include "nn/embedding.h"
-#include "nn/linear.h"
-#include "optim/adam.h"
-#include "optim/mixed_precision.h"
-#include "optim/sgd.h"
+#include "halfgrad/autograd/ops.h"
+#include "halfgrad/autograd/sparse_rows.h"
+#include "halfgrad/autograd/tape.h"
+#include "halfgrad/base/parallel.h"
+#include "halfgrad/nn/embedding.h"
+#include "halfgrad/nn/linear.h"
+#include "halfgrad/optim/adam.h"
+#include "halfgrad/optim/mixed_precision.h"
+#include "halfgrad/optim/sgd.h"
 
 namespace hg::optim {
 namespace {

@@ -1,4 +1,4 @@
-// --update-rounding (optim/optimizer.h): how an optimizer writes updated 16-bit weights without f32
+// --update-rounding (halfgrad/optim/optimizer.h): how an optimizer writes updated 16-bit weights without f32
 // masters. Stochastic rounding is unbiased on the update; Kahan's compensated weight follows the
 // exact sum; both give the same bits on the row-sparse path as on the dense one, and resume.
 #include <catch2/catch.hpp>
@@ -7,11 +7,11 @@
 #include <cmath>
 #include <memory>
 
-#include "autograd/generator.h"
-#include "autograd/sparse_rows.h"
-#include "autograd/tensor.h"
-#include "optim/adam.h"
-#include "optim/sgd.h"
+#include "halfgrad/autograd/generator.h"
+#include "halfgrad/autograd/sparse_rows.h"
+#include "halfgrad/autograd/tensor.h"
+#include "halfgrad/optim/adam.h"
+#include "halfgrad/optim/sgd.h"
 
 namespace hg::optim {
 namespace {

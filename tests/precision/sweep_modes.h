@@ -1,9 +1,9 @@
-// What the precision sweeps iterate over: the five rounding modes of precision/rounding.h, each
+// What the precision sweeps iterate over: the five rounding modes of halfgrad/precision/rounding.h, each
 // beside the exact oracle's mode of the same rule (oracles.h) and a name for messages, and the four
 // basic operations.
 #pragma once
 
-#include "precision/rounding.h"
+#include "halfgrad/precision/rounding.h"
 #include "tests/precision/oracles.h"
 
 namespace hg::testing {

@@ -16,9 +16,9 @@
 #include <string>
 #include <vector>
 
-#include "base/error.h"
-#include "precision/arithmetic.h"
-#include "precision/float_format.h"
+#include "halfgrad/base/error.h"
+#include "halfgrad/precision/arithmetic.h"
+#include "halfgrad/precision/float_format.h"
 #include "tests/precision/oracles.h"
 #include "tests/precision/sweep_modes.h"
 

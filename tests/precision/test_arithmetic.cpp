@@ -1,4 +1,4 @@
-// Arithmetic under every rounding option (precision/arithmetic.h; hg::add, sub, mul, div, sqrt,
+// Arithmetic under every rounding option (halfgrad/precision/arithmetic.h; hg::add, sub, mul, div, sqrt,
 // fma, convert): each result against the independent integer oracle of oracles.h (operands as
 // exact integer significands and exponents, the exact result rounded by exact_round, which knows
 // nothing of float_format.h). Random pairs of all four formats x 5 deterministic modes x
@@ -17,10 +17,10 @@
 #include <sstream>
 #include <string>
 
-#include "precision/arithmetic.h"
-#include "precision/bfloat16.h"
-#include "precision/float8.h"
-#include "precision/half.h"
+#include "halfgrad/precision/arithmetic.h"
+#include "halfgrad/precision/bfloat16.h"
+#include "halfgrad/precision/float8.h"
+#include "halfgrad/precision/half.h"
 #include "tests/precision/oracles.h"
 #include "tests/precision/sweep_modes.h"
 #include "tests/sweep_stride.h"

@@ -1,4 +1,4 @@
-// hg::bfloat16 conversions (precision/bfloat16.h): all 65536 patterns decode to the upper half
+// hg::bfloat16 conversions (halfgrad/precision/bfloat16.h): all 65536 patterns decode to the upper half
 // of an f32 and round-trip; hand-derived boundaries in every mode; every f32 pattern
 // (`[exhaustive]`) encodes as the classic bit-pattern formula and, where the CPU has it, as
 // AVX512-BF16's VCVTNEPS2BF16 (with its denormals-are-zero behaviour accounted for).
@@ -10,7 +10,7 @@
 #include <random>
 #include <vector>
 
-#include "precision/bfloat16.h"
+#include "halfgrad/precision/bfloat16.h"
 #include "tests/precision/oracles.h"
 
 namespace {

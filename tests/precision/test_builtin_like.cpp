@@ -1,4 +1,4 @@
-// half, bfloat16 and fp8 behave like built-in floating-point types (precision/small_float.h):
+// half, bfloat16 and fp8 behave like built-in floating-point types (halfgrad/precision/small_float.h):
 // construction from every arithmetic type rounded once (against the exact integer oracle),
 // mixed arithmetic and comparisons with the result types and values of GCC's _Float16, the
 // std-style customisation points (ADL math, numeric_limits against finfo, std::hash, to_string,
@@ -17,11 +17,11 @@
 #include <type_traits>
 #include <unordered_set>
 
-#include "precision/bfloat16.h"
-#include "precision/convert.h"
-#include "precision/finfo.h"
-#include "precision/float8.h"
-#include "precision/half.h"
+#include "halfgrad/precision/bfloat16.h"
+#include "halfgrad/precision/convert.h"
+#include "halfgrad/precision/finfo.h"
+#include "halfgrad/precision/float8.h"
+#include "halfgrad/precision/half.h"
 #include "tests/precision/oracles.h"
 
 namespace {

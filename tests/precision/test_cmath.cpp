@@ -1,4 +1,4 @@
-// The <cmath> functions of SmallFloat (precision/small_float.h) and their bit-level twins
+// The <cmath> functions of SmallFloat (halfgrad/precision/small_float.h) and their bit-level twins
 // (arithmetic.h) against std:: on float, for every value of every value type: half and bfloat16
 // (2^16 values each), e4m3, e5m2 and the MX element types (e3m2, e2m3, e2m1). Each function's
 // result is a value of the format (or a rounding of an exact double, for ldexp), so the oracle
@@ -14,10 +14,10 @@
 #include <type_traits>
 #include <vector>
 
-#include "precision/bfloat16.h"
-#include "precision/float8.h"
-#include "precision/half.h"
-#include "precision/mx_types.h"
+#include "halfgrad/precision/bfloat16.h"
+#include "halfgrad/precision/float8.h"
+#include "halfgrad/precision/half.h"
+#include "halfgrad/precision/mx_types.h"
 
 namespace cmath_test {
 

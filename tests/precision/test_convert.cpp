@@ -1,4 +1,4 @@
-// Tests for precision/convert.h and the convert-inl.h helpers: on every compiled Highway target,
+// Tests for halfgrad/precision/convert.h and the convert-inl.h helpers: on every compiled Highway target,
 // encode/decode/round_to equal the scalar core encode<F>/decode<F> bit for bit (every format,
 // rounding mode, saturate and flush, tails); stochastic rounding is reproducible and unbiased;
 // [exhaustive] sweeps all 2^32 floats against F16C and the scalar core. This file is compiled
@@ -24,7 +24,7 @@
 #define HWY_TARGET_INCLUDE "tests/precision/test_convert.cpp"
 #include "hwy/foreach_target.h"  // IWYU pragma: keep
 #include "hwy/highway.h"
-#include "precision/convert-inl.h"
+#include "halfgrad/precision/convert-inl.h"
 
 // ------------------------------ Per-target drivers for the convert-inl.h helpers
 HWY_BEFORE_NAMESPACE();
@@ -113,12 +113,12 @@ HWY_AFTER_NAMESPACE();
 #if HWY_ONCE
 #include <catch2/catch.hpp>
 
-#include "base/error.h"
-#include "precision/bfloat16.h"
-#include "precision/convert.h"
-#include "precision/float_format.h"
-#include "precision/half.h"
-#include "precision/stochastic.h"
+#include "halfgrad/base/error.h"
+#include "halfgrad/precision/bfloat16.h"
+#include "halfgrad/precision/convert.h"
+#include "halfgrad/precision/float_format.h"
+#include "halfgrad/precision/half.h"
+#include "halfgrad/precision/stochastic.h"
 #include "tests/precision/oracles.h"
 #include "tests/sweep_stride.h"
 

@@ -1,4 +1,4 @@
-// precision/fidelity.h: the three numbers on a hand-computed vector, and on a gradient-like
+// halfgrad/precision/fidelity.h: the three numbers on a hand-computed vector, and on a gradient-like
 // log-normal sample the orderings the formats demo's table shows (each could fail: MX blocks must
 // keep what plain fp8 flushes, fewer bits must cost precision, f16's error must stay within its
 // unit roundoff).
@@ -9,8 +9,8 @@
 #include <random>
 #include <vector>
 
-#include "precision/arithmetic.h"
-#include "precision/fidelity.h"
+#include "halfgrad/precision/arithmetic.h"
+#include "halfgrad/precision/fidelity.h"
 
 namespace {
 

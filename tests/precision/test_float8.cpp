@@ -1,4 +1,4 @@
-// The OCP 8-bit formats (precision/float8.h): all 256 patterns of e4m3 and e5m2 decode as the
+// The OCP 8-bit formats (halfgrad/precision/float8.h): all 256 patterns of e4m3 and e5m2 decode as the
 // OCP formula written out here and round-trip; the special values; conversion boundaries
 // derived by hand for round-to-nearest-even, the directed modes and saturation, and the OCP
 // spec's saturating conversion (Table 3, saturate_inf).
@@ -10,8 +10,8 @@
 #include <cstdint>
 #include <limits>
 
-#include "precision/float8.h"
-#include "precision/half.h"
+#include "halfgrad/precision/float8.h"
+#include "halfgrad/precision/half.h"
 #include "tests/precision/oracles.h"
 #include "tests/float_specials.h"
 

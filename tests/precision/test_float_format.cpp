@@ -1,4 +1,4 @@
-// The conversion core (precision/float_format.h): the derived format constants, every rounding
+// The conversion core (halfgrad/precision/float_format.h): the derived format constants, every rounding
 // mode of encode at hand-derived boundaries (ties, subnormal edge, overflow, saturation, flush),
 // stochastic rounding's documented function and its unbiasedness, NaN encoding, and a random
 // sweep of all four formats x five deterministic modes against the independent exact oracle.
@@ -11,8 +11,8 @@
 #include <random>
 #include <string>
 
-#include "precision/float_format.h"
-#include "precision/rounding.h"
+#include "halfgrad/precision/float_format.h"
+#include "halfgrad/precision/rounding.h"
 #include "tests/precision/oracles.h"
 #include "tests/float_specials.h"
 

@@ -1,4 +1,4 @@
-// The fnuz fp8 presets (precision/float_format.h, Specials::kFnuz): e4m3fnuz and e5m2fnuz as
+// The fnuz fp8 presets (halfgrad/precision/float_format.h, Specials::kFnuz): e4m3fnuz and e5m2fnuz as
 // LLVM APFloat (semFloat8E4M3FNUZ = {max exponent 7, min exponent -7, precision 4},
 // semFloat8E5M2FNUZ = {15, -15, 3}, NaN encoding NegativeZero) and ml_dtypes define them. Every
 // one of the 256 codes is checked against its value computed here from the definition (bias 8 or
@@ -11,9 +11,9 @@
 #include <limits>
 #include <string>
 
-#include "base/error.h"
-#include "precision/arithmetic.h"
-#include "precision/float_format.h"
+#include "halfgrad/base/error.h"
+#include "halfgrad/precision/arithmetic.h"
+#include "halfgrad/precision/float_format.h"
 
 namespace fnuz_test {
 

@@ -1,4 +1,4 @@
-// hg::half conversions (precision/half.h) against the CPU's own F16C instructions: all 65536
+// hg::half conversions (halfgrad/precision/half.h) against the CPU's own F16C instructions: all 65536
 // patterns decode as VCVTPH2PS and round-trip; every f16 tie and its float neighbours (default
 // run) and every one of the 2^32 f32 patterns (`[exhaustive]`) encode as VCVTPS2PH with
 // round-to-nearest-even. Arithmetic is in test_small_float.cpp, rounding modes in
@@ -11,7 +11,7 @@
 #include <random>
 #include <vector>
 
-#include "precision/half.h"
+#include "halfgrad/precision/half.h"
 #include "tests/precision/oracles.h"
 
 namespace {

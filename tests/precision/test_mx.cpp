@@ -1,4 +1,4 @@
-// OCP MX block formats (precision/mx.h): hand-computed blocks (the derivation of every expected
+// OCP MX block formats (halfgrad/precision/mx.h): hand-computed blocks (the derivation of every expected
 // scale and element code is in the comments), the two scale rules on blocks where they must
 // differ and where they must agree, NaN/inf/zero/partial blocks, E8M0, exact round trips of
 // values a block can represent, and the argument errors.
@@ -11,8 +11,8 @@
 #include <stdexcept>
 #include <vector>
 
-#include "base/error.h"
-#include "precision/mx.h"
+#include "halfgrad/base/error.h"
+#include "halfgrad/precision/mx.h"
 #include "tests/precision/oracles.h"
 
 namespace {

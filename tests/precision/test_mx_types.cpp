@@ -1,4 +1,4 @@
-// The MX value types (precision/mx_types.h) against the OCP MX v1.0 definitions: every code of
+// The MX value types (halfgrad/precision/mx_types.h) against the OCP MX v1.0 definitions: every code of
 // float4_e2m1, float6_e2m3 and float6_e3m2 decodes to its value from the element tables
 // (section 5.3), E8M0 codes are 2^(code - 127) with 0xFF the NaN (5.4.1), MXINT8 codes are
 // int8 / 64 (5.3.4); rounding into each, and agreement with mx_quantize's bytes (mx.h).
@@ -9,9 +9,9 @@
 #include <limits>
 #include <vector>
 
-#include "base/error.h"
-#include "precision/mx.h"
-#include "precision/mx_types.h"
+#include "halfgrad/base/error.h"
+#include "halfgrad/precision/mx.h"
+#include "halfgrad/precision/mx_types.h"
 
 namespace mx_types_test {
 

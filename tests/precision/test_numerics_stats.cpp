@@ -1,7 +1,7 @@
-// Tests for precision/numerics_stats.h: the counts a cast reports on inputs whose answer is known
+// Tests for halfgrad/precision/numerics_stats.h: the counts a cast reports on inputs whose answer is known
 // exactly, the log2 histogram's bins, merging, independence from the thread count, and the
 // region labels of render_histogram.
-#include "precision/numerics_stats.h"
+#include "halfgrad/precision/numerics_stats.h"
 
 #include <catch2/catch.hpp>
 #include <omp.h>
@@ -15,8 +15,8 @@
 #include <string>
 #include <vector>
 
-#include "precision/convert.h"
-#include "precision/half.h"
+#include "halfgrad/precision/convert.h"
+#include "halfgrad/precision/half.h"
 #include "tests/float_specials.h"
 
 namespace {

@@ -1,4 +1,4 @@
-// SmallFloat (precision/small_float.h): arithmetic of half and bfloat16 bit for bit against GCC's
+// SmallFloat (halfgrad/precision/small_float.h): arithmetic of half and bfloat16 bit for bit against GCC's
 // _Float16 and against exact integer oracles (random pairs every run; whole exponent windows in
 // `[exhaustive]`), sqrt and fma against exact checks, IEEE inf/NaN/signed-zero rules,
 // comparisons, numeric_limits, finfo, describe and bit_fields. Conversions are tested in
@@ -17,10 +17,10 @@
 #include <utility>
 #include <vector>
 
-#include "precision/bfloat16.h"
-#include "precision/finfo.h"
-#include "precision/float8.h"
-#include "precision/half.h"
+#include "halfgrad/precision/bfloat16.h"
+#include "halfgrad/precision/finfo.h"
+#include "halfgrad/precision/float8.h"
+#include "halfgrad/precision/half.h"
 #include "tests/precision/oracles.h"
 #include "tests/precision/sweep_modes.h"
 #include "tests/sweep_stride.h"
@@ -137,7 +137,7 @@ Failure sweep_pairs(int64_t na, int64_t nb, Check&& check) {
 // expected result only requires a NaN (IEEE 754 does not fix a NaN result's payload). GCC 12 on
 // x86-64 without AVX512-FP16 compiles a _Float16 a + b as __extendhfsf2 on both operands, addss,
 // __truncsfhf2: widen, compute in float, round (correct by Figueroa's double-rounding theorem,
-// f32's 24 bits >= 2 * 11 + 2), independent of ours (exact integers, precision/arithmetic.h);
+// f32's 24 bits >= 2 * 11 + 2), independent of ours (exact integers, halfgrad/precision/arithmetic.h);
 // the exact oracle checks both.
 void check_f16(int64_t i, int64_t j, uint16_t a, uint16_t b, unsigned ops, Failure& failure) {
   for (int op = 0; op < kOpCount; ++op) {

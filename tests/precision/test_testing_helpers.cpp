@@ -1,19 +1,19 @@
-// precision/testing.h (ulp_distance, all_values, finite_values) and precision/catch_matchers.h
+// halfgrad/precision/testing.h (ulp_distance, all_values, finite_values) and halfgrad/precision/catch_matchers.h
 // (EqualsBits, WithinUlps): exact distances, exact counts per format, the matchers' verdicts
 // and messages.
-#include "precision/testing.h"
+#include "halfgrad/precision/testing.h"
 
 #include <catch2/catch.hpp>
 
 #include <cstdint>
 #include <limits>
 
-#include "base/error.h"
-#include "precision/bfloat16.h"
-#include "precision/catch_matchers.h"
-#include "precision/finfo.h"
-#include "precision/float8.h"
-#include "precision/half.h"
+#include "halfgrad/base/error.h"
+#include "halfgrad/precision/bfloat16.h"
+#include "halfgrad/precision/catch_matchers.h"
+#include "halfgrad/precision/finfo.h"
+#include "halfgrad/precision/float8.h"
+#include "halfgrad/precision/half.h"
 
 namespace hg::precision {
 namespace {

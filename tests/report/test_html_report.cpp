@@ -1,4 +1,4 @@
-// report/html_report.h: the page is well-formed (every tag closed in order, attributes quoted:
+// halfgrad/report/html_report.h: the page is well-formed (every tag closed in order, attributes quoted:
 // checked by a small tokenizer here, as the page is written to be XML-clean), self-contained (no
 // URL it would fetch) and holds the expected series: the loss with the skipped steps marked, the
 // evaluation metrics, the learning rate, the loss scale and the flushed-share heat map, one cell
@@ -10,9 +10,10 @@
 #include <string>
 #include <vector>
 
-#include "data/dataset.h"
-#include "report/html_report.h"
+#include "halfgrad/data/dataset.h"
+#include "halfgrad/report/html_report.h"
 #include "tests/demos/run_program.h"
+#include "tests/report/text_count.h"
 #include "tests/temp_dir.h"
 
 namespace hg::report {
@@ -59,12 +60,6 @@ std::string nesting_error(const std::string& html) {
   return open.empty() ? "" : "<" + open.back() + "> not closed";
 }
 
-int count(const std::string& text, const std::string& what) {
-  int n = 0;
-  for (size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++n;
-  return n;
-}
-
 RunRecord sample_run() {
   RunRecord run;
   run.title = "a run <with> \"quotes\" & more";
@@ -101,23 +96,23 @@ TEST_CASE("the HTML report is well-formed, self-contained and holds every series
   CHECK(html.rfind("<!DOCTYPE html>", 0) == 0);
   // Nothing to fetch: no src or href attribute, no url(...) but of the page's own ids, no address
   // other than the SVG namespace.
-  CHECK(count(html, " src=") == 0);
-  CHECK(count(html, " href=") == 0);
-  CHECK(count(html, "url(") == count(html, "url(#"));  // references inside the page only
-  CHECK(count(html, "http") == count(html, "xmlns=\"http://www.w3.org/2000/svg\""));
+  CHECK(count_of(html, " src=") == 0);
+  CHECK(count_of(html, " href=") == 0);
+  CHECK(count_of(html, "url(") == count_of(html, "url(#"));  // references inside the page only
+  CHECK(count_of(html, "http") == count_of(html, "xmlns=\"http://www.w3.org/2000/svg\""));
   CHECK_THAT(html, Catch::Contains("<h1>a run &lt;with&gt; &quot;quotes&quot; &amp; more</h1>"));
   for (const char* id : {"loss", "metrics", "learning-rate", "loss-scale", "flushed"}) {
     INFO(id);
-    CHECK(count(html, std::string("<figure id=\"") + id + "\">") == 1);
+    CHECK(count_of(html, std::string("<figure id=\"") + id + "\">") == 1);
   }
   // The loss chart: the per-step series, the eval series and the two skipped steps' markers.
   const std::string loss = html.substr(html.find("<figure id=\"loss\">"),
                                        html.find("<figure id=\"metrics\">") - html.find("<figure id=\"loss\">"));
   CHECK_THAT(loss,
              Catch::Contains(">train (each step)<") && Catch::Contains(">eval<") && Catch::Contains(">skipped steps<"));
-  CHECK(count(loss, "stroke-dasharray") >= 2);
+  CHECK(count_of(loss, "stroke-dasharray") >= 2);
   // The heat map: one cell per tensor and inspected step, read out on hover.
-  CHECK(count(html, "class=\"cell\"") == 6);
+  CHECK(count_of(html, "class=\"cell\"") == 6);
   CHECK_THAT(html, Catch::Contains("data-tip=\"step 10, linear#0 act_grad: 0% flushed to zero\""));
   // Without evaluations or an inspector, their figures are left out.
   RunRecord plain = run;
@@ -125,8 +120,8 @@ TEST_CASE("the HTML report is well-formed, self-contained and holds every series
   plain.inspected.clear();
   const std::string short_page = html_report(plain);
   CHECK(nesting_error(short_page) == "");
-  CHECK(count(short_page, "<figure") == 3);
-  CHECK(count(short_page, "class=\"cell\"") == 0);
+  CHECK(count_of(short_page, "<figure") == 3);
+  CHECK(count_of(short_page, "class=\"cell\"") == 0);
 }
 
 TEST_CASE("the nesting check finds what it is for", "[report][html]") {
@@ -153,10 +148,10 @@ TEST_CASE("halfgrad train --report-to html writes report.html, none writes no lo
   const std::string page = testing::read_bytes(dir.path / "html/report.html");
   CHECK(nesting_error(page) == "");
   for (const char* id : {"loss", "metrics", "learning-rate", "loss-scale", "flushed"}) {
-    CHECK(count(page, std::string("<figure id=\"") + id + "\">") == 1);
+    CHECK(count_of(page, std::string("<figure id=\"") + id + "\">") == 1);
   }
   // 8 steps, inspected at 3 and 6: every tensor has a cell per inspected step.
-  const int cells = count(page, "class=\"cell\"");
+  const int cells = count_of(page, "class=\"cell\"");
   CHECK(cells > 0);
   CHECK(cells % 2 == 0);
   CHECK_THAT(page, Catch::Contains("data-tip=\"step 3, ") && Catch::Contains("data-tip=\"step 6, "));

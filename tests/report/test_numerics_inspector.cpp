@@ -9,13 +9,13 @@
 #include <filesystem>
 #include <sstream>
 
-#include "autograd/autocast.h"
-#include "autograd/ops.h"
-#include "data/dataset.h"
-#include "optim/mixed_precision.h"
-#include "precision/convert.h"
+#include "halfgrad/autograd/autocast.h"
+#include "halfgrad/autograd/ops.h"
+#include "halfgrad/data/dataset.h"
+#include "halfgrad/optim/mixed_precision.h"
+#include "halfgrad/precision/convert.h"
 #include "tests/temp_dir.h"
-#include "report/numerics_inspector.h"
+#include "halfgrad/report/numerics_inspector.h"
 
 namespace hg::report {
 namespace {

@@ -8,7 +8,8 @@
 #include <string>
 #include <vector>
 
-#include "report/svg_plot.h"
+#include "halfgrad/report/svg_plot.h"
+#include "tests/report/text_count.h"
 
 namespace hg::report {
 namespace {
@@ -29,12 +30,6 @@ bool well_formed(const std::string& text) {
     }
   }
   return saw_root && open.empty();
-}
-
-size_t count(const std::string& text, const std::string& what) {
-  size_t n = 0;
-  for (size_t pos = text.find(what); pos != std::string::npos; pos = text.find(what, pos + 1)) ++n;
-  return n;
 }
 
 }  // namespace
@@ -58,8 +53,8 @@ TEST_CASE("SvgPlot draws line series at the mapped pixel coordinates", "[svg]") 
   CHECK_THAT(svg, Catch::Contains("loss &lt;f32 &amp; fp16&gt;"));
   CHECK_THAT(svg, Catch::Contains(">f32</text>"));
   CHECK_THAT(svg, Catch::Contains(">skipped</text>"));
-  CHECK(count(svg, "class=\"series\"") == 2);
-  CHECK(count(svg, "class=\"marker\"") == 1);
+  CHECK(count_of(svg, "class=\"series\"") == 2);
+  CHECK(count_of(svg, "class=\"marker\"") == 1);
 }
 
 TEST_CASE("SvgPlot's log2 axis places 2^k linearly in k and labels ticks 2^k", "[svg]") {
@@ -86,8 +81,8 @@ TEST_CASE("SvgPlot's log2 bars rise from the floor and draw 0 as a dot on it, la
   // over 330 px.
   CHECK(plot.pixel_y(1.0 / 1024) == Approx(370.0));
   CHECK(plot.pixel_y(1.0 / 512) == Approx(370.0 - 330.0 / 9));
-  CHECK(count(svg, "class=\"bar\"") == 4);
-  CHECK(count(svg, "class=\"zero\"") == 1);
+  CHECK(count_of(svg, "class=\"bar\"") == 4);
+  CHECK(count_of(svg, "class=\"zero\"") == 1);
   // x range [-0.5, 2.5] over 460 px; the first series' bar of category 0 spans x in [-0.4, 0],
   // from 2^-2 (40 + 330 / 9 px) down to the floor (370 px), not to 2^0.
   CHECK_THAT(svg, Catch::Contains("x=\"85.33\" y=\"76.67\" width=\"61.33\" height=\"293.33\""));
@@ -124,7 +119,7 @@ TEST_CASE("SvgPlot draws step histograms, shaded regions, text and grouped bars"
     plot.add_bars("scaled", {0.0, 0.25});
     const std::string svg = plot.svg();
     CHECK(well_formed(svg));
-    CHECK(count(svg, "class=\"bar\"") == 4);
+    CHECK(count_of(svg, "class=\"bar\"") == 4);
     CHECK_THAT(svg, Catch::Contains(">head.weight</text>"));
     // x range [-0.5, 1.5] over 460 px: the first bar of category 1 spans x in [0.6, 1.0] ->
     // 70 + 230 * 1.1 = 323 px, 92 px wide, from y = 1.0 (40 px) down to 0 at 420 - 85.5 =

@@ -12,14 +12,14 @@
 
 #include <nlohmann/json.hpp>
 
-#include "data/dataset.h"
-#include "nn/text_classifier.h"
+#include "halfgrad/data/dataset.h"
+#include "halfgrad/nn/text_classifier.h"
 #include "tests/demos/run_program.h"
 #include "tests/temp_dir.h"
-#include "io/checkpoint.h"
-#include "io/digest.h"
-#include "io/output_lock.h"
-#include "io/safetensors.h"
+#include "halfgrad/io/checkpoint.h"
+#include "halfgrad/io/digest.h"
+#include "halfgrad/io/output_lock.h"
+#include "halfgrad/io/safetensors.h"
 
 namespace hg::train {
 namespace {

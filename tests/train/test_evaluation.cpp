@@ -14,17 +14,17 @@
 
 #include <nlohmann/json.hpp>
 
-#include "autograd/autocast.h"
-#include "autograd/tape.h"
-#include "data/data_loader.h"
-#include "data/dataset.h"
-#include "nn/text_classifier.h"
+#include "halfgrad/autograd/autocast.h"
+#include "halfgrad/autograd/tape.h"
+#include "halfgrad/data/data_loader.h"
+#include "halfgrad/data/dataset.h"
+#include "halfgrad/nn/text_classifier.h"
 #include "tests/demos/run_program.h"
 #include "tests/temp_dir.h"
-#include "optim/adam.h"
-#include "train/accelerator.h"
-#include "train/evaluation.h"
-#include "train/trainer.h"
+#include "halfgrad/optim/adam.h"
+#include "halfgrad/train/accelerator.h"
+#include "halfgrad/train/evaluation.h"
+#include "halfgrad/train/trainer.h"
 
 namespace hg::train {
 namespace {

@@ -1,4 +1,4 @@
-// The recipe warnings (train/recipe_warnings.h): when each fires, and that `halfgrad train` at its
+// The recipe warnings (halfgrad/train/recipe_warnings.h): when each fires, and that `halfgrad train` at its
 // defaults on a 30-line file moves the loss, or says why not.
 #include <catch2/catch.hpp>
 
@@ -8,7 +8,7 @@
 
 #include "tests/demos/run_program.h"
 #include "tests/temp_dir.h"
-#include "train/recipe_warnings.h"
+#include "halfgrad/train/recipe_warnings.h"
 
 namespace hg::train {
 namespace {

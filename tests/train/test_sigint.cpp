@@ -15,12 +15,12 @@
 #include <sstream>
 #include <thread>
 
-#include "data/dataset.h"
-#include "nn/text_classifier.h"
+#include "halfgrad/data/dataset.h"
+#include "halfgrad/nn/text_classifier.h"
 #include "tests/demos/run_program.h"
 #include "tests/temp_dir.h"
-#include "io/checkpoint.h"
-#include "train/trainer.h"
+#include "halfgrad/io/checkpoint.h"
+#include "halfgrad/train/trainer.h"
 
 extern char** environ;
 

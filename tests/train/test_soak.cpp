@@ -15,10 +15,10 @@
 #include <map>
 #include <string>
 
-#include "data/dataset.h"
-#include "nn/text_classifier.h"
+#include "halfgrad/data/dataset.h"
+#include "halfgrad/nn/text_classifier.h"
 #include "tests/temp_dir.h"
-#include "train/trainer.h"
+#include "halfgrad/train/trainer.h"
 
 namespace hg::train {
 namespace {

@@ -10,16 +10,16 @@
 #include <limits>
 #include <regex>
 
-#include "base/error.h"
-#include "data/dataset.h"
-#include "io/checkpoint.h"
-#include "io/digest.h"
-#include "io/model_config.h"
-#include "nn/text_classifier.h"
-#include "optim/mixed_precision.h"
+#include "halfgrad/base/error.h"
+#include "halfgrad/data/dataset.h"
+#include "halfgrad/io/checkpoint.h"
+#include "halfgrad/io/digest.h"
+#include "halfgrad/io/model_config.h"
+#include "halfgrad/nn/text_classifier.h"
+#include "halfgrad/optim/mixed_precision.h"
 #include "tests/demos/run_program.h"
-#include "train/evaluation.h"
-#include "train/trainer.h"
+#include "halfgrad/train/evaluation.h"
+#include "halfgrad/train/trainer.h"
 
 namespace hg::train {
 namespace {

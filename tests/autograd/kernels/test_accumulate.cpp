@@ -1,6 +1,6 @@
-// Tests for autograd/kernels/accumulate.h, on every compiled Highway target: the f16 GEMM and
+// Tests for halfgrad/autograd/kernels/accumulate.h, on every compiled Highway target: the f16 GEMM and
 // sums equal, bit for bit, an oracle that rounds every exact sum once -- for f16 products
-// precision/arithmetic.h's fma_bits (integer arithmetic, one rounding of a * b + acc) -- on
+// halfgrad/precision/arithmetic.h's fma_bits (integer arithmetic, one rounding of a * b + acc) -- on
 // random inputs, tails of the vector tiles, transposed and batched operands, and adversarial
 // cases: a double-rounding trap, stagnation at large K, cancellation, subnormals, overflow to
 // inf, NaN.
@@ -11,12 +11,12 @@
 #include <random>
 #include <vector>
 
-#include "autograd/kernels/accumulate.h"
-#include "autograd/kernels/gemm.h"
+#include "halfgrad/autograd/kernels/accumulate.h"
+#include "halfgrad/autograd/kernels/gemm.h"
 #include "tests/autograd/kernels/kernel_test_util.h"
-#include "precision/arithmetic.h"
-#include "precision/float_format.h"
-#include "precision/half.h"
+#include "halfgrad/precision/arithmetic.h"
+#include "halfgrad/precision/float_format.h"
+#include "halfgrad/precision/half.h"
 
 namespace hg::kernels {
 namespace {

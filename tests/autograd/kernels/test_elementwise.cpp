@@ -1,4 +1,4 @@
-// Tests for autograd/kernels/elementwise.h on every compiled Highway target the CPU supports:
+// Tests for halfgrad/autograd/kernels/elementwise.h on every compiled Highway target the CPU supports:
 // the exact kernels equal their scalar twins (reference.h) bit for bit, at sizes that exercise
 // the vector tails and with inf/NaN/zero/subnormal inputs; the transcendental kernels stay within
 // elementwise.h's ulp bounds of double-precision references on dense sweeps, and of their twins;
@@ -15,9 +15,9 @@
 #include <string>
 #include <vector>
 
-#include "autograd/kernels/cast.h"
-#include "autograd/kernels/elementwise.h"
-#include "autograd/kernels/reference.h"
+#include "halfgrad/autograd/kernels/cast.h"
+#include "halfgrad/autograd/kernels/elementwise.h"
+#include "halfgrad/autograd/kernels/reference.h"
 #include "hwy/targets.h"
 
 #include "tests/autograd/kernels/kernel_test_util.h"

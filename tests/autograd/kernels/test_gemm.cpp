@@ -1,4 +1,4 @@
-// Tests for autograd/kernels/gemm.h against the double-precision triple loop (reference_gemm.h),
+// Tests for halfgrad/autograd/kernels/gemm.h against the double-precision triple loop (reference_gemm.h),
 // on every compiled Highway target the CPU supports: shapes around the register and cache
 // blocks, transposes, dtypes, accumulate, sub-matrix views, batches, thread-count independence,
 // the documented summation order (bit for bit), and inf/NaN propagation.
@@ -15,13 +15,13 @@
 #include <string>
 #include <vector>
 
-#include "autograd/kernels/gemm.h"
-#include "autograd/kernels/reference_gemm.h"
-#include "base/error.h"
+#include "halfgrad/autograd/kernels/gemm.h"
+#include "halfgrad/autograd/kernels/reference_gemm.h"
+#include "halfgrad/base/error.h"
 #include "hwy/targets.h"
-#include "precision/bfloat16.h"
-#include "precision/float_format.h"
-#include "precision/half.h"
+#include "halfgrad/precision/bfloat16.h"
+#include "halfgrad/precision/float_format.h"
+#include "halfgrad/precision/half.h"
 #include "tests/autograd/kernels/kernel_test_util.h"
 
 namespace hg::kernels {

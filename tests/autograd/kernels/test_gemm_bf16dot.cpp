@@ -1,4 +1,4 @@
-// Tests for autograd/kernels/gemm_bf16dot.h, the bf16 GEMM on VDPBF16PS.
+// Tests for halfgrad/autograd/kernels/gemm_bf16dot.h, the bf16 GEMM on VDPBF16PS.
 //
 // On every CPU: the choice of kernel (a pure function), the instruction's per-lane semantics as
 // modelled by dpbf16_fma (hand-derived cases for the order, the fused steps, DAZ, FTZ and the
@@ -20,12 +20,12 @@
 #include <string>
 #include <vector>
 
-#include "autograd/autocast.h"
-#include "autograd/kernels/gemm.h"
-#include "autograd/kernels/gemm_bf16dot.h"
-#include "autograd/ops.h"
-#include "precision/bfloat16.h"
-#include "precision/float_format.h"
+#include "halfgrad/autograd/autocast.h"
+#include "halfgrad/autograd/kernels/gemm.h"
+#include "halfgrad/autograd/kernels/gemm_bf16dot.h"
+#include "halfgrad/autograd/ops.h"
+#include "halfgrad/precision/bfloat16.h"
+#include "halfgrad/precision/float_format.h"
 
 // A namespace of its own: the sanitized tree compiles test files together (unity build), and
 // test_gemm.cpp has helpers of the same names.

@@ -9,8 +9,8 @@
 #include <numbers>
 #include <vector>
 
-#include "autograd/generator.h"
-#include "autograd/kernels/philox.h"
+#include "halfgrad/autograd/generator.h"
+#include "halfgrad/autograd/kernels/philox.h"
 #include "tests/autograd/kernels/kernel_test_util.h"
 
 namespace hg::kernels {

@@ -1,4 +1,4 @@
-// Tests for autograd/kernels/rows.h on every compiled Highway target the CPU supports: sums,
+// Tests for halfgrad/autograd/kernels/rows.h on every compiled Highway target the CPU supports: sums,
 // layer_norm and softmax's backward equal their scalar twins (reference.h) bit for bit (the lane
 // order is target-independent); softmax, log_softmax and log_softmax's backward agree within
 // rows.h's stated tolerances; -inf and NaN rows; the lane order's accuracy against double sums.
@@ -16,10 +16,10 @@
 
 #include <omp.h>
 
-#include "autograd/kernels/reference.h"
-#include "autograd/kernels/rows.h"
-#include "autograd/ops.h"
-#include "autograd/tape.h"
+#include "halfgrad/autograd/kernels/reference.h"
+#include "halfgrad/autograd/kernels/rows.h"
+#include "halfgrad/autograd/ops.h"
+#include "halfgrad/autograd/tape.h"
 #include "hwy/targets.h"
 
 #include "tests/autograd/kernels/kernel_test_util.h"

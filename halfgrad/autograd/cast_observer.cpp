@@ -1,0 +1,46 @@
+// The global observer slot and the mutex-guarded merge of per-call counts (see cast_observer.h).
+#include "halfgrad/autograd/cast_observer.h"
+
+#include <atomic>
+#include <utility>
+
+#include "halfgrad/autograd/fp8_scaling.h"
+#include "halfgrad/base/error.h"
+
+namespace hg {
+namespace {
+
+std::atomic<CastObserver*> g_observer{nullptr};
+
+}  // namespace
+
+CastObserver::CastObserver() {
+  CastObserver* expected = nullptr;
+  check(g_observer.compare_exchange_strong(expected, this), "CastObserver: another observer is already installed");
+}
+
+CastObserver::~CastObserver() { g_observer.store(nullptr); }
+
+precision::NumericsStats CastObserver::take() {
+  std::lock_guard lock(mutex_);
+  return std::exchange(stats_, {});
+}
+
+void CastObserver::add(const precision::NumericsStats& stats) {
+  std::lock_guard lock(mutex_);
+  stats_.merge(stats);
+}
+
+std::vector<Fp8Cast> CastObserver::take_fp8() {
+  std::lock_guard lock(mutex_);
+  return std::exchange(fp8_, {});
+}
+
+void CastObserver::add_fp8(Fp8Cast cast) {
+  std::lock_guard lock(mutex_);
+  fp8_.push_back(std::move(cast));
+}
+
+CastObserver* cast_observer() { return g_observer.load(std::memory_order_relaxed); }
+
+}  // namespace hg

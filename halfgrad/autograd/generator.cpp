@@ -1,0 +1,91 @@
+// Philox4x32-10 and the distributions drawn from it. Parallel over chunks of blocks, computed in
+// bulk by kernels::philox_blocks: every element's value is a function of its own counter, so the
+// result is identical for any thread count.
+#include "halfgrad/autograd/generator.h"
+
+#include <algorithm>
+#include <cmath>
+#include <numbers>
+
+#include "halfgrad/autograd/kernels/philox.h"
+#include "halfgrad/base/parallel.h"
+
+namespace hg {
+
+std::array<uint32_t, 4> philox4x32(std::array<uint32_t, 4> c, uint64_t key) {
+  // Constants from the Random123 reference implementation.
+  constexpr uint32_t kMul0 = 0xD2511F53, kMul1 = 0xCD9E8D57;
+  constexpr uint32_t kWeyl0 = 0x9E3779B9, kWeyl1 = 0xBB67AE85;
+  uint32_t k0 = uint32_t(key), k1 = uint32_t(key >> 32);
+  for (int round = 0; round < 10; ++round) {
+    const uint64_t p0 = uint64_t(kMul0) * c[0];
+    const uint64_t p1 = uint64_t(kMul1) * c[2];
+    c = {uint32_t(p1 >> 32) ^ c[1] ^ k0, uint32_t(p1), uint32_t(p0 >> 32) ^ c[3] ^ k1, uint32_t(p0)};
+    k0 += kWeyl0;
+    k1 += kWeyl1;
+  }
+  return c;
+}
+
+namespace {
+
+std::array<uint32_t, 4> block(uint64_t seed, uint64_t counter) {
+  return philox4x32({uint32_t(counter), uint32_t(counter >> 32), 0, 0}, seed);
+}
+
+// 24 random bits to a float in [0, 1): exact, every value equally likely.
+float unit_float(uint32_t bits) { return float(bits >> 8) * 0x1.0p-24f; }
+
+// Blocks per chunk of a draw (kernels::philox_blocks): 4 KiB of words on a thread's stack.
+constexpr uint64_t kChunkBlocks = 256;
+
+}  // namespace
+
+void Generator::uniform(std::span<float> out, float low, float high) {
+  // Counter c = offset + i selects word c % 4 of block c / 4: still a pure function of
+  // (seed, c), and one Philox evaluation serves four elements. Chunks of whole blocks (the first
+  // and last may be partly outside the draw) are computed in bulk, in any order.
+  const uint64_t base = offset_, end = offset_ + out.size();
+  const float width = high - low;
+  const uint64_t first_block = base / 4, blocks = (end + 3) / 4 - first_block;
+  const int64_t chunks = int64_t((blocks + kChunkBlocks - 1) / kChunkBlocks);
+  maybe_parallel(use_team(out.size(), kParallelRandomElements), [&] {
+    uint32_t words[4 * kChunkBlocks];
+#pragma omp for schedule(static)
+    for (int64_t chunk = 0; chunk < chunks; ++chunk) {
+      const uint64_t b = first_block + uint64_t(chunk) * kChunkBlocks;
+      kernels::philox_blocks(words, seed_, b, size_t(std::min<uint64_t>(kChunkBlocks, first_block + blocks - b)));
+      const uint64_t from = std::max(4 * b, base), to = std::min(4 * (b + kChunkBlocks), end);
+      for (uint64_t c = from; c < to; ++c) out[size_t(c - base)] = low + width * unit_float(words[c - 4 * b]);
+    }
+  });
+  offset_ += out.size();
+}
+
+void Generator::normal(std::span<float> out, float mean, float stddev) {
+  const uint64_t base = offset_;
+  const int64_t chunks = int64_t((out.size() + kChunkBlocks - 1) / kChunkBlocks);
+  maybe_parallel(use_team(out.size(), kParallelRandomElements), [&] {
+    uint32_t words[4 * kChunkBlocks];
+#pragma omp for schedule(static)
+    for (int64_t chunk = 0; chunk < chunks; ++chunk) {
+      const size_t first = size_t(chunk) * kChunkBlocks, count = std::min<size_t>(kChunkBlocks, out.size() - first);
+      kernels::philox_blocks(words, seed_, base + first, count);  // block c for element c
+      for (size_t i = 0; i < count; ++i) {
+        // Box-Muller on two words of the element's own block; u1 in (0, 1] keeps log finite.
+        const double u1 = (double(words[4 * i] >> 8) + 1.0) * 0x1.0p-24;
+        const double u2 = double(words[4 * i + 1] >> 8) * 0x1.0p-24;
+        const double z = std::sqrt(-2.0 * std::log(u1)) * std::cos(2.0 * std::numbers::pi * u2);
+        out[first + i] = float(mean + stddev * z);
+      }
+    }
+  });
+  offset_ += out.size();
+}
+
+uint32_t Generator::next_u32() {  // the same counter -> word mapping as uniform()
+  const uint64_t c = offset_++;
+  return block(seed_, c / 4)[c % 4];
+}
+
+}  // namespace hg

@@ -1,0 +1,319 @@
+// rows.cpp: the row kernels of rows.h. Per target: LaneSum (rows.h's fixed summation order),
+// RowMax, and a loop over rows per kernel; then the dispatch wrappers. exp and Transform come from
+// elementwise-inl.h, the scalar log of a row's sum from <cmath>. Not here: threads, dtypes.
+//
+// Contraction of a * b + c into FMA is off (-ffp-contract=off, see elementwise.cpp): every
+// operation rounds as written, which is what makes the sums, layer_norm and softmax_backward
+// bit-identical to the scalar twins.
+
+#include "halfgrad/autograd/kernels/rows.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstddef>
+#include <cstdint>
+#include <limits>
+#include <utility>
+
+#undef HWY_TARGET_INCLUDE
+#define HWY_TARGET_INCLUDE "halfgrad/autograd/kernels/rows.cpp"
+#include "hwy/foreach_target.h"  // IWYU pragma: keep
+#include "hwy/highway.h"
+#include "halfgrad/autograd/kernels/elementwise-inl.h"
+
+#ifndef HG_AUTOGRAD_KERNELS_ROWS_ORDER_
+#define HG_AUTOGRAD_KERNELS_ROWS_ORDER_
+namespace hg::kernels::rows_detail {
+inline constexpr size_t kSumLanes = 32;      // partial sums of the lane order (rows.h)
+inline constexpr size_t kSumBlock = 4096;    // elements between restarts of the partials
+inline constexpr size_t kColumnBlock = 256;  // rows per block of column_sums
+}  // namespace hg::kernels::rows_detail
+#endif
+
+HWY_BEFORE_NAMESPACE();
+namespace hg::kernels::HWY_NAMESPACE {
+namespace hn = hwy::HWY_NAMESPACE;
+using namespace rows_detail;
+
+constexpr size_t kMaxLanes = hn::MaxLanes(DF());
+static_assert(kSumLanes % kMaxLanes == 0);
+constexpr size_t kSumVectors = kSumLanes / kMaxLanes;
+
+// term(x[i]...) for the `valid` elements at i (the first lanes), 0 in the other lanes; reads
+// through zero-padded copies because Highway 1.0.3's MaskedLoad may read past the array.
+template <class F, class... P, size_t... I>
+HWY_INLINE VF PartialTerm(DF d, size_t valid, const F& term, std::index_sequence<I...>, const P*... x) {
+  HWY_ALIGN float in[sizeof...(P)][kMaxLanes] = {};
+  (std::copy_n(x, valid, in[I]), ...);
+  return hn::IfThenElseZero(hn::FirstN(d, valid), term(hn::Load(d, in[I])...));
+}
+
+// sum_{i < n} term(x[i]...) in lane order: kSumVectors vectors hold the 32 partial sums, lane k
+// of vector v being partial v * Lanes + k, so that element i always lands in partial i mod 32.
+template <class F, class... P>
+HWY_INLINE float LaneSum(size_t n, const F& term, const P*... x) {
+  const DF d;
+  const size_t lanes = hn::Lanes(d);
+  VF total[kSumVectors];
+  for (VF& t : total) t = hn::Zero(d);
+  for (size_t block = 0; block < n; block += kSumBlock) {
+    const size_t end = std::min(n, block + kSumBlock);
+    VF acc[kSumVectors];
+    for (VF& a : acc) a = hn::Zero(d);
+    size_t i = block;
+    for (; i + kSumLanes <= end; i += kSumLanes) {
+      for (size_t v = 0; v < kSumVectors; ++v) {
+        acc[v] = hn::Add(acc[v], term(hn::LoadU(d, x + i + v * lanes)...));
+      }
+    }
+    for (size_t v = 0; v < kSumVectors && i + v * lanes < end; ++v) {
+      const size_t start = i + v * lanes, valid = std::min(lanes, end - start);
+      const VF t = valid == lanes ? term(hn::LoadU(d, x + start)...)
+                                  : PartialTerm(d, valid, term, std::index_sequence_for<P...>(), (x + start)...);
+      acc[v] = hn::Add(acc[v], t);
+    }
+    for (size_t v = 0; v < kSumVectors; ++v) total[v] = hn::Add(total[v], acc[v]);
+  }
+  HWY_ALIGN float partial[kSumLanes];
+  for (size_t v = 0; v < kSumVectors; ++v) hn::Store(total[v], d, partial + v * lanes);
+  for (size_t width = kSumLanes / 2; width > 0; width /= 2) {
+    for (size_t k = 0; k < width; ++k) partial[k] += partial[k + width];
+  }
+  return partial[0];
+}
+
+// The largest non-NaN element of x (n >= 1), -inf if there is none. Exact, so any order works.
+HWY_INLINE float RowMax(const float* x, size_t n) {
+  const DF d;
+  const size_t lanes = hn::Lanes(d);
+  const VF neg_inf = hn::Set(d, -std::numeric_limits<float>::infinity());
+  const auto clean = [&](VF v) { return hn::IfThenElse(hn::IsNaN(v), neg_inf, v); };
+  VF m0 = neg_inf, m1 = neg_inf;
+  size_t i = 0;
+  for (; i + 2 * lanes <= n; i += 2 * lanes) {
+    m0 = hn::Max(m0, clean(hn::LoadU(d, x + i)));
+    m1 = hn::Max(m1, clean(hn::LoadU(d, x + i + lanes)));
+  }
+  float m = hn::GetLane(hn::MaxOfLanes(d, hn::Max(m0, m1)));
+  for (; i < n; ++i) {
+    if (x[i] > m) m = x[i];  // false for NaN
+  }
+  return m;
+}
+
+void SoftmaxForwardImpl(float* y, const float* x, size_t n, size_t c, float scale, const float* bias) {
+  const DF d;
+  const VF vs = hn::Set(d, scale);
+  for (size_t r = 0; r < n; ++r, x += c, y += c) {
+    if (c == 0) continue;
+    // z = x scale + bias, each operation rounded, formed in y (or x itself when plain).
+    const float* z = x;
+    if (scale != 1.0f && bias) {
+      Transform(y, c, [&](VF v, VF b) { return hn::Add(hn::Mul(v, vs), b); }, x, bias);
+      z = y;
+    } else if (scale != 1.0f) {
+      Transform(y, c, [&](VF v) { return hn::Mul(v, vs); }, x);
+      z = y;
+    } else if (bias) {
+      Transform(y, c, [&](VF v, VF b) { return hn::Add(v, b); }, x, bias);
+      z = y;
+    }
+    const float m = RowMax(z, c);
+    if (m == -std::numeric_limits<float>::infinity()) {  // all -inf (or NaN)
+      const bool nan = std::any_of(z, z + c, [](float v) { return std::isnan(v); });
+      std::fill_n(y, c, nan ? std::numeric_limits<float>::quiet_NaN() : 0.0f);
+      continue;
+    }
+    const VF vm = hn::Set(d, m);
+    Transform(y, c, [&](VF v) { return ExpF(d, hn::Sub(v, vm)); }, z);
+    const float inv = 1.0f / LaneSum(c, [](VF e) { return e; }, static_cast<const float*>(y));
+    const VF vinv = hn::Set(d, inv);
+    Transform(y, c, [&](VF e) { return hn::Mul(e, vinv); }, static_cast<const float*>(y));
+  }
+}
+
+void SoftmaxBackwardImpl(float* dx, const float* dy, const float* y, size_t n, size_t c, float scale) {
+  const DF d;
+  const VF vs = hn::Set(d, scale);
+  for (size_t r = 0; r < n; ++r, dx += c, dy += c, y += c) {
+    const VF dot = hn::Set(d, LaneSum(c, [](VF g, VF p) { return hn::Mul(g, p); }, dy, y));
+    if (scale == 1.0f) {
+      Transform(dx, c, [&](VF g, VF p) { return hn::Mul(p, hn::Sub(g, dot)); }, dy, y);
+    } else {
+      Transform(dx, c, [&](VF g, VF p) { return hn::Mul(hn::Mul(p, hn::Sub(g, dot)), vs); }, dy, y);
+    }
+  }
+}
+
+void LogSoftmaxForwardImpl(float* y, const float* x, size_t n, size_t c) {
+  const DF d;
+  for (size_t r = 0; r < n; ++r, x += c, y += c) {
+    if (c == 0) continue;
+    const VF vm = hn::Set(d, RowMax(x, c));
+    const float total = LaneSum(c, [&](VF v) { return ExpF(d, hn::Sub(v, vm)); }, x);
+    const VF shift = hn::Set(d, hn::GetLane(vm) + std::log(total));
+    Transform(y, c, [&](VF v) { return hn::Sub(v, shift); }, x);
+  }
+}
+
+void LogSoftmaxBackwardImpl(float* dx, const float* dy, const float* y, size_t n, size_t c) {
+  const DF d;
+  for (size_t r = 0; r < n; ++r, dx += c, dy += c, y += c) {
+    const VF total = hn::Set(d, LaneSum(c, [](VF g) { return g; }, dy));
+    Transform(dx, c, [&](VF g, VF p) { return hn::Sub(g, hn::Mul(ExpF(d, p), total)); }, dy, y);
+  }
+}
+
+void LayerNormForwardImpl(float* y, float* mean, float* rstd, const float* x, const float* w,
+                          const float* b, size_t n, size_t c, float eps) {
+  const DF d;
+  for (size_t r = 0; r < n; ++r, x += c, y += c) {
+    const float mu = LaneSum(c, [](VF v) { return v; }, x) / float(c);
+    const VF vmu = hn::Set(d, mu);
+    const float var = LaneSum(c, [&](VF v) {
+      const VF centered = hn::Sub(v, vmu);
+      return hn::Mul(centered, centered);
+    }, x);
+    const float rs = 1.0f / std::sqrt(var / float(c) + eps);
+    mean[r] = mu;
+    rstd[r] = rs;
+    const VF vrs = hn::Set(d, rs);
+    const auto xhat = [&](VF v) { return hn::Mul(hn::Sub(v, vmu), vrs); };
+    if (w && b) {
+      Transform(y, c, [&](VF v, VF g, VF o) { return hn::Add(hn::Mul(xhat(v), g), o); }, x, w, b);
+    } else if (w) {
+      Transform(y, c, [&](VF v, VF g) { return hn::Mul(xhat(v), g); }, x, w);
+    } else if (b) {
+      Transform(y, c, [&](VF v, VF o) { return hn::Add(xhat(v), o); }, x, b);
+    } else {
+      Transform(y, c, xhat, x);
+    }
+  }
+}
+
+// One row of layer_norm's backward with g = dy w (kWeight) or dy.
+template <bool kWeight>
+HWY_INLINE void LayerNormBackwardRow(float* dx, float* dw, float* db, const float* dy,
+                                     const float* x, const float* w, float mu, float rs, size_t c) {
+  const DF d;
+  const VF vmu = hn::Set(d, mu), vrs = hn::Set(d, rs);
+  const auto xhat = [&](VF v) { return hn::Mul(hn::Sub(v, vmu), vrs); };
+  const auto sum_g = [&](const auto& term) {
+    if constexpr (kWeight) {
+      return LaneSum(c, [&](VF g, VF v, VF s) { return term(hn::Mul(g, s), v); }, dy, x, w);
+    } else {
+      return LaneSum(c, term, dy, x);
+    }
+  };
+  const VF mean_g = hn::Set(d, sum_g([](VF g, VF) { return g; }) / float(c));
+  const VF mean_gx = hn::Set(d, sum_g([&](VF g, VF v) { return hn::Mul(g, xhat(v)); }) / float(c));
+  const auto dx_of = [&](VF g, VF v) { return hn::Mul(vrs, hn::Sub(hn::Sub(g, mean_g), hn::Mul(xhat(v), mean_gx))); };
+  if (dx) {
+    if constexpr (kWeight) {
+      Transform(dx, c, [&](VF g, VF v, VF s) { return dx_of(hn::Mul(g, s), v); }, dy, x, w);
+    } else {
+      Transform(dx, c, dx_of, dy, x);
+    }
+  }
+  if (dw) {
+    Transform(dw, c, [&](VF acc, VF g, VF v) { return hn::Add(acc, hn::Mul(g, xhat(v))); },
+              static_cast<const float*>(dw), dy, x);
+  }
+  if (db) Transform(db, c, [](VF acc, VF g) { return hn::Add(acc, g); }, static_cast<const float*>(db), dy);
+}
+
+void LayerNormBackwardImpl(float* dx, float* dw, float* db, const float* dy, const float* x,
+                           const float* w, const float* mean, const float* rstd, size_t n, size_t c) {
+  for (size_t r = 0; r < n; ++r) {
+    float* dx_row = dx ? dx + r * c : nullptr;
+    if (w) {
+      LayerNormBackwardRow<true>(dx_row, dw, db, dy + r * c, x + r * c, w, mean[r], rstd[r], c);
+    } else {
+      LayerNormBackwardRow<false>(dx_row, dw, db, dy + r * c, x + r * c, w, mean[r], rstd[r], c);
+    }
+  }
+}
+
+void RowSumsImpl(float* y, const float* x, size_t n, size_t c) {
+  for (size_t r = 0; r < n; ++r) y[r] = LaneSum(c, [](VF v) { return v; }, x + r * c);
+}
+
+// Per column: a block's rows summed in order, block sums added in order. Whole vectors of
+// columns in registers (4 at a time), the last columns one at a time in the same order.
+void ColumnSumsImpl(float* y, const float* x, size_t n, size_t c, size_t ld) {
+  const DF d;
+  const size_t lanes = hn::Lanes(d);
+  constexpr size_t kTile = 4;
+  size_t j = 0;
+  for (; j + kTile * lanes <= c; j += kTile * lanes) {
+    VF total[kTile];
+    for (VF& t : total) t = hn::Zero(d);
+    for (size_t block = 0; block < n; block += kColumnBlock) {
+      VF acc[kTile];
+      for (VF& a : acc) a = hn::Zero(d);
+      for (size_t i = block; i < std::min(n, block + kColumnBlock); ++i) {
+        for (size_t t = 0; t < kTile; ++t) acc[t] = hn::Add(acc[t], hn::LoadU(d, x + i * ld + j + t * lanes));
+      }
+      for (size_t t = 0; t < kTile; ++t) total[t] = hn::Add(total[t], acc[t]);
+    }
+    for (size_t t = 0; t < kTile; ++t) hn::StoreU(total[t], d, y + j + t * lanes);
+  }
+  for (; j < c; ++j) {
+    float total = 0.0f;
+    for (size_t block = 0; block < n; block += kColumnBlock) {
+      float acc = 0.0f;
+      for (size_t i = block; i < std::min(n, block + kColumnBlock); ++i) acc += x[i * ld + j];
+      total += acc;
+    }
+    y[j] = total;
+  }
+}
+
+}  // namespace hg::kernels::HWY_NAMESPACE
+HWY_AFTER_NAMESPACE();
+
+#if HWY_ONCE
+namespace hg::kernels {
+
+HWY_EXPORT(SoftmaxForwardImpl);
+HWY_EXPORT(SoftmaxBackwardImpl);
+HWY_EXPORT(LogSoftmaxForwardImpl);
+HWY_EXPORT(LogSoftmaxBackwardImpl);
+HWY_EXPORT(LayerNormForwardImpl);
+HWY_EXPORT(LayerNormBackwardImpl);
+HWY_EXPORT(RowSumsImpl);
+HWY_EXPORT(ColumnSumsImpl);
+
+namespace {
+size_t count(int64_t n) { return n > 0 ? size_t(n) : 0; }
+}  // namespace
+
+void softmax_forward(float* y, const float* x, int64_t n, int64_t c, float scale, const float* bias) {
+  HWY_DYNAMIC_DISPATCH(SoftmaxForwardImpl)(y, x, count(n), count(c), scale, bias);
+}
+void softmax_backward(float* dx, const float* dy, const float* y, int64_t n, int64_t c, float scale) {
+  HWY_DYNAMIC_DISPATCH(SoftmaxBackwardImpl)(dx, dy, y, count(n), count(c), scale);
+}
+void log_softmax_forward(float* y, const float* x, int64_t n, int64_t c) {
+  HWY_DYNAMIC_DISPATCH(LogSoftmaxForwardImpl)(y, x, count(n), count(c));
+}
+void log_softmax_backward(float* dx, const float* dy, const float* y, int64_t n, int64_t c) {
+  HWY_DYNAMIC_DISPATCH(LogSoftmaxBackwardImpl)(dx, dy, y, count(n), count(c));
+}
+void layer_norm_forward(float* y, float* mean, float* rstd, const float* x, const float* w,
+                        const float* b, int64_t n, int64_t c, float eps) {
+  HWY_DYNAMIC_DISPATCH(LayerNormForwardImpl)(y, mean, rstd, x, w, b, count(n), count(c), eps);
+}
+void layer_norm_backward(float* dx, float* dw, float* db, const float* dy, const float* x,
+                         const float* w, const float* mean, const float* rstd, int64_t n, int64_t c) {
+  HWY_DYNAMIC_DISPATCH(LayerNormBackwardImpl)(dx, dw, db, dy, x, w, mean, rstd, count(n), count(c));
+}
+void row_sums(float* y, const float* x, int64_t n, int64_t c) {
+  HWY_DYNAMIC_DISPATCH(RowSumsImpl)(y, x, count(n), count(c));
+}
+void column_sums(float* y, const float* x, int64_t n, int64_t c, int64_t ld) {
+  HWY_DYNAMIC_DISPATCH(ColumnSumsImpl)(y, x, count(n), count(c), count(ld));
+}
+
+}  // namespace hg::kernels
+#endif  // HWY_ONCE

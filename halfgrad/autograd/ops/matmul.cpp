@@ -1,0 +1,249 @@
+// matmul and linear on the packed GEMM (kernels/gemm.h). Inputs are read in their stored dtype
+// and widened while packing; the f32 result is rounded once into the output dtype. Backward
+// passes transposed operands to the GEMM instead of materialising transposes. The accumulation
+// (autocast.h) is read when the forward runs and captured for backward, so both use the mode of
+// the region that ran the forward.
+#include "halfgrad/autograd/ops/matmul.h"
+
+#include <algorithm>
+#include <vector>
+
+#include "halfgrad/autograd/autocast.h"
+#include "halfgrad/autograd/fp8_scaling.h"
+#include "halfgrad/autograd/kernels/gemm.h"
+#include "halfgrad/autograd/rounding_scope.h"
+#include "halfgrad/autograd/tape.h"
+#include "halfgrad/base/error.h"
+#include "halfgrad/base/parallel.h"
+
+namespace hg {
+namespace {
+
+using kernels::GemmOperand;
+
+GemmOperand operand(const Tensor& t, int64_t ld, bool transposed, int64_t batch_stride = 0) {
+  return {t.bytes(), t.dtype(), ld, transposed, batch_stride};
+}
+
+// An f32 scratch result of `shape`, rounded once into a tensor of `dtype` by finish().
+struct Result {
+  Tensor f32;
+  Result(const Shape& shape) : f32(Tensor::empty(shape, DType::f32)) {}
+  float* data() { return f32.data<float>(); }
+  Tensor finish(DType dtype) const { return dtype == DType::f32 ? f32 : round_scoped(f32.f32(), f32.shape(), dtype); }
+};
+
+// Leading (batch) dims of a (..., R, C) shape and their product.
+// A product, not numel / (R * C): that division gives 0 batches for an empty (2, 0) matrix,
+// whose (2, N) product is a sum over nothing (zeros) that must still be written.
+int64_t batch_of(const Shape& s) {
+  int64_t batch = 1;
+  for (int d = 0; d + 2 < s.ndim(); ++d) batch *= s[d];
+  return batch;
+}
+
+}  // namespace
+
+namespace {
+
+// Where the matrices of a batched product sit in a tensor: matrix (i, j) of an (outer x inner)
+// grid starts at element i * outer + j * inner, its rows ld apart. A contiguous (..., R, C) batch
+// is one row of the grid (inner = R * C); attention's heads in a (B, T, H*D) tensor are outer =
+// T*H*D (a batch element), inner = D (a head), ld = H*D.
+struct Layout {
+  int64_t outer = 0, inner = 0, ld = 0;
+};
+
+// Row i of the grid of `t`'s matrices, as gemm_batched reads it.
+GemmOperand grid_row(const Tensor& t, const Layout& l, bool transposed, int64_t i) {
+  return {t.bytes() + i * l.outer * static_cast<int64_t>(element_size(t.dtype())), t.dtype(), l.ld, transposed, l.inner};
+}
+
+// C_ij = op(A_ij) op(B_ij) over an (outer x inner) grid: one gemm_batched call over j for each i
+// (a single batch stride cannot step over both). With enough rows for the team the rows are
+// shared out and each call runs on its thread; otherwise each call threads over its matrices.
+// Every element is one GEMM chain either way, so the bits do not depend on the threads.
+void gemm_grid(float* c, const Layout& lc, const Tensor& a, const Layout& la, bool ta, const Tensor& b,
+               const Layout& lb, bool tb, int64_t outer, int64_t inner, int64_t m, int64_t n, int64_t k,
+               const kernels::GemmOptions& sums) {
+  const auto row = [&](int64_t i) {
+    kernels::gemm_batched(c + i * lc.outer, lc.ld, lc.inner, grid_row(a, la, ta, i), grid_row(b, lb, tb, i), inner, m,
+                          n, k, sums);
+  };
+  const int team = outer > 1 ? team_size(2.0 * double(m) * double(n) * double(k) * double(outer * inner), kParallelFlops) : 1;
+  if (team > 1 && (outer % team == 0 || outer >= 4 * team)) {
+#pragma omp parallel for num_threads(team) schedule(static)
+    for (int64_t i = 0; i < outer; ++i) row(i);
+  } else {
+    for (int64_t i = 0; i < outer; ++i) row(i);
+  }
+}
+
+// y = A op(B), op(B) = B or B^T, over a grid of matrices (M,K) x op(B)(K,N) -> (M,N) in the given
+// layouts, recorded with its backward: dA = dY op(B)^T in A's layout, d op(B) = A^T dY in B's.
+// The one implementation of matmul, matmul_transposed and the head products.
+Tensor grid_product(const char* op, const Tensor& a0, const Layout& la, const Tensor& b0, const Layout& lb, bool tb,
+                    const Shape& y_shape, const Layout& ly, int64_t outer, int64_t inner, int64_t m, int64_t n,
+                    int64_t k) {
+  const DType dtype = autocast_dtype(CastPolicy::kLowerPrecision, {a0, b0});
+  const Tensor a = autocast_input(a0, dtype), b = autocast_input(b0, dtype);
+  const kernels::GemmOptions sums{.accumulation = active_accumulation()};
+  Result y(y_shape);
+  gemm_grid(y.data(), ly, a, la, false, b, lb, tb, outer, inner, m, n, k, sums);
+  return record(op, y.finish(dtype), {a, b}, [a, la, b, lb, tb, ly, outer, inner, m, n, k, sums](const Tensor& dy) {
+    if (a.requires_grad()) {  // dA (M,K) = dY (M,N) op(B)^T
+      Result da(a.shape());
+      gemm_grid(da.data(), la, dy, ly, false, b, lb, !tb, outer, inner, m, k, n, sums);
+      accumulate_grad(a, da.finish(a.dtype()));
+    }
+    if (b.requires_grad()) {  // d op(B) (K,N) = A^T dY; stored transposed: dB (N,K) = dY^T A
+      Result db(b.shape());
+      if (tb) {
+        gemm_grid(db.data(), lb, dy, ly, true, a, la, false, outer, inner, n, k, m, sums);
+      } else {
+        gemm_grid(db.data(), lb, a, la, true, dy, ly, false, outer, inner, k, n, m, sums);
+      }
+      accumulate_grad(b, db.finish(b.dtype()));
+    }
+  });
+}
+
+// a @ op(b), op(b) = b or b^T: matmul and matmul_transposed.
+// Stored b is (K, N), or (N, K) when transposed; a 2-D b is shared by every batch of a.
+Tensor matmul_impl(const Tensor& a, const Tensor& b, bool tb, const char* op) {
+  check(a.ndim() >= 2 && b.ndim() >= 2, op, ": needs 2-D or batched operands, got ", a.shape(), " and ", b.shape());
+  const int64_t m = a.shape()[-2], k = a.shape()[-1], n = tb ? b.shape()[-2] : b.shape()[-1];
+  check((tb ? b.shape()[-1] : b.shape()[-2]) == k, op, ": inner dims differ: ", a.shape(), " and ", b.shape());
+  const bool shared_b = b.ndim() == 2;
+  check(shared_b || (a.ndim() == b.ndim() && a.shape().with(-1, 1).with(-2, 1) == b.shape().with(-1, 1).with(-2, 1)),
+        op, ": batch dims differ: ", a.shape(), " and ", b.shape());
+  const int64_t batch = batch_of(a.shape()), ldb = tb ? k : n;
+  if (shared_b) {  // one B for every batch of A: one tall GEMM over all batch rows, forward and backward
+    return grid_product(op, a, {0, 0, k}, b, {0, 0, ldb}, tb, a.shape().with(-1, n), {0, 0, n}, 1, 1, batch * m, n, k);
+  }
+  return grid_product(op, a, {0, m * k, k}, b, {0, k * n, ldb}, tb, a.shape().with(-1, n), {0, m * n, n}, 1, batch, m,
+                      n, k);
+}
+
+}  // namespace
+
+Tensor matmul(const Tensor& a, const Tensor& b) { return matmul_impl(a, b, false, "matmul"); }
+Tensor matmul_transposed(const Tensor& a, const Tensor& b) { return matmul_impl(a, b, true, "matmul_transposed"); }
+
+// Head h of row (b, t) of a (B, T, H*D) tensor is columns [h*D, (h+1)*D): its (T, D) matrix starts
+// at b*T*H*D + h*D, rows H*D apart. A (B, H, Tq, Tk) tensor's (b, h) matrix is contiguous.
+Tensor matmul_heads_transposed(const Tensor& q, const Tensor& k, int64_t heads) {
+  check(q.ndim() == 3 && k.ndim() == 3 && q.shape()[0] == k.shape()[0] && q.shape()[2] == k.shape()[2],
+        "matmul_heads_transposed: q and k must be (B, T, H*D) with one B and H*D, got ", q.shape(), " and ", k.shape());
+  const int64_t b = q.shape()[0], tq = q.shape()[1], tk = k.shape()[1], c = q.shape()[2];
+  check(heads > 0 && c % heads == 0, "matmul_heads_transposed: ", heads, " heads do not divide q's ", c, " columns");
+  const int64_t d = c / heads;
+  return grid_product("matmul_heads_transposed", q, {tq * c, d, c}, k, {tk * c, d, c}, true, {b, heads, tq, tk},
+                      {heads * tq * tk, tq * tk, tk}, b, heads, tq, tk, d);
+}
+
+Tensor matmul_heads(const Tensor& p, const Tensor& v) {
+  check(p.ndim() == 4 && v.ndim() == 3 && p.shape()[0] == v.shape()[0] && p.shape()[3] == v.shape()[1] &&
+            p.shape()[1] > 0 && v.shape()[2] % p.shape()[1] == 0,
+        "matmul_heads: p must be (B, H, Tq, Tk) and v (B, Tk, H*D), got ", p.shape(), " and ", v.shape());
+  const int64_t b = p.shape()[0], heads = p.shape()[1], tq = p.shape()[2], tk = p.shape()[3], c = v.shape()[2];
+  const int64_t d = c / heads;
+  return grid_product("matmul_heads", p, {heads * tq * tk, tq * tk, tk}, v, {tk * c, d, c}, false, {b, tq, c},
+                      {tq * c, d, c}, b, heads, tq, d, tk);
+}
+
+namespace {
+
+// linear under fp8 scaling (halfgrad/autograd/fp8_scaling.h): x and W cast to fp8 from their stored
+// values (no autocast rounding first), one f32 GEMM of the fp8 values, the result times
+// scale_inv_x * scale_inv_w (one f32 product) plus the bias in f32, rounded once into the
+// autocast dtype. Backward casts dY with the grad_output scale and multiplies it with the same
+// fp8 x and W (TE's dgrad and wgrad GEMMs); the bias gradient sums the unquantized dY, as TE's
+// fused cast + bgrad kernel does.
+Tensor linear_fp8(const std::shared_ptr<Fp8Scaling>& fp8, const Tensor& x0, const Tensor& w0, const Tensor& bias0,
+                  int64_t rows, int64_t in, int64_t out) {
+  const DType dtype = autocast_dtype(CastPolicy::kLowerPrecision, {x0, w0, bias0});
+  const Tensor bias = bias0.defined() ? autocast_input(bias0, dtype) : Tensor();
+  const std::string key = Fp8Scaling::key_of(w0);
+  const Fp8Operand x = fp8->quantize(key, Fp8Role::kInput, x0, grad_enabled());
+  const Fp8Operand w = fp8->quantize(key, Fp8Role::kWeight, w0, grad_enabled());
+  Result y(x0.shape().with(-1, out));
+  kernels::gemm(y.data(), out, operand(x.values, in, false), operand(w.values, in, true), rows, out, in);
+  const float scale_inv = x.scale_inv * w.scale_inv;
+  const std::vector<float> b = bias.defined() ? bias.to_vector() : std::vector<float>(size_t(out), 0.0f);
+  float* yd = y.data();
+  maybe_parallel(use_team(rows * out, kParallelElements), [&] {
+#pragma omp for schedule(static)
+    for (int64_t r = 0; r < rows; ++r) {
+      for (int64_t c = 0; c < out; ++c) yd[r * out + c] = yd[r * out + c] * scale_inv + b[size_t(c)];
+    }
+  });
+  // Recorded on x0 and W0 themselves: their gradients skip the autocast casts.
+  return record("linear", y.finish(dtype), {x0, w0, bias}, [fp8, key, x, w, x0, w0, bias, rows, in,
+                                                            out](const Tensor& dy) {
+    const Fp8Operand g = fp8->quantize(key, Fp8Role::kGradOutput, dy, /*record_amax=*/true);
+    auto scaled = [](Result& r, float scale_inv) {  // the GEMM of fp8 values -> the product's scale
+      float* d = r.data();
+      for (int64_t i = 0, n = r.f32.numel(); i < n; ++i) d[i] *= scale_inv;
+    };
+    if (x0.requires_grad()) {  // dX (R,in) = dY (R,out) W (out,in)
+      Result dx(x0.shape());
+      kernels::gemm(dx.data(), in, operand(g.values, out, false), operand(w.values, in, false), rows, in, out);
+      scaled(dx, g.scale_inv * w.scale_inv);
+      accumulate_grad(x0, dx.finish(x0.dtype()));
+    }
+    if (w0.requires_grad()) {  // dW (out,in) = dY^T (out,R) X (R,in)
+      Result dw(w0.shape());
+      kernels::gemm(dw.data(), in, operand(g.values, out, true), operand(x.values, in, false), out, in, rows);
+      scaled(dw, g.scale_inv * x.scale_inv);
+      accumulate_grad(w0, dw.finish(w0.dtype()));
+    }
+    if (bias.defined()) accumulate_grad(bias, dy);
+  });
+}
+
+}  // namespace
+
+Tensor linear(const Tensor& x0, const Tensor& w0, const Tensor& bias0) {
+  check(w0.ndim() == 2 && x0.ndim() >= 1 && x0.shape()[-1] == w0.shape()[1], "linear: input ",
+        x0.shape(), " does not match weight ", w0.shape(), " (out_features, in_features)");
+  const int64_t in = w0.shape()[1], out = w0.shape()[0], rows = x0.numel() / std::max<int64_t>(1, in);
+  check(!bias0.defined() || (bias0.ndim() == 1 && bias0.shape()[0] == out), "linear: bias ",
+        bias0.defined() ? bias0.shape() : Shape(), " does not match weight ", w0.shape());
+  if (std::shared_ptr<Fp8Scaling> fp8 = active_fp8()) return linear_fp8(fp8, x0, w0, bias0, rows, in, out);
+  const DType dtype = autocast_dtype(CastPolicy::kLowerPrecision, {x0, w0, bias0});
+  const Tensor x = autocast_input(x0, dtype), w = autocast_input(w0, dtype);
+  const Tensor bias = bias0.defined() ? autocast_input(bias0, dtype) : Tensor();
+  const Accumulation accumulation = active_accumulation();
+  Result y(x.shape().with(-1, out));
+  // The bias is where each f32 chain starts, before the single rounding (addmm).
+  const std::vector<float> b = bias.defined() ? bias.to_vector() : std::vector<float>();
+  kernels::gemm(y.data(), out, operand(x, in, false), operand(w, in, true), rows, out, in,
+                {.accumulation = accumulation, .bias = bias.defined() ? b.data() : nullptr});
+  return record("linear", y.finish(dtype), {x, w, bias}, [x, w, bias, rows, in, out, accumulation](const Tensor& dy) {
+    const kernels::GemmOptions sums{.accumulation = accumulation};
+    if (x.requires_grad()) {  // dX (R,in) = dY (R,out) W (out,in)
+      Result dx(x.shape());
+      kernels::gemm(dx.data(), in, operand(dy, out, false), operand(w, in, false), rows, in, out, sums);
+      accumulate_grad(x, dx.finish(x.dtype()));
+    }
+    if (w.requires_grad()) {  // dW (out,in) = dY^T (out,R) X (R,in)
+      Result dw(w.shape());
+      kernels::gemm(dw.data(), in, operand(dy, out, true), operand(x, in, false), out, in, rows, sums);
+      accumulate_grad(w, dw.finish(w.dtype()));
+    }
+    // db (out) = dY summed over its rows: the bias was broadcast over them, and the tape sums a
+    // broadcast gradient back (sum_to: column sums in f32, rounded once into the bias's dtype).
+    // Under f16 accumulation the rows are summed here, in the forward's mode, as a GEMM would.
+    if (bias.defined() && accumulation != Accumulation::kF32) {
+      Result db(bias.shape());
+      const std::vector<float> g = dy.to_vector();
+      kernels::column_sums_f16(db.data(), g.data(), rows, out, out, accumulation);
+      accumulate_grad(bias, db.finish(bias.dtype()));
+    } else if (bias.defined()) {
+      accumulate_grad(bias, dy);
+    }
+  });
+}
+
+}  // namespace hg

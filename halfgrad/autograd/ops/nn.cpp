@@ -1,0 +1,496 @@
+// The transformer's fused ops, each forward followed by its backward. Row-wise math runs in
+// the f32 row kernels (halfgrad/autograd/kernels/rows.h) on blocks of widened rows (ops/map.h) and rounds
+// once; cross-row sums (layer_norm's weight gradients) are summed per fixed row block and the
+// block sums combined in block order, so results do not depend on the thread count.
+#include "halfgrad/autograd/ops/nn.h"
+
+#include <algorithm>
+#include <bit>
+#include <cmath>
+#include <cstring>
+#include <limits>
+
+#include "halfgrad/autograd/autocast.h"
+#include "halfgrad/autograd/kernels/accumulate.h"
+#include "halfgrad/autograd/kernels/elementwise.h"
+#include "halfgrad/autograd/kernels/rows.h"
+#include "halfgrad/autograd/ops/elementwise.h"
+#include "halfgrad/autograd/ops/map.h"
+#include "halfgrad/autograd/ops/matmul.h"
+#include "halfgrad/autograd/ops/reduce.h"
+#include "halfgrad/autograd/ops/shape_ops.h"
+#include "halfgrad/autograd/tape.h"
+#include "halfgrad/base/error.h"
+
+namespace hg {
+
+using detail::map_rows;
+using detail::RowBlock;
+template <size_t K>
+using Rows = std::array<const float*, K>;
+
+namespace {
+
+int64_t last_dim(const Tensor& x, const char* op) {
+  check(x.ndim() >= 1, op, ": needs at least 1 dim, got a scalar");
+  return x.shape()[-1];
+}
+
+// The mask of an attention softmax as additive rows of C values, 0 or -inf: for scores
+// (B, H, T, C), row (b, h, i) adds row b (a key mask, `per_query` false) or row b * T + i.
+struct SoftmaxBias {
+  std::vector<float> values;  // empty: no mask
+  int64_t rows_per_batch = 1, t = 1;
+  bool per_query = false;
+};
+
+// Under f16 accumulation (Autocast's Accumulation, kernels/accumulate.h) the normalizations'
+// statistics -- softmax's and log_softmax's sum of exponentials, layer norm's mean and variance,
+// the loss's sums -- are f16 chains; the rest of each row's math stays f32 as in the row
+// kernels. The backward passes keep f32 sums.
+float row_sum(const float* x, int64_t c, Accumulation mode) {
+  float s = 0;
+  kernels::row_sums_f16(&s, x, 1, c, mode);
+  return s;
+}
+
+// The max of z for a softmax row, and whether z holds a NaN (the row is then all NaN).
+std::pair<float, bool> row_max(const float* z, int64_t c) {
+  float m = -std::numeric_limits<float>::infinity();
+  for (int64_t j = 0; j < c; ++j) {
+    if (std::isnan(z[j])) return {m, true};
+    m = std::max(m, z[j]);
+  }
+  return {m, false};
+}
+
+// kernels::softmax_forward's rows (z = x scale + bias, e = exp(z - max), y = e / sum e) with
+// the sum an f16 chain.
+void softmax_rows_f16(float* y, const float* x, int64_t n, int64_t c, float scale, const float* bias,
+                      Accumulation mode) {
+  for (int64_t i = 0; i < n; ++i, x += c, y += c) {
+    for (int64_t j = 0; j < c; ++j) {
+      const float z = scale == 1.0f ? x[j] : x[j] * scale;
+      y[j] = bias != nullptr ? z + bias[j] : z;
+    }
+    const auto [m, nan] = row_max(y, c);
+    if (nan || m == -std::numeric_limits<float>::infinity()) {  // as the kernel: NaN row, or no key: zeros
+      std::fill(y, y + c, nan ? std::numeric_limits<float>::quiet_NaN() : 0.0f);
+      continue;
+    }
+    for (int64_t j = 0; j < c; ++j) y[j] -= m;
+    kernels::exp(y, y, c);
+    const float sum = row_sum(y, c, mode);
+    for (int64_t j = 0; j < c; ++j) y[j] /= sum;
+  }
+}
+
+// kernels::log_softmax_forward's rows (y = x - max - log(sum e^(x - max))) with the sum an f16
+// chain; an all -inf row gives NaN, as torch.
+void log_softmax_rows_f16(float* y, const float* x, int64_t n, int64_t c, Accumulation mode) {
+  std::vector<float> e(static_cast<size_t>(c));
+  for (int64_t i = 0; i < n; ++i, x += c, y += c) {
+    const auto [m, nan] = row_max(x, c);
+    if (nan || m == -std::numeric_limits<float>::infinity()) {
+      std::fill(y, y + c, std::numeric_limits<float>::quiet_NaN());
+      continue;
+    }
+    for (int64_t j = 0; j < c; ++j) y[j] = x[j] - m;
+    kernels::exp(e.data(), y, c);
+    const float log_sum = std::log(row_sum(e.data(), c, mode));
+    for (int64_t j = 0; j < c; ++j) y[j] -= log_sum;
+  }
+}
+
+// kernels::layer_norm_forward's rows with the mean (sum x / C) and the biased variance
+// (sum (x - mean)^2 / C) f16 chains.
+void layer_norm_rows_f16(float* y, float* mean, float* rstd, const float* x, const float* w, const float* b, int64_t n,
+                         int64_t c, float eps, Accumulation mode) {
+  std::vector<float> squares(static_cast<size_t>(c));
+  for (int64_t i = 0; i < n; ++i, x += c, y += c) {
+    mean[i] = row_sum(x, c, mode) / float(c);
+    for (int64_t j = 0; j < c; ++j) {
+      y[j] = x[j] - mean[i];
+      squares[size_t(j)] = y[j] * y[j];
+    }
+    rstd[i] = 1.0f / std::sqrt(row_sum(squares.data(), c, mode) / float(c) + eps);
+    for (int64_t j = 0; j < c; ++j) {
+      const float scaled = y[j] * rstd[i];
+      y[j] = (w != nullptr ? scaled * w[j] : scaled) + (b != nullptr ? b[j] : 0.0f);
+    }
+  }
+}
+
+// softmax(x scale + bias) over the last dim, rounded once.
+Tensor fused_softmax(const Tensor& x0, float scale, const SoftmaxBias& bias) {
+  const Tensor x = autocast_input(x0, autocast_dtype(CastPolicy::kNormalization, {x0}));
+  const int64_t c = last_dim(x, "softmax");
+  const Accumulation mode = active_accumulation();
+  const auto rows = [&](float* out, const float* in, int64_t count, const float* bias_row) {
+    if (mode == Accumulation::kF32) {
+      kernels::softmax_forward(out, in, count, c, scale, bias_row);
+    } else {
+      softmax_rows_f16(out, in, count, c, scale, bias_row, mode);
+    }
+  };
+  Tensor y = map_rows<1>(x.shape(), x.dtype(), {x}, [&](float* out, const Rows<1>& in, RowBlock block) {
+    if (bias.values.empty()) {
+      rows(out, in[0], block.count, nullptr);
+      return;
+    }
+    // Runs of consecutive rows that add the same bias row: one row per query, or to the end of
+    // the batch for a key mask.
+    for (int64_t row = block.first, end = block.first + block.count; row < end;) {
+      const int64_t batch = row / bias.rows_per_batch;
+      const int64_t mask_row = bias.per_query ? batch * bias.t + row % bias.t : batch;
+      const int64_t run = bias.per_query ? 1 : std::min(end, (batch + 1) * bias.rows_per_batch) - row;
+      const int64_t offset = (row - block.first) * c;
+      rows(out + offset, in[0] + offset, run, &bias.values[size_t(mask_row * c)]);
+      row += run;
+    }
+  });
+  const Tensor saved = y.detach();
+  return record("softmax", y, {x}, [x, saved, c, scale](const Tensor& dy) {
+    // dx = y * (dy - sum_j dy_j y_j) * scale; masked keys have y = 0, so their dx is 0.
+    accumulate_grad(x, map_rows<2>(x.shape(), dy.dtype(), {dy, saved}, [c, scale](float* out, const Rows<2>& in, RowBlock block) {
+      kernels::softmax_backward(out, in[0], in[1], block.count, c, scale);
+    }));
+  });
+}
+
+}  // namespace
+
+// A row that is -inf everywhere gives zeros instead of torch's NaN (kernels::softmax_forward).
+Tensor softmax(const Tensor& x) { return fused_softmax(x, 1.0f, {}); }
+
+Tensor scaled_masked_softmax(const Tensor& x, float scale, const Indices& masked) {
+  check(x.ndim() == 4, "scaled_masked_softmax: scores must be (B, H, T, C), got ", x.shape());
+  const int64_t b = x.shape()[0], h = x.shape()[1], t = x.shape()[2], c = x.shape()[3];
+  SoftmaxBias bias{.rows_per_batch = h * t, .t = t, .per_query = masked.shape == Shape{b, 1, t, c}};
+  if (masked.numel() > 0) {
+    check(bias.per_query || masked.shape == Shape{b, 1, 1, c}, "scaled_masked_softmax: mask of shape ",
+          masked.shape, " for scores ", x.shape(), " (needs (B, 1, 1, C) or (B, 1, T, C))");
+    bias.values.resize(size_t(masked.numel()));
+    for (size_t i = 0; i < bias.values.size(); ++i) {
+      bias.values[i] = masked[int64_t(i)] != 0 ? -std::numeric_limits<float>::infinity() : 0.0f;
+    }
+  }
+  return fused_softmax(x, scale, bias);
+}
+
+Tensor log_softmax(const Tensor& x0) {
+  const Tensor x = autocast_input(x0, autocast_dtype(CastPolicy::kNormalization, {x0}));
+  const int64_t c = last_dim(x, "log_softmax");
+  const Accumulation mode = active_accumulation();
+  Tensor y = map_rows<1>(x.shape(), x.dtype(), {x}, [c, mode](float* out, const Rows<1>& in, RowBlock block) {
+    if (mode == Accumulation::kF32) {
+      kernels::log_softmax_forward(out, in[0], block.count, c);
+    } else {
+      log_softmax_rows_f16(out, in[0], block.count, c, mode);
+    }
+  });
+  const Tensor saved = y.detach();
+  return record("log_softmax", y, {x}, [x, saved, c](const Tensor& dy) {
+    // dx = dy - exp(y) * sum_j dy_j
+    accumulate_grad(x, map_rows<2>(x.shape(), dy.dtype(), {dy, saved}, [c](float* out, const Rows<2>& in, RowBlock block) {
+      kernels::log_softmax_backward(out, in[0], in[1], block.count, c);
+    }));
+  });
+}
+
+Tensor layer_norm(const Tensor& x0, const Tensor& weight0, const Tensor& bias0, float eps) {
+  const DType dtype = autocast_dtype(CastPolicy::kNormalization, {x0, weight0, bias0});
+  const Tensor x = autocast_input(x0, dtype);
+  const Tensor weight = weight0.defined() ? autocast_input(weight0, dtype) : Tensor();
+  const Tensor bias = bias0.defined() ? autocast_input(bias0, dtype) : Tensor();
+  const int64_t c = last_dim(x, "layer_norm");
+  for (const Tensor* p : {&weight, &bias}) {
+    check(!p->defined() || (p->ndim() == 1 && p->shape()[0] == c), "layer_norm: parameter of shape ",
+          p->defined() ? p->shape() : Shape(), " for input ", x.shape());
+  }
+  const int64_t rows = c ? x.numel() / c : 0;
+  // The parameters widened once (C elements each); empty when undefined (the kernel's null).
+  const auto widened = [](const Tensor& t) { return t.defined() ? t.to_vector() : std::vector<float>(); };
+  const std::vector<float> w = widened(weight), b = widened(bias);
+  const float* const w_ptr = w.empty() ? nullptr : w.data();
+  const float* const b_ptr = b.empty() ? nullptr : b.data();
+  // Saved per row for backward: mean and 1/sqrt(var + eps) (biased variance, as torch).
+  auto mean = std::make_shared<std::vector<float>>(size_t(rows));
+  auto rstd = std::make_shared<std::vector<float>>(size_t(rows));
+  const Accumulation mode = active_accumulation();
+  Tensor y = map_rows<1>(x.shape(), x.dtype(), {x}, [&](float* out, const Rows<1>& in, RowBlock block) {
+    if (mode == Accumulation::kF32) {
+      kernels::layer_norm_forward(out, mean->data() + block.first, rstd->data() + block.first, in[0], w_ptr, b_ptr,
+                                  block.count, c, eps);
+    } else {
+      layer_norm_rows_f16(out, mean->data() + block.first, rstd->data() + block.first, in[0], w_ptr, b_ptr,
+                          block.count, c, eps, mode);
+    }
+  });
+  return record("layer_norm", y, {x, weight, bias}, [x, weight, bias, mean, rstd, w, c, rows](const Tensor& dy) {
+    const float* const w_ptr = w.empty() ? nullptr : w.data();
+    const bool need_dw = weight.defined() && weight.requires_grad();
+    const bool need_db = bias.defined() && bias.requires_grad();
+    // dw and db: each row block accumulates its own partial sums (in row order), then the
+    // partials are summed in block order.
+    const int64_t blocks = detail::row_blocks(rows, c);
+    std::vector<float> partial_w(need_dw ? size_t(blocks * c) : 0, 0.0f), partial_b(need_db ? size_t(blocks * c) : 0, 0.0f);
+    const auto kernel = [&](float* dx, const Rows<2>& in, RowBlock block) {
+      kernels::layer_norm_backward(dx, need_dw ? &partial_w[size_t(block.index * c)] : nullptr,
+                                   need_db ? &partial_b[size_t(block.index * c)] : nullptr, in[0], in[1], w_ptr,
+                                   mean->data() + block.first, rstd->data() + block.first, block.count, c);
+    };
+    if (x.requires_grad()) {
+      // dx = rstd * (g w - mean(g w) - xhat * mean(g w xhat)), xhat = (x - mean) rstd.
+      accumulate_grad(x, map_rows<2>(x.shape(), dy.dtype(), {dy, x}, kernel));
+    } else if (need_dw || need_db) {
+      detail::for_rows<2>({dy, x}, rows, c, false, [&](const Rows<2>& in, RowBlock block, float*) { kernel(nullptr, in, block); });
+    }
+    const auto sum_blocks_into = [&](const std::vector<float>& partial, const Tensor& param) {
+      std::vector<float> total(static_cast<size_t>(c));
+      kernels::column_sums(total.data(), partial.data(), blocks, c, c);
+      accumulate_grad(param, Tensor::from_vector(total, param.shape(), DType::f32));
+    };
+    if (need_dw) sum_blocks_into(partial_w, weight);
+    if (need_db) sum_blocks_into(partial_b, bias);
+  });
+}
+
+Tensor dropout(const Tensor& x, float p, Generator& gen, bool training) {
+  check(p >= 0.0f && p < 1.0f, "dropout: p must be in [0, 1), got ", p);
+  if (!training || p == 0.0f) return x;
+  // mask: 1/(1-p) where kept, 0 where dropped, in f32 so the scale is not rounded. Drawn into
+  // the mask's own storage: no zero-filled vector and no copy.
+  const Tensor mask = Tensor::empty(x.shape(), DType::f32);
+  const std::span<float> u(mask.data<float>(), size_t(x.numel()));
+  gen.uniform(u);
+  const float scale = 1.0f / (1.0f - p);
+  for (float& v : u) v = v >= p ? scale : 0.0f;
+  auto apply = [](float* out, const std::array<const float*, 2>& in, int64_t n) { kernels::mul(out, in[0], in[1], n); };
+  Tensor y = detail::map<2>(x.shape(), x.dtype(), {x, mask}, apply);
+  return record("dropout", y, {x}, [x, mask, apply](const Tensor& dy) {
+    accumulate_grad(x, detail::map<2>(dy.shape(), dy.dtype(), {dy, mask}, apply));
+  });
+}
+
+namespace {
+
+// The positions of `ids` (each in [0, v)) that are not padding_idx, ordered by id and, among
+// equal ids, by position: std::stable_sort's order, by a least-significant-digit radix sort (11
+// bits a pass, as many passes as ids below v have bits; each pass is stable). Per step of the
+// main job that is two passes over 32K positions instead of a comparison sort (3.6% of its time).
+std::vector<int64_t> positions_by_id(const Indices& ids, int32_t padding_idx, int64_t v) {
+  std::vector<int64_t> order, next;
+  order.reserve(size_t(ids.numel()));
+  for (int64_t i = 0; i < ids.numel(); ++i) {
+    if (ids[i] != padding_idx) order.push_back(i);
+  }
+  constexpr int kBits = 11;
+  constexpr uint32_t kMask = (1u << kBits) - 1;
+  const int bits = std::bit_width(uint64_t(std::max<int64_t>(v, 1) - 1));
+  next.resize(order.size());
+  for (int shift = 0; shift < bits; shift += kBits) {
+    std::vector<size_t> start(size_t(kMask) + 2, 0);  // start[d + 1] counts digit d, then prefix sums
+    for (const int64_t i : order) ++start[((uint32_t(ids[i]) >> shift) & kMask) + 1];
+    for (size_t d = 1; d < start.size(); ++d) start[d] += start[d - 1];
+    for (const int64_t i : order) next[start[(uint32_t(ids[i]) >> shift) & kMask]++] = i;
+    order.swap(next);
+  }
+  return order;
+}
+
+}  // namespace
+
+Tensor embedding(const Indices& ids, const Tensor& weight, int32_t padding_idx, bool sparse) {
+  check(weight.ndim() == 2, "embedding: weight must be (V, C), got ", weight.shape());
+  const int64_t v = weight.shape()[0], c = weight.shape()[1];
+  for (int64_t i = 0; i < ids.numel(); ++i) {
+    check(ids[i] >= 0 && ids[i] < v, "embedding: id ", ids[i], " at position ", i, " is outside the vocabulary [0, ", v, ")");
+  }
+  check(ids.shape.ndim() < Shape::kMaxDims, "embedding: ids of shape ", ids.shape, " have too many dims");
+  std::vector<int64_t> dims(ids.shape.dims().begin(), ids.shape.dims().end());
+  dims.push_back(c);
+  Tensor y = Tensor::empty(Shape(std::span<const int64_t>(dims)), weight.dtype());
+  const size_t row_bytes = size_t(c) * element_size(weight.dtype());
+  for (int64_t i = 0; i < ids.numel(); ++i) {  // a gather: exact copies, no rounding
+    std::memcpy(y.bytes() + size_t(i) * row_bytes, weight.bytes() + size_t(ids[i]) * row_bytes, row_bytes);
+  }
+  return record("embedding", y, {weight}, [ids, weight, padding_idx, v, c, sparse](const Tensor& dy) {
+    // Scatter-add rows of dy into dW in position order (f32), skipping padding_idx.
+    if (sparse) {  // the same sums, for the touched rows only: positions sorted by id, stably
+      const std::vector<int64_t> order = positions_by_id(ids, padding_idx, v);
+      SparseRows dw;
+      for (const int64_t i : order) {
+        if (dw.rows.empty() || dw.rows.back() != ids[i]) dw.rows.push_back(ids[i]);
+      }
+      dw.values = Tensor::zeros({int64_t(dw.rows.size()), c});
+      float* row = dw.values.data<float>() - c;
+      // dy in f32: in place, or widened once (a decode call per position cost more than its rows).
+      std::vector<float> widened;
+      if (dy.dtype() != DType::f32) widened = dy.to_vector();
+      const float* gy = dy.dtype() == DType::f32 ? dy.data<float>() : widened.data();
+      for (size_t k = 0; k < order.size(); ++k) {
+        const int64_t i = order[k];
+        if (k == 0 || ids[order[k - 1]] != ids[i]) row += c;
+        const float* g = gy + i * c;
+        for (int64_t j = 0; j < c; ++j) row[j] += g[j];
+      }
+      accumulate_grad(weight, std::move(dw));
+      return;
+    }
+    const std::vector<float> g = dy.to_vector();
+    std::vector<float> dw(size_t(v * c), 0.0f);
+    for (int64_t i = 0; i < ids.numel(); ++i) {
+      if (ids[i] == padding_idx) continue;
+      for (int64_t j = 0; j < c; ++j) dw[size_t(ids[i] * c + j)] += g[size_t(i * c + j)];
+    }
+    accumulate_grad(weight, Tensor::from_vector(dw, weight.shape()));
+  });
+}
+
+Tensor cross_entropy(const Tensor& logits, const Indices& targets, const CrossEntropyOptions& options) {
+  check(logits.ndim() == 2, "cross_entropy: logits must be (N, K), got ", logits.shape());
+  const int64_t n = logits.shape()[0], k = logits.shape()[1];
+  check(targets.numel() == n, "cross_entropy: ", targets.numel(), " targets for ", n, " rows of logits");
+  const float eps = options.label_smoothing;
+  check(eps >= 0.0f && eps <= 1.0f, "cross_entropy: label_smoothing must be in [0, 1], got ", eps);
+  int64_t counted = 0;
+  for (int64_t i = 0; i < n; ++i) {
+    if (targets[i] == options.ignore_index) continue;
+    check(targets[i] >= 0 && targets[i] < k, "cross_entropy: target ", targets[i], " in row ", i,
+          " is not a class in [0, ", k, ")");
+    ++counted;
+  }
+  // Row losses in f32: -(1 - eps) logp[t] - eps/K sum_j logp[j] (torch's label smoothing).
+  // Under f16 accumulation (inside an Autocast guard that asks for it) the log-softmax's sums,
+  // the rows' sums of logp and the total over the rows are f16 chains.
+  const Accumulation mode = active_accumulation();
+  const std::vector<float> z = logits.to_vector();
+  std::vector<float> logp(z.size()), sum_logp(static_cast<size_t>(n));
+  std::vector<float> terms;  // the counted rows' losses, in row order
+  if (mode == Accumulation::kF32) {
+    kernels::log_softmax_forward(logp.data(), z.data(), n, k);
+    kernels::row_sums(sum_logp.data(), logp.data(), n, k);
+  } else {
+    log_softmax_rows_f16(logp.data(), z.data(), n, k, mode);
+    kernels::row_sums_f16(sum_logp.data(), logp.data(), n, k, mode);
+  }
+  float total = 0.0f;
+  for (int64_t i = 0; i < n; ++i) {
+    if (targets[i] == options.ignore_index) continue;
+    const float term = -(1.0f - eps) * logp[size_t(i * k + targets[i])] - eps / float(k) * sum_logp[size_t(i)];
+    if (mode == Accumulation::kF32) {
+      total += term;
+    } else {
+      terms.push_back(term);
+    }
+  }
+  if (mode != Accumulation::kF32) total = row_sum(terms.data(), int64_t(terms.size()), mode);
+  // torch returns NaN for a batch whose every target is ignored (0/0); so do we.
+  const float loss = counted ? total / float(counted) : std::numeric_limits<float>::quiet_NaN();
+  Tensor y = Tensor::full({}, loss, DType::f32);
+  return record("cross_entropy", y, {logits}, [logits, targets, logp, n, k, eps, counted, options](const Tensor& dy) {
+    // d loss / d z_ij = (softmax_ij - (1 - eps) [j = t_i] - eps/K) * dy / count
+    const float scale = dy.item() / float(std::max<int64_t>(counted, 1));
+    std::vector<float> dz(size_t(n * k), 0.0f);
+    for (int64_t i = 0; i < n; ++i) {
+      if (targets[i] == options.ignore_index) continue;
+      float* row = &dz[size_t(i * k)];
+      kernels::exp(row, &logp[size_t(i * k)], k);  // softmax
+      for (int64_t j = 0; j < k; ++j) {
+        const float target = (j == targets[i] ? 1.0f - eps : 0.0f) + eps / float(k);
+        row[j] = (row[j] - target) * scale;
+      }
+    }
+    accumulate_grad(logits, Tensor::from_vector(dz, logits.shape()));
+  });
+}
+
+namespace {
+
+// Attention's inputs checked (before any product) and its mask built, for scaled_masked_softmax:
+// the scale and the mask are applied inside the softmax, so the scaled and masked (B, H, T, T)
+// scores are never stored, and a masked key gets weight exactly 0, as torch's -inf masks give
+// (Hugging Face fills torch.finfo(dtype).min instead: the same zeros whenever a row has one real
+// key). A row with no key at all gives zeros, not NaN.
+Indices attention_masked(const Indices& attention_mask, int64_t b, int64_t t, bool causal, float dropout_p,
+                         const Generator* gen) {
+  check(attention_mask.numel() == 0 || attention_mask.shape == Shape{b, t}, "attention: mask of shape ",
+        attention_mask.shape, " for batch ", b, " and length ", t);
+  check(dropout_p <= 0.0f || gen != nullptr, "attention: dropout_p > 0 needs a generator");
+  const bool padded = std::find(attention_mask.values.begin(), attention_mask.values.end(), 0) !=
+                      attention_mask.values.end();
+  if (causal) {
+    // masked[b, 0, i, j] = 1 where key j is padding or j > i.
+    std::vector<int32_t> values(size_t(b * t * t), 0);
+    for (int64_t bi = 0; bi < b; ++bi) {
+      for (int64_t i = 0; i < t; ++i) {
+        for (int64_t j = 0; j < t; ++j) {
+          const bool pad = padded && attention_mask[bi * t + j] == 0;
+          values[size_t((bi * t + i) * t + j)] = (pad || j > i) ? 1 : 0;
+        }
+      }
+    }
+    return Indices(std::move(values), {b, 1, t, t});
+  }
+  if (padded) {
+    // masked[b, 0, 0, j] = 1 where key j is padding, for every head and query. Without padding
+    // nothing is masked.
+    std::vector<int32_t> values(size_t(b * t));
+    for (int64_t i = 0; i < b * t; ++i) values[size_t(i)] = attention_mask[i] == 0 ? 1 : 0;
+    return Indices(std::move(values), {b, 1, 1, t});
+  }
+  return {};
+}
+
+// The attention probabilities from the (B, H, T, T) scores q k^T: softmax(scores / sqrt(D) + mask),
+// then dropout.
+Tensor attention_probabilities(const Tensor& scores, int64_t d, const Indices& masked, float dropout_p,
+                               Generator* gen) {
+  Tensor probabilities = scaled_masked_softmax(scores, 1.0f / std::sqrt(float(d)), masked);
+  return dropout_p > 0.0f ? dropout(probabilities, dropout_p, *gen) : probabilities;
+}
+
+}  // namespace
+
+Tensor scaled_dot_product_attention(const Tensor& q, const Tensor& k, const Tensor& v,
+                                    const Indices& attention_mask, bool causal, float dropout_p,
+                                    Generator* gen) {
+  check(q.ndim() == 4 && k.shape() == q.shape() && v.shape() == q.shape(),
+        "attention: q, k, v must share one (B, H, T, D) shape, got ", q.shape(), ", ",
+        k.shape(), ", ", v.shape());
+  const int64_t b = q.shape()[0], t = q.shape()[2], d = q.shape()[3];
+  const Indices masked = attention_masked(attention_mask, b, t, causal, dropout_p, gen);
+  return matmul(attention_probabilities(matmul_transposed(q, k), d, masked, dropout_p, gen), v);
+}
+
+Tensor multi_head_attention(const Tensor& q, const Tensor& k, const Tensor& v, int64_t heads,
+                            const Indices& attention_mask, bool causal, float dropout_p, Generator* gen) {
+  check(q.ndim() == 3 && k.shape() == q.shape() && v.shape() == q.shape(),
+        "attention: q, k, v must share one (B, T, H*D) shape, got ", q.shape(), ", ", k.shape(), ", ", v.shape());
+  check(heads > 0 && q.shape()[2] % heads == 0, "attention: ", heads, " heads do not divide the ", q.shape()[2],
+        " columns of q, k, v");
+  const int64_t b = q.shape()[0], t = q.shape()[1], d = q.shape()[2] / heads;
+  const Indices masked = attention_masked(attention_mask, b, t, causal, dropout_p, gen);
+  return matmul_heads(attention_probabilities(matmul_heads_transposed(q, k, heads), d, masked, dropout_p, gen), v);
+}
+
+Tensor masked_mean(const Tensor& x, const Indices& mask) {
+  check(x.ndim() == 3 && mask.shape == Shape{x.shape()[0], x.shape()[1]}, "masked_mean: x ",
+        x.shape(), " needs a (B, T) mask, got ", mask.shape);
+  const int64_t b = x.shape()[0], t = x.shape()[1];
+  std::vector<float> keep(static_cast<size_t>(b * t));
+  std::vector<float> inv_count(static_cast<size_t>(b));
+  for (int64_t bi = 0; bi < b; ++bi) {
+    int64_t count = 0;
+    for (int64_t ti = 0; ti < t; ++ti) {
+      keep[size_t(bi * t + ti)] = mask[bi * t + ti] != 0 ? 1.0f : 0.0f;
+      count += mask[bi * t + ti] != 0;
+    }
+    inv_count[size_t(bi)] = 1.0f / float(std::max<int64_t>(count, 1));
+  }
+  const Tensor summed = sum(mul(x, Tensor::from_vector(keep, {b, t, 1})), 1);  // (B, C)
+  return mul(summed, Tensor::from_vector(inv_count, {b, 1}));
+}
+
+}  // namespace hg

@@ -1,0 +1,48 @@
+// SparseRows: a row-sparse gradient of a (V, C) table -- the sorted, unique ids of the rows that
+// received gradient and their (R, C) values in the table's dtype; every other row is zero and is
+// not stored. embedding(ids, w, padding_idx, /*sparse=*/true) produces it, as
+// torch.nn.Embedding(sparse=True) produces a coalesced sparse COO gradient (here whole rows only).
+// Why: a hashed n-gram table has 2^16..2^20 rows and a batch touches a few thousand; a dense
+// (V, C) gradient would make loss scaling, clipping, master copies and the optimizer each pass
+// over every row, every step.
+//
+// A tensor holds a dense gradient (Tensor::grad()) or a row-sparse one (Tensor::sparse_grad()),
+// never both. The tape adds two sparse gradients as SparseRows and a sparse one to a dense one as
+// dense (accumulate_grad in tape.h), rounding exactly as the dense path's add does, so the rows a
+// sparse gradient stores hold the dense gradient's bits. Who reads it and with what semantics
+// (lazy optimizer updates of the stored rows): docs/sparse_gradients.md.
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <vector>
+
+#include "halfgrad/autograd/tensor.h"
+
+namespace hg {
+
+struct SparseRows {
+  std::vector<int64_t> rows;  // sorted, unique, each in [0, V)
+  Tensor values;              // (R, C), R = rows.size(), row k the gradient of row rows[k]
+};
+
+// The (V, C) tensor of `shape` holding g's rows (exact copies) and zeros elsewhere.
+Tensor to_dense(const SparseRows& g, const Shape& shape);
+
+// a + b over the union of their rows; every element of the result is add()'s rounding of the
+// two rows' elements (a missing row counting as +0), as the dense sum of the two would be.
+// a and b share one dtype and row width.
+SparseRows add(const SparseRows& a, const SparseRows& b);
+
+// Rows `rows` of the 2-D tensor t widened to f32, concatenated: rows.size() * C values. Rows are
+// converted in blocks and copied in parallel when there are enough (each is its own copy: the bits
+// do not depend on it). Here and in write_rows a row outside t is an hg::Error naming it.
+std::vector<float> read_rows(const Tensor& t, std::span<const int64_t> rows);
+// The inverse: rows.size() * C f32 values written into those rows of t, each rounded once
+// (nearest even, or `rounding`), as an optimizer step writes a parameter. With stochastic
+// rounding, element j of row r draws the event first_event + r * C + j from `seed`: its index in
+// t, as Tensor::assign_rounded numbers it, so a row's bits do not depend on the other rows.
+void write_rows(const Tensor& t, std::span<const int64_t> rows, std::span<const float> values,
+                const precision::RoundingOptions& rounding = {}, uint64_t seed = 0, uint64_t first_event = 0);
+
+}  // namespace hg

@@ -1,0 +1,63 @@
+// TextClassifier: the model halfgrad trains. Token ids (0 = padding) plus learned position
+// embeddings, a pre-LN TransformerEncoder, a final LayerNorm, pooling (the mean over real
+// tokens, or the first token's output for a CLS token), and a linear head:
+//   logits = head(pool(norm(encoder(dropout(tok[ids] + pos[0..T)), mask)), mask))
+// With position_embedding kNone the ids are a bag (hashed n-grams, halfgrad/data/tokenizer.h): no pos
+// term, and padding (id 0, mask 0) is kept out of attention and of the mean pooling by the mask.
+// With layers 0 as well this is fastText's model plus a LayerNorm, which (as for the encoder's
+// output) normalises each token's row before the mean: logits = head(mean_t norm(tok[ids_t])).
+// ClassifierConfig is what a checkpoint saves to rebuild the model.
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "halfgrad/autograd/indices.h"
+#include "halfgrad/nn/embedding.h"
+#include "halfgrad/nn/transformer.h"
+
+namespace hg::nn {
+
+enum class Pooling { kMean, kCls };
+enum class PositionEmbedding { kLearned, kNone };  // kNone: the sequence is a bag of tokens
+
+// "learned" | "none" (config.json's position_embedding, --positions); parse_position_embedding
+// throws hg::Error naming `what` and the allowed names.
+std::string to_string(PositionEmbedding p);
+PositionEmbedding parse_position_embedding(const std::string& name, const std::string& what = "position_embedding");
+
+struct ClassifierConfig {
+  int64_t vocab = 256;  // token ids in [0, vocab); id 0 is padding
+  int64_t max_len = 32;
+  int64_t d_model = 128, heads = 4, d_ff = 512, layers = 2;
+  int64_t classes = 2;
+  float dropout = 0.1f;
+  Pooling pooling = Pooling::kMean;
+  PositionEmbedding position_embedding = PositionEmbedding::kLearned;
+  // The token table's gradient holds only the rows a batch used (docs/sparse_gradients.md): a
+  // hashed vocabulary of 2^16+ rows then costs what a batch touches. Training only: the
+  // optimizer updates those rows lazily; the model's values and outputs are the same.
+  bool sparse_embedding = false;
+  float init_std = 0.02f;  // weights ~ N(0, init_std), biases 0 (halfgrad/nn/init.h kNormal)
+
+  // Throws hg::Error naming the first field that is out of range (e.g. heads not dividing
+  // d_model).
+  void validate() const;
+};
+
+class TextClassifier : public Module {
+ public:
+  TextClassifier(const ClassifierConfig& config, uint64_t seed);
+  // ids, attention_mask: (B, T) with T <= max_len, mask 1 = real token -> logits (B, classes)
+  Tensor forward(const Indices& ids, const Indices& attention_mask) const;
+
+  ClassifierConfig config;
+  std::shared_ptr<Generator> dropout_gen;  // all dropout masks; its state is checkpointed
+  std::shared_ptr<Embedding> token_embedding, position_embedding;  // position_embedding: null with kNone
+  std::shared_ptr<TransformerEncoder> encoder;
+  std::shared_ptr<LayerNorm> norm;
+  std::shared_ptr<Linear> head;
+  std::shared_ptr<Dropout> embedding_dropout;
+};
+
+}  // namespace hg::nn

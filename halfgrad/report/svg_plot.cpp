@@ -1,0 +1,286 @@
+// SvgPlot's drawing: axis ranges from the data, "nice" ticks (1, 2, 5 x 10^k, or 2^k on a log2
+// axis), series clipped to the plot area, and a legend to the right of it.
+#include "halfgrad/report/svg_plot.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <fstream>
+#include <limits>
+
+#include "halfgrad/base/error.h"
+
+namespace hg::report {
+namespace {
+
+constexpr double kLeft = 70, kRight = 190, kTop = 40, kBottom = 50;
+constexpr const char* kColors[] = {"#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b", "#17becf"};
+constexpr const char* kRegionFills[] = {"#e8e8e8", "#fbe3c8", "#d9ead3", "#f4cccc"};
+
+std::string num(double v) {
+  char buffer[32];
+  std::snprintf(buffer, sizeof buffer, "%.2f", v);
+  return buffer;
+}
+
+std::string tick_label(double v) {
+  char buffer[32];
+  std::snprintf(buffer, sizeof buffer, "%g", std::abs(v) < 1e-12 ? 0.0 : v);
+  return buffer;
+}
+
+// Tick positions covering [lo, hi] with a step of 1, 2 or 5 times a power of ten (an integer
+// step of at least 1 on a log2 axis).
+std::vector<double> ticks(double lo, double hi, bool integer) {
+  const double raw = (hi - lo) / 6;
+  double step = std::pow(10.0, std::floor(std::log10(raw)));
+  for (double m : {2.0, 5.0, 10.0}) {
+    if (step >= raw) break;
+    step = std::pow(10.0, std::floor(std::log10(raw))) * m;
+  }
+  if (integer) step = std::max(1.0, std::round(step));
+  std::vector<double> out;
+  for (double t = std::ceil(lo / step) * step; t <= hi + 1e-9 * (hi - lo); t += step) out.push_back(t);
+  return out;
+}
+
+}  // namespace
+
+std::string xml_escape(const std::string& text) {
+  std::string out;
+  for (char c : text) {
+    switch (c) {
+      case '&': out += "&amp;"; break;
+      case '<': out += "&lt;"; break;
+      case '>': out += "&gt;"; break;
+      case '"': out += "&quot;"; break;
+      default: out += c;
+    }
+  }
+  return out;
+}
+
+SvgPlot::SvgPlot(PlotOptions options) : options_(std::move(options)) {}
+
+void SvgPlot::add_line(std::string name, std::vector<double> x, std::vector<double> y, bool steps) {
+  check(x.size() == y.size(), "SvgPlot::add_line: ", x.size(), " x values but ", y.size(), " y values");
+  series_.push_back({std::move(name), std::move(x), std::move(y), steps, false, false});
+}
+
+void SvgPlot::add_bars(std::string name, std::vector<double> values) {
+  std::vector<double> x(values.size());
+  for (size_t i = 0; i < x.size(); ++i) x[i] = double(i);
+  series_.push_back({std::move(name), std::move(x), std::move(values), false, true, false});
+}
+
+void SvgPlot::set_categories(std::vector<std::string> names) { categories_ = std::move(names); }
+
+void SvgPlot::add_markers(std::string name, std::vector<double> x) {
+  std::vector<double> y(x.size(), 0.0);
+  series_.push_back({std::move(name), std::move(x), std::move(y), false, false, true});
+}
+
+void SvgPlot::add_region(double x0, double x1, std::string label) { regions_.push_back({x0, x1, std::move(label)}); }
+
+void SvgPlot::add_text(double x, double y, std::string text) { texts_.push_back({x, y, std::move(text)}); }
+
+void SvgPlot::set_x_range(double lo, double hi) {
+  check(lo < hi, "SvgPlot: empty x range [", lo, ", ", hi, "]");
+  fixed_x_ = true;
+  x_lo_ = lo;
+  x_hi_ = hi;
+}
+
+void SvgPlot::set_y_range(double lo, double hi) {
+  check(lo < hi, "SvgPlot: empty y range [", lo, ", ", hi, "]");
+  fixed_y_ = true;
+  y_lo_ = lo;
+  y_hi_ = hi;
+}
+
+double SvgPlot::y_value(double y) const { return options_.log2_y ? std::log2(y) : y; }
+
+bool SvgPlot::zero_floor() const {
+  if (!options_.log2_y) return false;
+  for (const Series& s : series_) {
+    if (s.bars && std::find(s.y.begin(), s.y.end(), 0.0) != s.y.end()) return true;
+  }
+  return false;
+}
+
+std::pair<double, double> SvgPlot::x_range() const {
+  if (fixed_x_) return {x_lo_, x_hi_};
+  double lo = std::numeric_limits<double>::infinity(), hi = -lo;
+  for (const Series& s : series_) {
+    for (double x : s.x) {
+      lo = std::min(lo, s.bars ? x - 0.5 : x);
+      hi = std::max(hi, s.bars ? x + 0.5 : s.steps ? x + 1 : x);
+    }
+  }
+  if (!(lo < hi)) return {std::isfinite(lo) ? lo - 1 : 0.0, std::isfinite(lo) ? lo + 1 : 1.0};
+  return {lo, hi};
+}
+
+std::pair<double, double> SvgPlot::y_range() const {
+  if (fixed_y_) return {y_value(y_lo_), y_value(y_hi_)};
+  double lo = options_.log2_y ? std::numeric_limits<double>::infinity() : 0.0, hi = -std::numeric_limits<double>::infinity();
+  for (const Series& s : series_) {
+    if (s.markers) continue;
+    for (double y : s.y) {
+      if (!std::isfinite(y_value(y))) continue;
+      lo = std::min(lo, y_value(y));
+      hi = std::max(hi, y_value(y));
+    }
+  }
+  if (options_.log2_y) {
+    lo = std::floor(lo) - (zero_floor() ? 1 : 0);
+    hi = std::ceil(hi);
+  } else {
+    hi = hi > lo ? hi + 0.05 * (hi - lo) : hi;
+  }
+  if (!(lo < hi)) return {std::isfinite(lo) ? lo - 1 : 0.0, std::isfinite(lo) ? lo + 1 : 1.0};
+  return {lo, hi};
+}
+
+double SvgPlot::pixel_x(double x) const {
+  const auto [lo, hi] = x_range();
+  return kLeft + (x - lo) / (hi - lo) * (options_.width - kLeft - kRight);
+}
+
+// Category names stand vertically below the axis, so the bottom margin grows with the longest
+// (about 6.5 px a character at font size 11) and dozens of tensor names stay readable.
+double SvgPlot::bottom_margin() const {
+  size_t longest = 0;
+  for (const std::string& c : categories_) longest = std::max(longest, c.size());
+  return categories_.empty() ? kBottom : std::max(kBottom, 14 + 6.5 * double(longest));
+}
+
+double SvgPlot::pixel_y(double y) const {
+  const auto [lo, hi] = y_range();
+  const double h = options_.height - kTop - bottom_margin();
+  return kTop + h - (y_value(y) - lo) / (hi - lo) * h;
+}
+
+std::string SvgPlot::svg() const {
+  const auto [xlo, xhi] = x_range();
+  // Not a structured binding: the lambda below captures these, which clang 14 (the fuzz build)
+  // does not allow for bindings yet.
+  const std::pair<double, double> y_axis = y_range();
+  const double ylo = y_axis.first, yhi = y_axis.second;
+  const double w = options_.width, h = options_.height, right = w - kRight, bottom = h - bottom_margin();
+  // pixel_y of a value already on the axis scale (log2 applied)
+  auto py = [&](double v) { return kTop + (bottom - kTop) * (yhi - v) / (yhi - ylo); };
+  std::string s = "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"" +
+                  num(w) + "\" height=\"" + num(h) + "\" viewBox=\"0 0 " + num(w) + " " + num(h) +
+                  "\" font-family=\"sans-serif\" font-size=\"12\">\n";
+  s += "<rect x=\"0\" y=\"0\" width=\"" + num(w) + "\" height=\"" + num(h) + "\" fill=\"white\"/>\n";
+  s += "<defs><clipPath id=\"plot\"><rect x=\"" + num(kLeft) + "\" y=\"" + num(kTop) + "\" width=\"" +
+       num(right - kLeft) + "\" height=\"" + num(bottom - kTop) + "\"/></clipPath></defs>\n";
+  s += "<text x=\"" + num(w / 2) + "\" y=\"22\" text-anchor=\"middle\" font-size=\"15\">" + xml_escape(options_.title) +
+       "</text>\n";
+
+  for (size_t i = 0; i < regions_.size(); ++i) {
+    const Region& r = regions_[i];
+    const double x0 = pixel_x(std::max(r.x0, xlo)), x1 = pixel_x(std::min(r.x1, xhi));
+    if (x1 <= x0) continue;
+    s += "<rect class=\"region\" x=\"" + num(x0) + "\" y=\"" + num(kTop) + "\" width=\"" + num(x1 - x0) +
+         "\" height=\"" + num(bottom - kTop) + "\" fill=\"" + kRegionFills[i % 4] + "\"/>\n";
+    s += "<text x=\"" + num((x0 + x1) / 2) + "\" y=\"" + num(kTop + 14) + "\" text-anchor=\"middle\" font-size=\"11\">" +
+         xml_escape(r.label) + "</text>\n";
+  }
+
+  // Axes, ticks and grid.
+  s += "<g stroke=\"#888\" stroke-width=\"1\">\n";
+  s += "<line x1=\"" + num(kLeft) + "\" y1=\"" + num(bottom) + "\" x2=\"" + num(right) + "\" y2=\"" + num(bottom) + "\"/>\n";
+  s += "<line x1=\"" + num(kLeft) + "\" y1=\"" + num(kTop) + "\" x2=\"" + num(kLeft) + "\" y2=\"" + num(bottom) + "\"/>\n";
+  s += "</g>\n<g font-size=\"11\">\n";
+  if (!categories_.empty()) {
+    for (size_t i = 0; i < categories_.size(); ++i) {
+      const double x = pixel_x(double(i));
+      s += "<text x=\"" + num(x + 4) + "\" y=\"" + num(bottom + 6) + "\" text-anchor=\"end\" transform=\"rotate(-90 " +
+           num(x + 4) + " " + num(bottom + 6) + ")\">" + xml_escape(categories_[i]) + "</text>\n";
+    }
+  } else {
+    for (double t : ticks(xlo, xhi, false)) {
+      s += "<text x=\"" + num(pixel_x(t)) + "\" y=\"" + num(bottom + 16) + "\" text-anchor=\"middle\">" +
+           tick_label(t) + "</text>\n";
+    }
+  }
+  const bool zero_at_floor = zero_floor();
+  if (zero_at_floor) {
+    s += "<text x=\"" + num(kLeft - 6) + "\" y=\"" + num(bottom + 4) + "\" text-anchor=\"end\">0</text>\n";
+  }
+  for (double t : ticks(ylo, yhi, options_.log2_y)) {
+    if (zero_at_floor && t < ylo + 0.5) continue;  // the floor reads 0
+    const std::string label = options_.log2_y ? "2^" + tick_label(t) : tick_label(t);
+    s += "<line x1=\"" + num(kLeft) + "\" y1=\"" + num(py(t)) + "\" x2=\"" + num(right) + "\" y2=\"" + num(py(t)) +
+         "\" stroke=\"#eee\"/>\n";
+    s += "<text x=\"" + num(kLeft - 6) + "\" y=\"" + num(py(t) + 4) + "\" text-anchor=\"end\">" + label + "</text>\n";
+  }
+  s += "</g>\n";
+  s += "<text x=\"" + num((kLeft + right) / 2) + "\" y=\"" + num(h - 8) + "\" text-anchor=\"middle\">" +
+       xml_escape(options_.x_label) + "</text>\n";
+  s += "<text x=\"16\" y=\"" + num((kTop + bottom) / 2) + "\" text-anchor=\"middle\" transform=\"rotate(-90 16 " +
+       num((kTop + bottom) / 2) + ")\">" + xml_escape(options_.y_label) + "</text>\n";
+
+  // Series, clipped to the plot area.
+  int bar_series = 0, bar_index = 0;
+  for (const Series& series : series_) bar_series += series.bars ? 1 : 0;
+  s += "<g clip-path=\"url(#plot)\">\n";
+  for (size_t i = 0; i < series_.size(); ++i) {
+    const Series& series = series_[i];
+    const char* color = kColors[i % 7];
+    if (series.bars) {
+      const double width = 0.8 / bar_series, base = py(options_.log2_y ? ylo : std::max(ylo, 0.0));
+      for (size_t j = 0; j < series.x.size(); ++j) {
+        const double x0 = pixel_x(series.x[j] - 0.4 + width * bar_index), x1 = pixel_x(series.x[j] - 0.4 + width * (bar_index + 1));
+        if (std::isnan(series.y[j])) continue;
+        if (options_.log2_y && series.y[j] == 0) {
+          const double r = std::min(3.0, (x1 - x0) / 2);  // resting on the floor
+          s += "<circle class=\"zero\" cx=\"" + num((x0 + x1) / 2) + "\" cy=\"" + num(base - r) + "\" r=\"" +
+               num(r) + "\" fill=\"" + color + "\"/>\n";
+          continue;
+        }
+        const double top = py(y_value(series.y[j]));
+        s += "<rect class=\"bar\" x=\"" + num(x0) + "\" y=\"" + num(std::min(top, base)) + "\" width=\"" + num(x1 - x0) +
+             "\" height=\"" + num(std::abs(base - top)) + "\" fill=\"" + color + "\"/>\n";
+      }
+      ++bar_index;
+    } else if (series.markers) {
+      for (double x : series.x) {
+        s += "<line class=\"marker\" x1=\"" + num(pixel_x(x)) + "\" y1=\"" + num(kTop) + "\" x2=\"" + num(pixel_x(x)) +
+             "\" y2=\"" + num(bottom) + "\" stroke=\"" + color + "\" stroke-dasharray=\"4 3\"/>\n";
+      }
+    } else {
+      std::string points;
+      for (size_t j = 0; j < series.x.size(); ++j) {
+        const double v = y_value(series.y[j]);
+        if (!std::isfinite(v)) continue;
+        points += num(pixel_x(series.x[j])) + "," + num(py(v)) + " ";
+        if (series.steps) points += num(pixel_x(series.x[j] + 1)) + "," + num(py(v)) + " ";
+      }
+      s += "<polyline class=\"series\" fill=\"none\" stroke=\"" + std::string(color) +
+           "\" stroke-width=\"1.8\" points=\"" + points + "\"/>\n";
+    }
+  }
+  s += "</g>\n";
+  for (const Text& t : texts_) {
+    s += "<text x=\"" + num(pixel_x(t.x)) + "\" y=\"" + num(pixel_y(t.y)) + "\">" + xml_escape(t.text) + "</text>\n";
+  }
+  // Legend: one row per series, right of the plot.
+  for (size_t i = 0; i < series_.size(); ++i) {
+    const double y = kTop + 10 + 18 * double(i);
+    s += "<rect x=\"" + num(right + 12) + "\" y=\"" + num(y - 8) + "\" width=\"14\" height=\"8\" fill=\"" + kColors[i % 7] +
+         "\"/>\n<text x=\"" + num(right + 32) + "\" y=\"" + num(y) + "\">" + xml_escape(series_[i].name) + "</text>\n";
+  }
+  s += "</svg>\n";
+  return s;
+}
+
+void SvgPlot::save(const std::string& path) const {
+  std::ofstream out(path);
+  out << svg();
+  check(out.good(), path, ": cannot write the figure");
+}
+
+}  // namespace hg::report

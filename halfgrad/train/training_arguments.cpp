@@ -1,0 +1,177 @@
+// Validation and JSON form of TrainingArguments.
+#include "halfgrad/train/training_arguments.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "halfgrad/base/error.h"
+#include "halfgrad/dist/ddp.h"
+#include "halfgrad/io/model_config.h"
+#include "halfgrad/optim/lr_scheduler.h"
+
+namespace hg::train {
+
+void TrainingArguments::validate(const std::vector<std::string>& metric_names) const {
+  // Each message names the field and, in parentheses, the `halfgrad train` flag that sets it.
+  const std::string at = "training arguments: ";
+  check(!output_dir.empty(), at, "output_dir (--output-dir) is empty");
+  check(max_steps > 0 || (std::isfinite(num_train_epochs) && num_train_epochs > 0), at,
+        "num_train_epochs (--epochs) must be > 0 (or max_steps set), got ", num_train_epochs);
+  check(per_device_train_batch_size >= 1, at, "per_device_train_batch_size (--batch-size) must be >= 1, got ",
+        per_device_train_batch_size);
+  check(per_device_eval_batch_size >= 1, at, "per_device_eval_batch_size (--eval-batch-size) must be >= 1, got ",
+        per_device_eval_batch_size);
+  check(std::isfinite(learning_rate) && learning_rate > 0 && learning_rate < 10, at,
+        "learning_rate (--lr) must be in (0, 10), got ", learning_rate);
+  check(weight_decay >= 0 && weight_decay < 1, at, "weight_decay (--weight-decay) must be in [0, 1), got ",
+        weight_decay);
+  check(warmup_steps >= 0, at, "warmup_steps (--warmup-steps) must be >= 0, got ", warmup_steps);
+  check(warmup_ratio >= 0 && warmup_ratio < 1, at, "warmup_ratio (--warmup-ratio) must be in [0, 1), got ",
+        warmup_ratio);
+  try {
+    optim::parse_schedule(lr_scheduler_type);
+  } catch (const Error& e) {
+    fail(at, "lr_scheduler_type (--scheduler): ", e.what());
+  }
+  for (const auto& [name, value] :
+       {std::pair{"eval_strategy (--eval-strategy)", eval_strategy}, {"save_strategy (--save-strategy)", save_strategy}}) {
+    check(value == "no" || value == "steps" || value == "epoch", at, name, " must be no, steps or epoch, got '", value,
+          "'");
+  }
+  check(eval_steps >= 0, at, "eval_steps (--eval-steps) must be >= 1 (or 0: logging_steps), got ", eval_steps);
+  check(logging_steps >= 1, at, "logging_steps (--logging-steps) must be >= 1, got ", logging_steps);
+  check(save_steps >= 1, at, "save_steps (--save-steps) must be >= 1, got ", save_steps);
+  check(save_total_limit == -1 || save_total_limit >= 1, at, "save_total_limit (--save-total-limit) ",
+        save_total_limit, " would keep ", save_total_limit == 0 ? "no" : "a negative number of",
+        " checkpoints: give N >= 1 to keep the newest N, -1 to keep all, or save_strategy no (--save-strategy no) "
+        "to save none");
+  check(std::isfinite(max_grad_norm) && max_grad_norm >= 0, at,
+        "max_grad_norm (--max-grad-norm) must be finite and >= 0 (0 turns clipping off), got ", max_grad_norm);
+  try {
+    tokenizer.validate();
+  } catch (const Error& e) {
+    fail(at, "tokenizer (--tokenizer, --ngram-min, --ngram-max, --buckets): ", e.what());
+  }
+  try {
+    mixed_precision.validate();
+  } catch (const Error& e) {
+    fail(at, e.what());
+  }
+  try {
+    dist::parse_wire_format(ddp_comm);
+  } catch (const Error& e) {
+    fail(at, e.what());
+  }
+  for (const std::string& r : report_to) {
+    check(r == "none" || r == "jsonl" || r == "html", at, "report_to (--report-to) must be none, jsonl or html, got '",
+          r, "'");
+    check(r != "none" || report_to.size() == 1, at, "report_to (--report-to) none excludes the others");
+  }
+  check(ddp_check_every >= 0, at, "ddp_check_every (--ddp-check-every) must be >= 0, got ", ddp_check_every);
+  check(gradient_accumulation_steps >= 1, at, "gradient_accumulation_steps (--grad-accum) must be >= 1, got ",
+        gradient_accumulation_steps);
+  check(!load_best_model_at_end || (eval_strategy != "no" && save_strategy == eval_strategy), at,
+        "load_best_model_at_end (--load-best) needs eval_strategy and save_strategy equal and not 'no', got '",
+        eval_strategy, "' and '", save_strategy, "'");
+  // The best model is chosen among checkpoints saved at an evaluation (HF's rule).
+  const int64_t eval_every = eval_steps > 0 ? eval_steps : logging_steps;
+  check(!load_best_model_at_end || save_strategy != "steps" || save_steps % eval_every == 0, at,
+        "load_best_model_at_end (--load-best) needs save_steps (--save-steps) ", save_steps,
+        " to be a multiple of eval_steps (--eval-steps) ", eval_every, ", else no checkpoint is saved with a metric");
+  if (!metric_names.empty()) {
+    const std::string key = best_metric_key();
+    const bool known = std::any_of(metric_names.begin(), metric_names.end(),
+                                   [&](const std::string& m) { return key == "eval_" + m || key == m; });
+    std::string list;
+    for (const std::string& m : metric_names) list += (list.empty() ? "" : ", ") + m;
+    check(known, at, "metric_for_best_model (--metric) '", metric_for_best_model, "' is not a metric evaluation reports (",
+          list, ")");
+  }
+}
+
+std::string TrainingArguments::best_metric_key() const {
+  return metric_for_best_model.rfind("eval_", 0) == 0 ? metric_for_best_model : "eval_" + metric_for_best_model;
+}
+
+bool TrainingArguments::best_metric_greater_is_better() const {
+  if (greater_is_better) return *greater_is_better;
+  return best_metric_key() != "eval_loss";
+}
+
+nlohmann::json TrainingArguments::to_json() const {
+  nlohmann::json j = {{"output_dir", output_dir},
+                      {"num_train_epochs", num_train_epochs},
+                      {"max_steps", max_steps},
+                      {"per_device_train_batch_size", per_device_train_batch_size},
+                      {"per_device_eval_batch_size", per_device_eval_batch_size},
+                      {"learning_rate", learning_rate},
+                      {"weight_decay", weight_decay},
+                      {"warmup_steps", warmup_steps},
+                      {"warmup_ratio", warmup_ratio},
+                      {"lr_scheduler_type", lr_scheduler_type},
+                      {"eval_strategy", eval_strategy},
+                      {"eval_steps", eval_steps},
+                      {"logging_steps", logging_steps},
+                      {"save_strategy", save_strategy},
+                      {"save_steps", save_steps},
+                      {"save_total_limit", save_total_limit},
+                      {"load_best_model_at_end", load_best_model_at_end},
+                      {"metric_for_best_model", metric_for_best_model},
+                      {"max_grad_norm", max_grad_norm},
+                      {"gradient_accumulation_steps", gradient_accumulation_steps},
+                      {"seed", seed},
+                      {"detect_anomaly", detect_anomaly},
+                      {"ddp_comm", ddp_comm},
+                      {"ddp_check_every", ddp_check_every},
+                      {"report_to", report_to},
+                      {"save_only_model", save_only_model},
+                      {"tokenizer", io::tokenizer_config_to_json(tokenizer)}};
+  if (greater_is_better) j["greater_is_better"] = *greater_is_better;
+  j.update(optim::mixed_precision_to_json(mixed_precision));  // HF's flat layout: "fp16", "bf16", ...
+  return j;
+}
+
+TrainingArguments TrainingArguments::from_json(const nlohmann::json& j, const std::string& source) {
+  TrainingArguments a;
+  check(j.is_object(), source, ": training_args: expected a JSON object");
+  for (const auto& [key, value] : j.items()) {
+    try {
+      if (key == "output_dir") a.output_dir = value;
+      else if (key == "num_train_epochs") a.num_train_epochs = value;
+      else if (key == "max_steps") a.max_steps = value;
+      else if (key == "per_device_train_batch_size") a.per_device_train_batch_size = value;
+      else if (key == "per_device_eval_batch_size") a.per_device_eval_batch_size = value;
+      else if (key == "learning_rate") a.learning_rate = value;
+      else if (key == "weight_decay") a.weight_decay = value;
+      else if (key == "warmup_steps") a.warmup_steps = value;
+      else if (key == "warmup_ratio") a.warmup_ratio = value;
+      else if (key == "lr_scheduler_type") a.lr_scheduler_type = value;
+      else if (key == "eval_strategy" || key == "evaluation_strategy") a.eval_strategy = value;
+      else if (key == "eval_steps") a.eval_steps = value;
+      else if (key == "logging_steps") a.logging_steps = value;
+      else if (key == "save_strategy") a.save_strategy = value;
+      else if (key == "save_steps") a.save_steps = value;
+      else if (key == "save_total_limit") a.save_total_limit = value;
+      else if (key == "load_best_model_at_end") a.load_best_model_at_end = value;
+      else if (key == "metric_for_best_model") a.metric_for_best_model = value;
+      else if (key == "greater_is_better") a.greater_is_better = value.get<bool>();
+      else if (optim::is_mixed_precision_key(key)) continue;  // read below
+      else if (key == "max_grad_norm") a.max_grad_norm = value;
+      else if (key == "gradient_accumulation_steps") a.gradient_accumulation_steps = value;
+      else if (key == "seed") a.seed = value;
+      else if (key == "detect_anomaly") a.detect_anomaly = value;
+      else if (key == "ddp_comm") a.ddp_comm = value;
+      else if (key == "ddp_check_every") a.ddp_check_every = value;
+      else if (key == "report_to") a.report_to = value.get<std::vector<std::string>>();
+      else if (key == "save_only_model") a.save_only_model = value;
+      else if (key == "tokenizer") a.tokenizer = io::tokenizer_config_from_json(value, source);  // absent: bytes
+      else fail(source, ": training_args: unknown key '", key, "'");
+    } catch (const nlohmann::json::exception& e) {
+      fail(source, ": training_args: key '", key, "' has the wrong type (", e.what(), ")");
+    }
+  }
+  a.mixed_precision = optim::mixed_precision_from_json(j, source + ": training_args");
+  return a;
+}
+
+}  // namespace hg::train
