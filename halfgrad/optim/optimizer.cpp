@@ -59,12 +59,11 @@ void Optimizer::write_update(const Tensor& param, std::span<const int64_t> rows,
   if (narrow && update_rounding_ == UpdateRounding::kKahan) {
     std::vector<float>& c = state["kahan"];
     c.resize(p.size(), 0.0f);  // (the first step: no update is owed yet)
-    std::vector<float> target(p.size());
-    for (size_t k = 0; k < p.size(); ++k) target[k] = before[k] + (c[k] + (p[k] - before[k]));
-    round_to(storage_format(param.dtype()), target);  // w' = round(w + c + u), nearest even
-    for (size_t k = 0; k < p.size(); ++k) c[k] = (c[k] + (p[k] - before[k])) - (target[k] - before[k]);
+    for (size_t k = 0; k < p.size(); ++k) c[k] += p[k] - before[k];  // c + u: what is owed
+    for (size_t k = 0; k < p.size(); ++k) p[k] = before[k] + c[k];
+    round_to(storage_format(param.dtype()), p);  // w' = round(w + c + u), nearest even
+    for (size_t k = 0; k < p.size(); ++k) c[k] -= p[k] - before[k];
     round_to(storage_format(param.dtype()), c);  // the buffer holds values of the parameter's dtype
-    p.swap(target);
   }
   if (narrow && update_rounding_ == UpdateRounding::kStochastic) {
     // Events: the step in the high bits, the element's index in the low 36; the seed mixed with
