@@ -63,22 +63,10 @@ import torch.nn as nn  # noqa: E402
 import torch.nn.functional as F  # noqa: E402
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from halfgrad_tokenize import char_ngram_hashes, word_hashes  # noqa: E402
+from halfgrad_tokenize import char_ngram_hashes, read_tsv, word_hashes  # noqa: E402
 
 
 # ----------------------------------------------------------------------------- data
-def load_tsv(path):
-    labels, texts = [], []
-    with open(path, encoding="utf-8") as f:
-        for line in f:
-            line = line.rstrip("\n")
-            if line:
-                label, text = line.split("\t", 1)
-                labels.append(label)
-                texts.append(text)
-    return labels, texts
-
-
 def export_langid(halfgrad, out_dir):
     subprocess.run([halfgrad, "export-langid", "--out", out_dir], check=True,
                    stdout=subprocess.DEVNULL)
@@ -217,8 +205,8 @@ def main():
         else:
             train_path, test_path = export_langid(args.halfgrad, tmp)
             source = f"{args.halfgrad} export-langid"
-        tr_labels, tr_texts = load_tsv(train_path)
-        te_labels, te_texts = load_tsv(test_path)
+        tr_labels, tr_texts = read_tsv(train_path)
+        te_labels, te_texts = read_tsv(test_path)
     names = sorted(set(tr_labels))
     print(f"data: {source}: {len(tr_texts)} train / {len(te_texts)} test, {len(names)} classes; "
           f"torch {torch.__version__}, {torch.get_num_threads()} thread(s)", flush=True)

@@ -31,6 +31,20 @@ WHITESPACE = " \t\n\v\f\r"  # ASCII whitespace, as halfgrad's halfgrad/data/text
 PUNCT = set(string.punctuation)
 
 
+def read_tsv(path):
+    """The (labels, texts) of a `label<TAB>text` file, blank lines skipped: the files halfgrad
+    trains on, as the reference programs (classifier_reference.py, tasks.py) read them."""
+    labels, texts = [], []
+    with open(path, encoding="utf-8") as f:
+        for line in f:
+            line = line.rstrip("\n")
+            if line:
+                label, text = line.split("\t", 1)
+                labels.append(label)
+                texts.append(text)
+    return labels, texts
+
+
 @functools.lru_cache(maxsize=1 << 20)  # texts repeat their n-grams and words
 def fasttext_hash(data):
     """fastText's Dictionary::hash of a str (UTF-8 encoded) or bytes, as an unsigned 32-bit int."""

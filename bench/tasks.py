@@ -32,6 +32,8 @@ import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
+sys.path.insert(0, HERE)
+from halfgrad_tokenize import read_tsv  # noqa: E402
 
 # halfgrad rows: flags per task (besides --train/--eval/--output-dir/--threads).
 ROWS = {
@@ -72,18 +74,6 @@ def make_data(task, halfgrad, work):
             cmd = [sys.executable, os.path.join(ROOT, "tools", "make_order_task.py"), "--out", out]
         subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL)
     return os.path.join(out, "train.tsv"), os.path.join(out, "test.tsv")
-
-
-def read_tsv(path):
-    labels, texts = [], []
-    with open(path, encoding="utf-8") as f:
-        for line in f:
-            line = line.rstrip("\n")
-            if line:
-                label, text = line.split("\t", 1)
-                labels.append(label)
-                texts.append(text)
-    return labels, texts
 
 
 def run_halfgrad(halfgrad, flags, train, test, threads, work):
