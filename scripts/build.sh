@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Installs missing packages, then configures and builds halfgrad (Release, -O3) into build/.
 # Arguments go to the configure step (scripts/main.sh: -DHALFGRAD_BENCHMARKS=ON; scripts/test.sh:
-# OFF, and -DHALFGRAD_UNITY_TESTS=ON).
+# OFF, -DHALFGRAD_UNITY_TESTS=ON and -DHALFGRAD_UNITY_LIBRARY=ON).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source scripts/deps.sh

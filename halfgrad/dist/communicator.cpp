@@ -72,12 +72,12 @@ std::string text_of(const std::vector<std::byte>& bytes) {
   return std::string(reinterpret_cast<const char*>(bytes.data()), bytes.size());
 }
 
-[[noreturn]] void fail_agreed(Communicator& comm, const std::string& message) {
+}  // namespace
+
+void fail_agreed(Communicator& comm, const std::string& message) {
   comm.set_failure_agreed();
   fail(message);
 }
-
-}  // namespace
 
 void agree(Communicator& comm, const std::function<void()>& body) {
   std::string error;

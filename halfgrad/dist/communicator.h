@@ -71,6 +71,10 @@ std::vector<T> allgather_value(Communicator& comm, const T& value) {
   return out;
 }
 
+// Throws hg::Error with `message` after marking the failure agreed: for a failure every rank
+// finds at the same point (after a collective that told them all), so none waits for the others.
+[[noreturn]] void fail_agreed(Communicator& comm, const std::string& message);
+
 // Runs `body` on every rank, then agrees: if it threw on any rank, it throws hg::Error on every
 // rank with the message of the lowest failing rank ("rank 1: <message>" when there are several
 // ranks) and marks the failure agreed. For steps that can fail on some ranks only (reading a

@@ -48,11 +48,6 @@ std::vector<T> values_of(const std::vector<std::byte>& bytes) {
   return out;
 }
 
-[[noreturn]] void fail_agreed(Communicator& comm, const std::string& message) {
-  comm.set_failure_agreed();
-  fail(message);
-}
-
 // A parameter's gradient on one rank, as its layout entry says.
 enum Kind : int64_t { kNone = 0, kDense = 1, kSparse = 2 };
 

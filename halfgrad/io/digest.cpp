@@ -11,16 +11,10 @@
 #include <vector>
 
 #include "halfgrad/base/error.h"
+#include "halfgrad/io/unique_fd.h"
 
 namespace hg::io {
 namespace {
-
-struct Fd {
-  int fd;
-  ~Fd() {
-    if (fd >= 0) ::close(fd);
-  }
-};
 
 // read(2) retried on EINTR; throws naming `path`.
 size_t read_some(const std::filesystem::path& path, int fd, char* out, size_t size) {
@@ -47,7 +41,7 @@ using Context = std::unique_ptr<EVP_MD_CTX, decltype(&EVP_MD_CTX_free)>;
 }  // namespace
 
 std::string sha256_file(const std::filesystem::path& path) {
-  Fd file{::open(path.c_str(), O_RDONLY | O_CLOEXEC)};
+  UniqueFd file{::open(path.c_str(), O_RDONLY | O_CLOEXEC)};
   check(file.fd >= 0, path.string(), ": cannot open: ", std::strerror(errno));
   Context ctx(EVP_MD_CTX_new(), EVP_MD_CTX_free);
   check(ctx && EVP_DigestInit_ex(ctx.get(), EVP_sha256(), nullptr) == 1, "SHA-256: OpenSSL cannot start a digest");
@@ -69,7 +63,7 @@ std::string sha256_hex(const void* data, size_t size) {
 }
 
 std::string read_file_bounded(const std::filesystem::path& path, uint64_t max_bytes) {
-  Fd file{::open(path.c_str(), O_RDONLY | O_CLOEXEC)};
+  UniqueFd file{::open(path.c_str(), O_RDONLY | O_CLOEXEC)};
   check(file.fd >= 0, path.string(), ": cannot open: ", std::strerror(errno));
   std::string text;
   char block[1 << 16];

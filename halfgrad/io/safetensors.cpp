@@ -19,6 +19,7 @@
 #include <nlohmann/json.hpp>
 
 #include "halfgrad/base/error.h"
+#include "halfgrad/io/unique_fd.h"
 #include "halfgrad/io/atomic_file.h"
 
 namespace hg::io {
@@ -38,14 +39,6 @@ std::string shape_text(const std::vector<int64_t>& dims) {
   out << (dims.size() == 1 ? ",)" : ")");
   return out.str();
 }
-
-// A file descriptor closed on scope exit.
-struct Fd {
-  int fd = -1;
-  ~Fd() {
-    if (fd >= 0) ::close(fd);
-  }
-};
 
 // Reads exactly `size` bytes at `offset`; a short read means the file shrank under us.
 void read_at(const std::string& path, int fd, void* out, size_t size, uint64_t offset) {
@@ -209,7 +202,7 @@ void save_safetensors(const std::string& path, const nn::StateDict& tensors,
 }
 
 SafetensorsFile load_safetensors(const std::string& path) {
-  Fd file{::open(path.c_str(), O_RDONLY | O_CLOEXEC)};
+  UniqueFd file{::open(path.c_str(), O_RDONLY | O_CLOEXEC)};
   check(file.fd >= 0, path, ": cannot open: ", std::strerror(errno));
   struct stat st {};
   check(::fstat(file.fd, &st) == 0, path, ": cannot stat: ", std::strerror(errno));
