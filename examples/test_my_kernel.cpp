@@ -2,8 +2,9 @@
 // helpers"): a sum accumulated in half against an exact reference with a derived ulp bound, an
 // exhaustive sweep of unary functions against correctly rounded references, and the matchers
 // that print bit patterns on failure. Built as build/bin/example_test_my_kernel, run by ctest
-// (label `example`). Copy it next to your kernel and replace the kernels.
-#define CATCH_CONFIG_MAIN
+// (label `example`). Copy it next to your kernel and replace the kernels; link it with a Catch2
+// main (a .cpp holding `#define CATCH_CONFIG_MAIN` and `#include <catch2/catch.hpp>`, compiled
+// once for all your test files; here the test binary's own, tests/main.cpp).
 #include <catch2/catch.hpp>
 
 #include <algorithm>

@@ -147,7 +147,7 @@ TEST_CASE("halfgrad train: the bag keeps the main job's recipe, encoder layers t
 }
 
 TEST_CASE("halfgrad train: at the transformer's defaults --layers 1 learns a word order that the bag cannot",
-          "[demo][cli][recipe]") {
+          "[demo][cli][recipe][accuracy]") {
   const testing::TempDir dir("recipe_order");
   write_order_tsv(dir / "train.tsv", 1200, /*seed=*/1);
   write_order_tsv(dir / "test.tsv", 120, /*seed=*/2);

@@ -18,6 +18,7 @@
 #include "halfgrad/optim/adam.h"
 #include "halfgrad/optim/grad_scaler.h"
 #include "halfgrad/optim/lr_scheduler.h"
+#include "tests/sweep_stride.h"
 #include "tests/temp_dir.h"
 #include "halfgrad/io/checkpoint.h"
 #include "halfgrad/io/digest.h"
@@ -388,7 +389,10 @@ TEST_CASE("leftovers of crashed saves are ignored, then cleaned by the next save
 TEST_CASE("SIGKILL at random moments while saving never leaves a broken checkpoint", "[checkpoint][kill]") {
   TempDir dir("ckpt_kill");
   constexpr int kRounds = 20;
-  constexpr int64_t kRows = 4096;  // 16 MiB f32 + 4 MiB f16 in model.safetensors
+  // 16 MiB f32 + 4 MiB f16 in model.safetensors; an eighth of that in the sanitized tree
+  // (tests/sweep_stride.h), where hashing and copying 20 MB 40 times took 20 s: the kills still
+  // land in every phase, since their delays scale with the measured save time.
+  constexpr int64_t kRows = 4096 / int64_t(hg::testing::kSweepStride);
   // Kill delays scale with this machine's save time (about 50 ms here), so that kills land in
   // every phase and rounds still make progress on a slower disk: uniform in [0, 2.5 saves].
   save_checkpoint(dir.path / "calibration", 1, synthetic_checkpoint(1, 0, kRows));  // the first one is cold

@@ -18,6 +18,7 @@
 #include "halfgrad/nn/text_classifier.h"
 #include "halfgrad/optim/mixed_precision.h"
 #include "tests/demos/run_program.h"
+#include "tests/sweep_stride.h"
 #include "halfgrad/train/evaluation.h"
 #include "halfgrad/train/trainer.h"
 
@@ -88,33 +89,41 @@ TEST_CASE("resuming from a checkpoint continues bit for bit (f32, fp16 O2, stoch
        .update_rounding = optim::UpdateRounding::kStochastic},
       {.precision = Precision::kFp16, .opt_level = optim::OptLevel::kO2, .master_weights = optim::MasterWeightsKind::kNone,
        .update_rounding = optim::UpdateRounding::kKahan}};
+  // 30 steps, stopped after 20 (checkpoints every 10); in the sanitized tree (tests/sweep_stride.h)
+  // 15 stopped after 10 (every 5), where the six modes took 21 s: a resumed step is a resumed
+  // step, however many follow.
+  const int64_t total = hg::testing::kSweepStride == 1 ? 30 : 15, stop = total * 2 / 3;
   std::vector<uint64_t> fingerprints;
   for (const optim::MixedPrecisionOptions& mode : modes) {
     INFO(optim::mixed_precision_to_json(mode).dump());
     const fs::path full_dir = fresh_dir("resume_full"), part_dir = fresh_dir("resume_part");
-    TrainingArguments full_args = tiny_args(full_dir, 30);
+    TrainingArguments full_args = tiny_args(full_dir, total);
+    full_args.save_steps = total / 3;
     full_args.mixed_precision = mode;
     nn::TextClassifier uninterrupted(tiny_config(0.1f), 5);
     Trainer(uninterrupted, full_args, train_set).train();
 
-    // Stop after 20 of the 30 steps (the schedule still spans 30), then resume in a new model.
+    // Stop after `stop` of the `total` steps (the schedule still spans all), then resume in a new model.
     TrainingArguments part_args = full_args;
     part_args.output_dir = part_dir.string();
     {
       nn::TextClassifier first(tiny_config(0.1f), 5);
-      struct StopAt20 : TrainerCallback {
-        void on_step_end(const TrainerState& s, const nlohmann::json&) override { should_stop = s.global_step >= 20; }
+      struct StopAt : TrainerCallback {
+        explicit StopAt(int64_t step) : step(step) {}
+        void on_step_end(const TrainerState& s, const nlohmann::json&) override { should_stop = s.global_step >= step; }
+        int64_t step;
       };
-      Trainer stopping(first, part_args, train_set, nullptr, {}, {std::make_shared<StopAt20>()});
+      Trainer stopping(first, part_args, train_set, nullptr, {}, {std::make_shared<StopAt>(stop)});
       stopping.train();
     }
     nn::TextClassifier resumed(tiny_config(0.1f), 99);  // other initial weights: all must come from the checkpoint
     Trainer second(resumed, part_args, train_set);
-    second.train((part_dir / "checkpoint-20").string());
-    CHECK(second.state().global_step == 30);
+    second.train((part_dir / ("checkpoint-" + std::to_string(stop))).string());
+    CHECK(second.state().global_step == total);
     CHECK(resumed.fingerprint() == uninterrupted.fingerprint());
     // Inference reads the run's numerics back from the checkpoint.
-    CHECK(load_for_inference((part_dir / "checkpoint-30").string()).mixed_precision->options() == mode.resolved());
+    CHECK(load_for_inference((part_dir / ("checkpoint-" + std::to_string(total))).string()).mixed_precision->options() ==
+          mode.resolved());
     fingerprints.push_back(resumed.fingerprint());
     fs::remove_all(full_dir);
     fs::remove_all(part_dir);
