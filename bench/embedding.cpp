@@ -21,7 +21,7 @@
 #include <string>
 #include <vector>
 
-#include "halfgrad/autograd/ops.h"
+#include "halfgrad/autograd/all_ops.h"
 #include "halfgrad/base/parallel.h"
 #include "halfgrad/nn/linear.h"
 #include "halfgrad/optim/adam.h"

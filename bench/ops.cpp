@@ -20,7 +20,7 @@
 #include "halfgrad/autograd/kernels/elementwise.h"
 #include "halfgrad/autograd/kernels/reference.h"
 #include "halfgrad/autograd/kernels/rows.h"
-#include "halfgrad/autograd/ops.h"
+#include "halfgrad/autograd/all_ops.h"
 #include "halfgrad/autograd/tape.h"
 
 namespace {

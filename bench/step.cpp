@@ -25,7 +25,7 @@
 #include <vector>
 
 #include "halfgrad/autograd/allocator.h"
-#include "halfgrad/autograd/ops.h"
+#include "halfgrad/autograd/all_ops.h"
 #include "halfgrad/base/adaptive_threads.h"
 #include "halfgrad/base/median.h"
 #include "halfgrad/base/parallel.h"

@@ -12,7 +12,7 @@
 #include <CLI/CLI.hpp>
 #include <cstdio>
 
-#include "halfgrad/autograd/ops.h"
+#include "halfgrad/autograd/all_ops.h"
 #include "halfgrad/base/parallel.h"
 #include "halfgrad/data/data_loader.h"
 #include "halfgrad/nn/text_classifier.h"

@@ -12,7 +12,7 @@
 #include <cstdio>
 #include <random>
 
-#include "halfgrad/autograd/ops.h"
+#include "halfgrad/autograd/all_ops.h"
 #include "demos/teaching_run.h"
 #include "halfgrad/precision/half.h"
 #include "halfgrad/report/svg_plot.h"

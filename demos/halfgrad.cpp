@@ -111,10 +111,10 @@ std::string truncation_note(int64_t truncated, const std::string& kind, int64_t 
 void resume_spm_model(const std::string& dir, data::TokenizerConfig& tokenizer) {
   const data::TokenizerConfig saved = io::model_config_from_checkpoint(io::load_checkpoint(dir), dir).tokenizer;
   check(saved.kind == data::TokenizerKind::kSentencePiece, dir, ": the checkpoint was trained with the ",
-        data::to_string(saved.kind), " tokenizer, not sentencepiece");
+        data::kTokenizerKindNames.name(saved.kind), " tokenizer, not sentencepiece");
   check(saved.spm_type == tokenizer.spm_type && saved.spm_vocab_size == tokenizer.spm_vocab_size, dir,
-        ": the checkpoint's sentencepiece model is ", data::to_string(saved.spm_type), " with vocab_size ",
-        saved.spm_vocab_size, "; this run asks for ", data::to_string(tokenizer.spm_type), " with ",
+        ": the checkpoint's sentencepiece model is ", data::kSpmTypeNames.name(saved.spm_type), " with vocab_size ",
+        saved.spm_vocab_size, "; this run asks for ", data::kSpmTypeNames.name(tokenizer.spm_type), " with ",
         tokenizer.spm_vocab_size, " (--spm-type, --vocab-size)");
   tokenizer = saved;
 }
@@ -134,7 +134,7 @@ void train_spm_model(dist::Communicator& world, const data::Dataset& train_set, 
     }
   });
   std::printf("tokenizer: sentencepiece %s model of %lld pieces trained on %zu texts in %.1f s\n",
-              data::to_string(tokenizer.spm_type).c_str(), static_cast<long long>(tokenizer.spm_vocab_size),
+              data::kSpmTypeNames.name(tokenizer.spm_type).data(), static_cast<long long>(tokenizer.spm_vocab_size),
               texts.size(), std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
 }
 
@@ -177,16 +177,14 @@ std::string resolve_checkpoint(const std::string& dir, bool best, bool note = tr
   return chosen.string();
 }
 
-// Every flag is checked (resolve_train_options, ClassifierConfig::validate) before the data is
-// read or the model built.
-int run_train(const CLI::App& cmd, cli::TrainOptions& o) {
-  dist::Communicator& world = dist::world();
-  // Every other rank computes what rank 0 prints: it keeps quiet (its errors still reach stderr).
-  if (world.rank() != 0 && std::freopen("/dev/null", "w", stdout) == nullptr) fail("cannot silence stdout");
+// Every flag and file checked before the data is read (resolve_train_options,
+// ClassifierConfig::validate, the checkpoint to resume, the output directory), on every rank
+// alike: a flag or file that fails on one rank fails on every rank with its message
+// (dist::agree), before the Trainer compares the ranks' settings and anything waits for a failed
+// rank. Returns the model's config but for its classes (the data's).
+nn::ClassifierConfig check_train_flags(dist::Communicator& world, const CLI::App& cmd, cli::TrainOptions& o) {
   train::TrainingArguments& a = o.args;
-  nn::ClassifierConfig config;  // config.classes is the data's, below
-  // A flag or file that fails on one rank fails on every rank with its message (dist::agree),
-  // before the Trainer compares the ranks' settings and anything waits for a failed rank.
+  nn::ClassifierConfig config;
   dist::agree(world, [&] {
     cli::resolve_train_options(cmd, o);
     for (const char* flag : {"--ddp-comm", "--ddp-check-every"}) {
@@ -201,10 +199,7 @@ int run_train(const CLI::App& cmd, cli::TrainOptions& o) {
     if (!o.resume.empty() && a.tokenizer.kind == data::TokenizerKind::kSentencePiece && o.spm_model.empty()) {
       resume_spm_model(o.resume, a.tokenizer);  // the checkpoint's model, not a new one trained again
     }
-    config.vocab = a.tokenizer.model_vocab(o.pooling == "cls");
     config.position_embedding = nn::parse_position_embedding(o.positions, "--positions");
-    // Hashed n-grams and words over 2^16+ rows: sparse row gradients (docs/classifier.md).
-    config.sparse_embedding = a.tokenizer.hashed();
     config.max_len = o.max_len;
     config.d_model = o.d_model;
     config.heads = o.heads;
@@ -212,6 +207,7 @@ int run_train(const CLI::App& cmd, cli::TrainOptions& o) {
     config.layers = o.layers;
     config.dropout = o.dropout;
     config.pooling = o.pooling == "cls" ? nn::Pooling::kCls : nn::Pooling::kMean;
+    io::fit_to_tokenizer(config, a.tokenizer);  // vocab (with CLS) and sparse_embedding
     config.validate();
     if (!o.resume.empty()) {  // a broken checkpoint fails now, not after the data is read (restore reads it again)
       const io::Checkpoint c = io::load_checkpoint(o.resume);
@@ -227,24 +223,32 @@ int run_train(const CLI::App& cmd, cli::TrainOptions& o) {
             " to continue it, --overwrite-output-dir to train over it, or another --output-dir");
     }
   });
-  // The team: a count given is kept. "auto", and by default one process without OMP_NUM_THREADS,
-  // times the steps and runs each at all cores or 1, whichever is faster (halfgrad/base/adaptive_threads.h).
-  // Under mpirun the ranks on one machine share its cores (OMPI_COMM_WORLD_LOCAL_SIZE: how many).
+  return config;
+}
+
+// The team: a count given is kept. "auto", and by default one process without OMP_NUM_THREADS,
+// times the steps and runs each at all cores or 1, whichever is faster (halfgrad/base/adaptive_threads.h).
+// Under mpirun the ranks on one machine share its cores (OMPI_COMM_WORLD_LOCAL_SIZE: how many).
+// Returns whether the team adapts.
+bool set_threads(const std::string& threads, int world_size) {
   const bool no_env = std::getenv("OMP_NUM_THREADS") == nullptr;
-  const bool adapt = o.threads == "auto" || (o.threads.empty() && world.size() == 1 && no_env);
-  if (!o.threads.empty() && !adapt) {
-    omp_set_num_threads(std::stoi(o.threads));  // CLI11 checked it: 1..1024
-  } else if (world.size() > 1 && no_env) {
+  const bool adapt = threads == "auto" || (threads.empty() && world_size == 1 && no_env);
+  if (!threads.empty() && !adapt) {
+    omp_set_num_threads(std::stoi(threads));  // CLI11 checked it: 1..1024
+  } else if (world_size > 1 && no_env) {
     const char* local = std::getenv("OMPI_COMM_WORLD_LOCAL_SIZE");
     omp_set_num_threads(std::max(1, omp_get_num_procs() / std::max(1, local ? std::atoi(local) : 1)));
   }
+  return adapt;
+}
 
-  data::Dataset train_set, eval_set;
-  const bool has_eval = o.train_file.empty() || !o.eval_file.empty();
+// The training and evaluation sets: --train and --eval, or the language-id set's split.
+void read_train_data(dist::Communicator& world, const cli::TrainOptions& o, bool has_eval, data::Dataset& train_set,
+                     data::Dataset& eval_set) {
   dist::agree(world, [&] {
     if (o.train_file.empty()) {
       data::Split split = data::language_id_dataset(
-          {.train_per_language = o.train_per_language, .test_per_language = o.test_per_language, .seed = a.seed});
+          {.train_per_language = o.train_per_language, .test_per_language = o.test_per_language, .seed = o.args.seed});
       train_set = std::move(split.train);
       eval_set = std::move(split.test);
     } else {
@@ -257,26 +261,20 @@ int run_train(const CLI::App& cmd, cli::TrainOptions& o) {
   });
   std::printf("%s\n", train_set.summary().c_str());
   if (has_eval) std::printf("%s\n", eval_set.summary().c_str());
-  if (a.tokenizer.kind == data::TokenizerKind::kSentencePiece && a.tokenizer.spm_model.empty()) {
-    train_spm_model(world, train_set, a.tokenizer);
-  }
-  // Without --buckets a hashed tokenizer gets as many rows as the training data's n-grams need
-  // (data::default_buckets; the main job's 2^18); the tokenizer, and so config.json, records them.
-  if (a.tokenizer.hashed() && cmd.get_option("--buckets")->count() == 0) {
-    a.tokenizer.buckets = data::default_buckets(train_set, a.tokenizer);
-    config.vocab = a.tokenizer.model_vocab(o.pooling == "cls");
-  }
+}
 
-  config.classes = int64_t(train_set.label_names.size());
-  nn::TextClassifier model(config, a.seed);
+// "model: N parameters (...); precision ...; T threads", printed and in the HTML report.
+std::string model_line(const nn::TextClassifier& model, const cli::TrainOptions& o, bool adapt, int world_size) {
+  const train::TrainingArguments& a = o.args;
+  const nn::ClassifierConfig& config = model.config;
   const int max_threads = omp_get_max_threads();
   const std::string team = adapt && max_threads > 1
                                ? "threads auto (" + std::to_string(max_threads) + " or 1, by step time)"
                                : std::to_string(max_threads) + " threads";
   const std::string tokenizer =
       o.tokenizer + (a.tokenizer.hashed() ? " over " + std::to_string(a.tokenizer.buckets) + " buckets" : "");
-  char model_text[512];
-  std::snprintf(model_text, sizeof model_text,
+  char text[512];
+  std::snprintf(text, sizeof text,
       "model: %lld parameters (d_model %lld, heads %lld, layers %lld, d_ff %lld, max_len %lld, tokenizer %s, "
       "positions %s); precision %s%s; %s%s",
       static_cast<long long>(model.parameter_count()), static_cast<long long>(config.d_model),
@@ -284,50 +282,54 @@ int run_train(const CLI::App& cmd, cli::TrainOptions& o) {
       static_cast<long long>(config.max_len), tokenizer.c_str(), o.positions.c_str(), o.precision.c_str(),
       a.mixed_precision.precision == optim::Precision::kFp16 ? (" " + o.opt_level + ", loss scale " + o.loss_scale).c_str() : "",
       team.c_str(),
-      world.size() > 1 ? (" x " + std::to_string(world.size()) + " processes, --ddp-comm " + a.ddp_comm).c_str() : "");
-  const std::string model_line = model_text;
-  std::printf("%s\n", model_line.c_str());
+      world_size > 1 ? (" x " + std::to_string(world_size) + " processes, --ddp-comm " + o.ddp_comm).c_str() : "");
+  return text;
+}
 
+bool reports_to(const train::TrainingArguments& a, const char* to) {
+  return std::find(a.report_to.begin(), a.report_to.end(), to) != a.report_to.end();
+}
+
+// The console and the inspector print and write files: rank 0's job. Early stopping decides
+// from metrics every rank holds alike (the Trainer gathers them), so every rank runs it.
+std::vector<std::shared_ptr<train::TrainerCallback>> train_callbacks(int rank, const cli::TrainOptions& o,
+                                                                     bool has_eval,
+                                                                     const std::vector<std::string>& report_lines) {
+  const train::TrainingArguments& a = o.args;
   std::vector<std::shared_ptr<train::TrainerCallback>> callbacks;
-  // The console and the inspector print and write files: rank 0's job. Early stopping decides
-  // from metrics every rank holds alike (the Trainer gathers them), so every rank runs it.
-  if (world.rank() == 0) callbacks.push_back(std::make_shared<ConsoleCallback>(has_eval && a.eval_strategy != "no"));
+  if (rank == 0) {
+    callbacks.push_back(std::make_shared<ConsoleCallback>(has_eval && a.eval_strategy != train::IntervalStrategy::kNo));
+  }
   if (o.early_stopping > 0) callbacks.push_back(std::make_shared<train::EarlyStoppingCallback>(a, o.early_stopping));
   std::shared_ptr<report::InspectorCallback> inspector;
-  if (o.inspect > 0 && world.rank() == 0) {
+  if (o.inspect > 0 && rank == 0) {
     inspector = std::make_shared<report::InspectorCallback>(
         report::InspectorOptions{.every = o.inspect, .mx = o.inspect_mx}, a.output_dir);
     callbacks.push_back(inspector);
   }
-  auto reports_to = [&](const char* to) { return std::find(a.report_to.begin(), a.report_to.end(), to) != a.report_to.end(); };
-  if (reports_to("html") && world.rank() == 0) {  // after the inspector: it reads its steps at the end
-    callbacks.push_back(std::make_shared<report::HtmlReportCallback>(
-        a.output_dir, "halfgrad train: " + a.output_dir,
-        std::vector<std::string>{train_set.summary(), has_eval ? eval_set.summary() : "no evaluation data", model_line},
-        inspector));
+  if (reports_to(a, "html") && rank == 0) {  // after the inspector: it reads its steps at the end
+    callbacks.push_back(std::make_shared<report::HtmlReportCallback>(a.output_dir, "halfgrad train: " + a.output_dir,
+                                                                     report_lines, inspector));
   }
-  train::Trainer trainer(model, a, train_set, has_eval ? &eval_set : nullptr, {}, callbacks);
-  if (adapt) trainer.adapt_threads(AdaptiveThreads(max_threads));
-  // A step count past the end of the run would silently do nothing (known now that the data is).
-  const int64_t steps = trainer.state().max_steps, eval_every = a.eval_steps > 0 ? a.eval_steps : a.logging_steps;
+  return callbacks;
+}
+
+// A step count past the end of the run would silently do nothing (known now that the data is).
+void check_step_counts(dist::Communicator& world, const train::TrainingArguments& a, int64_t steps) {
+  const int64_t eval_every = a.eval_steps > 0 ? a.eval_steps : a.logging_steps;
   dist::agree(world, [&] {  // the same on every rank; agreed, so rank 0 alone prints it
-    check(a.save_strategy != "steps" || a.save_steps <= steps, "--save-steps ", a.save_steps,
+    check(a.save_strategy != train::IntervalStrategy::kSteps || a.save_steps <= steps, "--save-steps ", a.save_steps,
           " is more than the run's ", steps, " optimizer steps: no checkpoint would be saved; give --save-steps <= ",
           steps, " or --save-strategy epoch");
-    check(a.eval_strategy != "steps" || eval_every <= steps, a.eval_steps > 0 ? "--eval-steps " : "--logging-steps ",
-          eval_every, " is more than the run's ", steps,
+    check(a.eval_strategy != train::IntervalStrategy::kSteps || eval_every <= steps,
+          a.eval_steps > 0 ? "--eval-steps " : "--logging-steps ", eval_every, " is more than the run's ", steps,
           " optimizer steps: nothing would be evaluated; give at most ", steps);
   });
-  const int64_t truncated = trainer.truncated_train_texts();
-  if (truncated > 0) std::printf("%s", truncation_note(truncated, "training", config.max_len).c_str());
-  const train::TrainOutput out = trainer.train(o.resume);
-  if (out.interrupted) {  // Ctrl-C: exit as shells report a SIGINT death, but with the step saved
-    const std::string saved = io::latest_checkpoint(a.output_dir).string();
-    std::printf("\ninterrupted at step %lld; checkpoint %s (continue with --resume %s)\n",
-                static_cast<long long>(out.global_step), saved.c_str(), saved.c_str());
-    return 130;
-  }
+}
 
+// The end of a run: steps, time, train_loss, the final test report, where the files are.
+void print_summary(train::Trainer& trainer, const train::TrainOutput& out, const train::TrainingArguments& a,
+                   const data::Dataset& train_set, const data::Dataset* eval_set, int rank) {
   std::printf("\n== summary ==\n");
   std::printf("steps %lld (%lld skipped by the loss scaler), %.1f s, %.2f steps/s\n",
               static_cast<long long>(out.global_step), static_cast<long long>(trainer.state().skipped_steps),
@@ -339,8 +341,8 @@ int run_train(const CLI::App& cmd, cli::TrainOptions& o) {
   std::printf("train_loss %.4f (the mean loss of the %lld optimizer steps%s, as Hugging Face's train_loss)\n",
               out.training_loss, static_cast<long long>(state.loss_steps),
               state.loss_steps < state.global_step ? " with a finite loss" : "");
-  if (has_eval) {
-    const train::PredictionOutput final = trainer.predict(eval_set);
+  if (eval_set != nullptr) {
+    const train::PredictionOutput final = trainer.predict(*eval_set);
     const train::ClassificationReport report = train::classification_report(
         final.prediction.predictions, final.prediction.label_ids, int64_t(train_set.label_names.size()));
     std::printf("test accuracy %.2f%%, macro-F1 %.4f, loss %.4f\n\n%s", 100 * report.accuracy, report.macro_f1,
@@ -348,8 +350,51 @@ int run_train(const CLI::App& cmd, cli::TrainOptions& o) {
   }
   const auto checkpoints = io::list_checkpoints(a.output_dir);
   if (!checkpoints.empty()) std::printf("\nlatest checkpoint: %s\n", checkpoints.back().string().c_str());
-  if (reports_to("jsonl")) std::printf("log: %s/log.jsonl\n", a.output_dir.c_str());
-  if (reports_to("html") && world.rank() == 0) std::printf("report: %s/report.html\n", a.output_dir.c_str());
+  if (reports_to(a, "jsonl")) std::printf("log: %s/log.jsonl\n", a.output_dir.c_str());
+  if (reports_to(a, "html") && rank == 0) std::printf("report: %s/report.html\n", a.output_dir.c_str());
+}
+
+// Every flag is checked (check_train_flags) before the data is read or the model built.
+int run_train(const CLI::App& cmd, cli::TrainOptions& o) {
+  dist::Communicator& world = dist::world();
+  // Every other rank computes what rank 0 prints: it keeps quiet (its errors still reach stderr).
+  if (world.rank() != 0 && std::freopen("/dev/null", "w", stdout) == nullptr) fail("cannot silence stdout");
+  train::TrainingArguments& a = o.args;
+  nn::ClassifierConfig config = check_train_flags(world, cmd, o);
+  const bool adapt = set_threads(o.threads, world.size());
+  data::Dataset train_set, eval_set;
+  const bool has_eval = o.train_file.empty() || !o.eval_file.empty();
+  read_train_data(world, o, has_eval, train_set, eval_set);
+  if (a.tokenizer.kind == data::TokenizerKind::kSentencePiece && a.tokenizer.spm_model.empty()) {
+    train_spm_model(world, train_set, a.tokenizer);
+  }
+  // Without --buckets a hashed tokenizer gets as many rows as the training data's n-grams need
+  // (data::default_buckets; the main job's 2^18); the tokenizer, and so config.json, records them.
+  if (a.tokenizer.hashed() && cmd.get_option("--buckets")->count() == 0) {
+    a.tokenizer.buckets = data::default_buckets(train_set, a.tokenizer);
+    io::fit_to_tokenizer(config, a.tokenizer);
+  }
+  config.classes = int64_t(train_set.label_names.size());
+  nn::TextClassifier model(config, a.seed);
+  const int max_threads = omp_get_max_threads();
+  const std::string line = model_line(model, o, adapt, world.size());
+  std::printf("%s\n", line.c_str());
+  const std::vector<std::string> report_lines = {train_set.summary(),
+                                                 has_eval ? eval_set.summary() : "no evaluation data", line};
+  train::Trainer trainer(model, a, train_set, has_eval ? &eval_set : nullptr, {},
+                         train_callbacks(world.rank(), o, has_eval, report_lines));
+  if (adapt) trainer.adapt_threads(AdaptiveThreads(max_threads));
+  check_step_counts(world, a, trainer.state().max_steps);
+  const int64_t truncated = trainer.truncated_train_texts();
+  if (truncated > 0) std::printf("%s", truncation_note(truncated, "training", config.max_len).c_str());
+  const train::TrainOutput out = trainer.train(o.resume);
+  if (out.interrupted) {  // Ctrl-C: exit as shells report a SIGINT death, but with the step saved
+    const std::string saved = io::latest_checkpoint(a.output_dir).string();
+    std::printf("\ninterrupted at step %lld; checkpoint %s (continue with --resume %s)\n",
+                static_cast<long long>(out.global_step), saved.c_str(), saved.c_str());
+    return 130;
+  }
+  print_summary(trainer, out, a, train_set, has_eval ? &eval_set : nullptr, world.rank());
   return 0;
 }
 

@@ -75,6 +75,8 @@ struct TrainOptions {
   bool overwrite_output_dir = false;  // train into an output dir holding an earlier run's checkpoints
   int64_t train_per_language = 6000, test_per_language = 1000;
   std::string input_format = "auto";     // --input-format, of --train and --eval
+  // Parsed into args by resolve_train_options (kScheduleNames, kIntervalStrategyNames, kWireFormatNames).
+  std::string scheduler = "cosine", eval_strategy = "epoch", save_strategy = "epoch", ddp_comm = "f32";
   bool header = false, no_header = false;  // --header, --no-header (neither: detected)
   train::TrainingArguments args;
 };
@@ -96,10 +98,11 @@ inline const CLI::Validator kSeedRange(
 // --input-format, --header and --no-header, on train and eval: how the data files are read.
 inline void add_read_flags(CLI::App& app, std::string& format, bool& header, bool& no_header) {
   app.add_option("--input-format", format,
-                 "auto | tsv | fasttext (label<TAB>text, or fastText's __label__X text; auto: fasttext when the first "
-                 "line starts with __label__, with a note)")
+                 data::kDataFormatNames.listed() +
+                     " (label<TAB>text, or fastText's __label__X text; auto: fasttext when the first line starts with "
+                     "__label__, with a note)")
       ->capture_default_str()
-      ->check(CLI::IsMember({"auto", "tsv", "fasttext"}));
+      ->check(CLI::IsMember(data::kDataFormatNames.names()));
   app.add_flag("--header", header, "the first line is a header (label<TAB>text): skip it");
   app.add_flag("--no-header", no_header,
                "the first line is data (default: a first line whose label is a column name, such as 'label', "
@@ -109,67 +112,61 @@ inline void add_read_flags(CLI::App& app, std::string& format, bool& header, boo
 // The data::ReadOptions of those flags; both --header and --no-header is an hg::Error.
 inline data::ReadOptions read_options(const std::string& format, bool header, bool no_header) {
   check(!(header && no_header), "--header and --no-header both given: give one");
-  return {.format = data::parse_data_format(format),
+  return {.format = data::kDataFormatNames.parse(format, "--input-format"),
           .header = header ? data::HeaderMode::kYes : no_header ? data::HeaderMode::kNo : data::HeaderMode::kAuto};
 }
 
-inline void add_train_flags(CLI::App& app, TrainOptions& o) {
-  train::TrainingArguments& a = o.args;
-  a.output_dir = "halfgrad-output";
-  a.num_train_epochs = kBagRecipe.epochs;
-  a.per_device_train_batch_size = kBagRecipe.batch_size;
-  a.learning_rate = kBagRecipe.learning_rate;
-  a.weight_decay = kBagRecipe.weight_decay;
-  a.warmup_ratio = 0.1;  // HF's warmup_ratio: no run is all warmup, however short
-  a.lr_scheduler_type = "cosine";
-  a.eval_strategy = "epoch";
-  a.save_strategy = "epoch";
-  a.save_total_limit = 2;
-  a.seed = 0;
-  a.logging_steps = 50;
-  a.tokenizer.buckets = int64_t{1} << 18;  // without --buckets: data::default_buckets, once the data is read
-  app.add_option("--train", o.train_file,
-                 "training data, label<TAB>text (or __label__X text) per line (default: the language-id set)")
-      ->check(CLI::ExistingFile);
-  app.add_option("--eval", o.eval_file, "evaluation data (default with --train: none)")->check(CLI::ExistingFile);
+// --precision and the flags that complete the mixed-precision mode (resolve_train_options parses them).
+inline void add_precision_flags(CLI::App& app, TrainOptions& o) {
   // pure_fp16 (O2 without master weights) is the library's and the master_weights demo's only.
-  app.add_option("--precision", o.precision, "fp32 | fp16 | bf16 | fp8")
+  app.add_option("--precision", o.precision, optim::kPrecisionNames.listed())
       ->capture_default_str()
-      ->check(CLI::IsMember({"fp32", "fp16", "bf16", "fp8"}));
+      ->check(CLI::IsMember(optim::kPrecisionNames.names()));
   app.add_flag("--fp16", o.fp16, "shorthand for --precision fp16");
   app.add_flag("--bf16", o.bf16, "shorthand for --precision bf16");
-  app.add_option("--opt-level", o.opt_level, "O1 | O2 (fp16: O1 keeps an f32 model, O2 an f16 model with f32 masters)")
+  app.add_option("--opt-level", o.opt_level,
+                 optim::kOptLevelNames.listed() + " (fp16: O1 keeps an f32 model, O2 an f16 model with f32 masters)")
       ->capture_default_str()
-      ->check(CLI::IsMember({"O1", "O2"}));
+      ->check(CLI::IsMember(optim::kOptLevelNames.names()));
   app.add_option("--loss-scale", o.loss_scale, "dynamic | none | N (fp16: a static scale N)")->capture_default_str();
-  app.add_option("--accumulate", o.accumulate, "f32 | f16 | f16-blocked (fp16: what GEMMs and sums accumulate in)")
+  app.add_option("--accumulate", o.accumulate,
+                 optim::kAccumulationNames.listed() + " (fp16: what GEMMs and sums accumulate in)")
       ->capture_default_str()
-      ->check(CLI::IsMember({"f32", "f16", "f16-blocked"}));
+      ->check(CLI::IsMember(optim::kAccumulationNames.names()));
   app.add_option("--rounding", o.rounding,
-                 "how op outputs and gradients round to f16/bf16: " + optim::kRoundingNames.choices())
+                 optim::kRoundingNames.listed() + " (how op outputs and gradients round to f16/bf16)")
       ->capture_default_str()
       ->check(CLI::IsMember(optim::kRoundingNames.names()));
   app.add_flag("--flush-subnormals", o.flush_subnormals,
                "op outputs and gradients that would be f16/bf16 subnormals become zero (GPU flush-to-zero)");
   app.add_option("--master-weights", o.master_weights,
-                 "f32 (the optimizer updates f32 copies) | none (pure fp16 O2 or pure bf16: it updates the 16-bit weights)")
+                 optim::kMasterWeightsNames.listed() +
+                     " (f32: the optimizer updates f32 copies; none: pure fp16 O2 or pure bf16, it updates the 16-bit "
+                     "weights)")
       ->capture_default_str()
       ->check(CLI::IsMember(optim::kMasterWeightsNames.names()));
   app.add_option("--update-rounding", o.update_rounding,
-                 "with --master-weights none, how each updated 16-bit weight is written: " +
-                     optim::kUpdateRoundingNames.choices())
+                 optim::kUpdateRoundingNames.listed() +
+                     " (with --master-weights none: how each updated 16-bit weight is written)")
       ->capture_default_str()
       ->check(CLI::IsMember(optim::kUpdateRoundingNames.names()));
-  app.add_option("--fp8-format", o.fp8_format, "hybrid | e4m3 (fp8: e4m3 forward and e5m2 gradients, or e4m3 for both)")
+  app.add_option("--fp8-format", o.fp8_format,
+                 kFp8FormatNames.listed() + " (fp8: e4m3 forward and e5m2 gradients, or e4m3 for both)")
       ->capture_default_str();
   app.add_option("--fp8-amax-history-len", o.fp8_amax_history_len, "fp8: amax history length per tensor")
       ->capture_default_str();
   app.add_option("--fp8-amax-compute-algo", o.fp8_amax_compute_algo,
-                 "max | most_recent (fp8: the history's largest amax, or the last)")
+                 kFp8AmaxAlgoNames.listed() + " (fp8: the history's largest amax, or the last)")
       ->capture_default_str();
   app.add_option("--fp8-margin", o.fp8_margin, "fp8: scales are divided by 2^margin")->capture_default_str();
-  app.add_option("--fp8-scale", o.fp8_scale, "pow2 | exact | none (fp8: a power of two, exact to apply; fp8_max / amax; 1)")
+  app.add_option("--fp8-scale", o.fp8_scale,
+                 kFp8ScaleNames.listed() + " (fp8: a power of two, exact to apply; fp8_max / amax; 1)")
       ->capture_default_str();
+}
+
+// The optimization: length, batch, learning rate and its schedule, seed, threads.
+inline void add_optimization_flags(CLI::App& app, TrainOptions& o) {
+  train::TrainingArguments& a = o.args;
   app.add_option("--epochs", a.num_train_epochs,
                  recipe_help("training epochs", kBagRecipe.epochs, kTransformerRecipe.epochs))
       ->check(CLI::Range(1e-3, 1e6));
@@ -189,24 +186,30 @@ inline void add_train_flags(CLI::App& app, TrainOptions& o) {
       ->check(CLI::Range(int64_t{0}, int64_t{1} << 40));
   app.add_option("--warmup-ratio", a.warmup_ratio, "linear warmup over this share of all steps, in [0, 1), rounded up (instead of --warmup-steps: give one)")
       ->capture_default_str();
-  app.add_option("--scheduler", a.lr_scheduler_type, "linear | cosine | constant")->capture_default_str();
+  app.add_option("--scheduler", o.scheduler, optim::kScheduleNames.listed())->capture_default_str();
   app.add_option("--seed", a.seed, "random seed (weights, data order, dropout)")->capture_default_str()->check(kSeedRange);
   app.add_option("--threads", o.threads,
                  "OpenMP threads: N, or auto (all cores or 1, whichever runs the steps faster, measured as it "
                  "trains; the default for one process without OMP_NUM_THREADS)")
       ->check(CLI::IsMember({"auto"}) | CLI::Range(1, 1024));
+}
+
+// Output, checkpoints, evaluation and logging strategies, clipping, early stopping, data-parallel checks.
+inline void add_run_flags(CLI::App& app, TrainOptions& o) {
+  train::TrainingArguments& a = o.args;
   app.add_option("--output-dir", a.output_dir, "checkpoints and logs")->capture_default_str();
   app.add_flag("--overwrite-output-dir", o.overwrite_output_dir,
                "train into an output dir that holds checkpoints of an earlier run (never one a live run holds)");
   app.add_option("--resume", o.resume, "continue from a checkpoint, or a run's output directory (its latest checkpoint)")
       ->check(CLI::ExistingDirectory);
-  app.add_option("--eval-strategy,--evaluation-strategy", a.eval_strategy, "no | steps | epoch")->capture_default_str();
+  app.add_option("--eval-strategy,--evaluation-strategy", o.eval_strategy, train::kIntervalStrategyNames.listed())
+      ->capture_default_str();
   app.add_option("--eval-steps", a.eval_steps, "evaluate every N steps (selects --eval-strategy steps)")
       ->check(kStepCount);
   app.add_option("--logging-steps", a.logging_steps, "log every N steps")
       ->capture_default_str()
       ->check(kStepCount);
-  app.add_option("--save-strategy", a.save_strategy, "no | steps | epoch")->capture_default_str();
+  app.add_option("--save-strategy", o.save_strategy, train::kIntervalStrategyNames.listed())->capture_default_str();
   app.add_option("--save-steps", a.save_steps, "save every N steps (selects --save-strategy steps)")->check(kStepCount);
   app.add_option("--save-total-limit", a.save_total_limit, "keep the newest N checkpoints and the best (-1: all)")
       ->capture_default_str();
@@ -222,15 +225,20 @@ inline void add_train_flags(CLI::App& app, TrainOptions& o) {
   app.add_option("--early-stopping", o.early_stopping, "stop after N evaluations without improvement")
       ->check(kStepCount);
   app.add_flag("--detect-anomaly", a.detect_anomaly, "name the first op that produces inf/NaN");
-  app.add_option("--ddp-comm", a.ddp_comm,
-                 "under mpirun: the gradients' wire format, f32 | fp16 | bf16 (16-bit: cast while still "
-                 "loss-scaled; docs/distributed.md)")
+  app.add_option("--ddp-comm", o.ddp_comm,
+                 "under mpirun: the gradients' wire format, " + dist::kWireFormatNames.listed() +
+                     " (16-bit: cast while still loss-scaled; docs/distributed.md)")
       ->capture_default_str()
-      ->check(CLI::IsMember({"f32", "fp16", "bf16"}));
+      ->check(CLI::IsMember(dist::kWireFormatNames.names()));
   app.add_option("--ddp-check-every", a.ddp_check_every,
                  "under mpirun: every N steps compare every rank's parameters, masters and optimizer state, "
                  "stopping at the first that differs")
       ->check(kStepCount);
+}
+
+// The inspector, the tokenizer and the model architecture, and how data files are read.
+inline void add_model_flags(CLI::App& app, TrainOptions& o) {
+  train::TrainingArguments& a = o.args;
   app.add_option("--inspect", o.inspect,
                  "every N steps print per-tensor fp16 numerics (zeros, underflow, subnormals, headroom) and append "
                  "them to output_dir/numerics.jsonl; a skipped step names its first inf/NaN op")
@@ -242,16 +250,19 @@ inline void add_train_flags(CLI::App& app, TrainOptions& o) {
       ->capture_default_str()
       ->check(CLI::Range(int64_t{1}, io::ArchitectureCaps::kMaxLen));
   app.add_option("--tokenizer", o.tokenizer,
-                 "bytes | char-ngrams | words | sentencepiece (trained on --train, or --spm-model)")
+                 data::kTokenizerKindNames.listed() + " (sentencepiece: trained on --train, or --spm-model)")
       ->capture_default_str()
-      ->check(CLI::IsMember({"bytes", "char-ngrams", "words", "sentencepiece"}));
+      ->check(CLI::IsMember(data::kTokenizerKindNames.names()));
   app.add_option("--positions", o.positions,
                  "learned | none (a bag); default learned for bytes, and for words and sentencepiece with --layers >= 1 "
                  "(then words drops its bigrams), else none")
       ->check(CLI::IsMember({"learned", "none"}));
-  app.add_option("--spm-type", o.spm_type, "sentencepiece: the model to train, unigram | bpe")
+  // The types halfgrad trains (kSpmTypeNames' first two; a --spm-model may be of any).
+  const std::vector<std::string> trained_types = {std::string(data::kSpmTypeNames.name(data::SpmType::kUnigram)),
+                                                  std::string(data::kSpmTypeNames.name(data::SpmType::kBpe))};
+  app.add_option("--spm-type", o.spm_type, "sentencepiece: the model to train, " + trained_types[0] + " | " + trained_types[1])
       ->capture_default_str()
-      ->check(CLI::IsMember({"unigram", "bpe"}));
+      ->check(CLI::IsMember(trained_types));
   app.add_option("--vocab-size", a.tokenizer.spm_vocab_size, "sentencepiece: pieces of the model to train")
       ->capture_default_str()
       ->check(CLI::Range(int64_t{1}, int64_t{1} << 24));
@@ -279,6 +290,28 @@ inline void add_train_flags(CLI::App& app, TrainOptions& o) {
                  recipe_help("mean | cls", std::string(kBagRecipe.pooling), std::string(kTransformerRecipe.pooling)))
       ->check(CLI::IsMember({"mean", "cls"}));
   add_read_flags(app, o.input_format, o.header, o.no_header);
+}
+
+inline void add_train_flags(CLI::App& app, TrainOptions& o) {
+  train::TrainingArguments& a = o.args;
+  a.output_dir = "halfgrad-output";
+  a.num_train_epochs = kBagRecipe.epochs;
+  a.per_device_train_batch_size = kBagRecipe.batch_size;
+  a.learning_rate = kBagRecipe.learning_rate;
+  a.weight_decay = kBagRecipe.weight_decay;
+  a.warmup_ratio = 0.1;  // HF's warmup_ratio: no run is all warmup, however short
+  a.save_total_limit = 2;
+  a.seed = 0;
+  a.logging_steps = 50;
+  a.tokenizer.buckets = int64_t{1} << 18;  // without --buckets: data::default_buckets, once the data is read
+  app.add_option("--train", o.train_file,
+                 "training data, label<TAB>text (or __label__X text) per line (default: the language-id set)")
+      ->check(CLI::ExistingFile);
+  app.add_option("--eval", o.eval_file, "evaluation data (default with --train: none)")->check(CLI::ExistingFile);
+  add_precision_flags(app, o);
+  add_optimization_flags(app, o);
+  add_run_flags(app, o);
+  add_model_flags(app, o);
   app.add_option("--report-to", a.report_to,
                  "none | jsonl | html, one or more (HF's report_to): jsonl appends output_dir/log.jsonl, html writes "
                  "output_dir/report.html at the end (loss, metrics, learning rate, loss scale; with --inspect the "
@@ -293,16 +326,14 @@ inline void add_train_flags(CLI::App& app, TrainOptions& o) {
       ->check(CLI::Range(int64_t{1}, int64_t{100000}));
 }
 
-// Completes `o` after `cmd` (the train subcommand) parsed it, before any data is read: parses
-// --precision (or --fp16/--bf16), --opt-level, --loss-scale, --accumulate, --rounding,
-// --flush-subnormals and the --fp8-* recipe into args.mixed_precision, lets a
-// flag that only works under one strategy select it (--save-steps selects --save-strategy steps,
-// --eval-steps --eval-strategy steps), and rejects a flag that would have
-// no effect (a conflicting explicit strategy, --eval-strategy without evaluation data, both
-// --epochs and --max-steps, ...) with an hg::Error naming the flag to change. Then validates
-// every value (TrainingArguments::validate, which the Trainer runs again).
-inline void resolve_train_options(const CLI::App& cmd, TrainOptions& o) {
-  auto given = [&](const std::string& flag) { return cmd.get_option(flag)->count() > 0; };
+// Whether the command line gave `flag` (the resolve_* steps below).
+struct GivenFlags {
+  const CLI::App& cmd;
+  bool operator()(const std::string& flag) const { return cmd.get_option(flag)->count() > 0; }
+};
+
+// --precision (or --fp16/--bf16) and the flags that complete it, into args.mixed_precision.
+inline void resolve_precision(const GivenFlags& given, TrainOptions& o) {
   train::TrainingArguments& a = o.args;
   check(!(o.fp16 && o.bf16), "--fp16 and --bf16 are exclusive: give one (or --precision)");
   check(!((o.fp16 || o.bf16) && given("--precision")), "--fp16/--bf16 and --precision both given: give one");
@@ -320,31 +351,38 @@ inline void resolve_train_options(const CLI::App& cmd, TrainOptions& o) {
   }
   if (o.precision == "fp8") {
     Fp8Recipe& r = a.mixed_precision.fp8;
-    r.format = parse_fp8_format(o.fp8_format, "fp8_format (--fp8-format)");
+    r.format = kFp8FormatNames.parse(o.fp8_format, "fp8_format (--fp8-format)");
     r.amax_history_len = o.fp8_amax_history_len;
-    r.amax_compute_algo =
-        parse_fp8_amax_algo(o.fp8_amax_compute_algo, "fp8_amax_compute_algo (--fp8-amax-compute-algo)");
+    r.amax_compute_algo = kFp8AmaxAlgoNames.parse(o.fp8_amax_compute_algo, "fp8_amax_compute_algo (--fp8-amax-compute-algo)");
     r.margin = o.fp8_margin;
-    r.scale = parse_fp8_scale(o.fp8_scale, "fp8_scale (--fp8-scale)");
+    r.scale = kFp8ScaleNames.parse(o.fp8_scale, "fp8_scale (--fp8-scale)");
     a.mixed_precision.validate();
   }
   // --accumulate: validate() names the flag when the precision has no f16 products to accumulate.
-  a.mixed_precision.accumulation = optim::parse_accumulation(o.accumulate, "accumulate (--accumulate)");
+  a.mixed_precision.accumulation = optim::kAccumulationNames.parse(o.accumulate, "accumulate (--accumulate)");
   a.mixed_precision.rounding = optim::kRoundingNames.parse(o.rounding, "rounding (--rounding)");
   a.mixed_precision.flush_subnormals = o.flush_subnormals;
   a.mixed_precision.master_weights = optim::kMasterWeightsNames.parse(o.master_weights, "master_weights (--master-weights)");
   a.mixed_precision.update_rounding =
       optim::kUpdateRoundingNames.parse(o.update_rounding, "update_rounding (--update-rounding)");
   a.mixed_precision.validate();
+}
 
+// The strategies (a step count selects its own), the flags that need evaluation data, and the
+// flags that would have no effect together.
+inline void resolve_strategies(const GivenFlags& given, TrainOptions& o) {
+  train::TrainingArguments& a = o.args;
   // A step count selects its strategy; under another explicit strategy it would be ignored.
-  for (const auto& [steps, strategy_flag, strategy] :
-       {std::tuple{"--save-steps", "--save-strategy", &a.save_strategy},
-        std::tuple{"--eval-steps", "--eval-strategy", &a.eval_strategy}}) {
+  using Strategy = train::IntervalStrategy;
+  for (const auto& [steps, strategy_flag, field, text, strategy] :
+       {std::tuple{"--save-steps", "--save-strategy", "save_strategy (--save-strategy)", &o.save_strategy, &a.save_strategy},
+        std::tuple{"--eval-steps", "--eval-strategy", "eval_strategy (--eval-strategy)", &o.eval_strategy,
+                   &a.eval_strategy}}) {
+    *strategy = train::kIntervalStrategyNames.parse(*text, field);
     if (!given(steps)) continue;
-    check(!given(strategy_flag) || *strategy == "steps", steps, " has no effect with ", strategy_flag, " ",
-          *strategy, ": drop ", strategy_flag, " (", steps, " selects ", strategy_flag, " steps) or drop ", steps);
-    *strategy = "steps";
+    check(!given(strategy_flag) || *strategy == Strategy::kSteps, steps, " has no effect with ", strategy_flag, " ",
+          *text, ": drop ", strategy_flag, " (", steps, " selects ", strategy_flag, " steps) or drop ", steps);
+    *strategy = Strategy::kSteps;
   }
   const bool has_eval = o.train_file.empty() || !o.eval_file.empty();  // the language-id set has a test split
   check(o.train_file.empty() || !(given("--train-per-language") || given("--test-per-language")),
@@ -353,14 +391,14 @@ inline void resolve_train_options(const CLI::App& cmd, TrainOptions& o) {
         "--eval needs --train (the default language-id set brings its own test split)");
   if (!has_eval) {
     check(!given("--eval-steps"), "--eval-steps needs evaluation data: add --eval FILE");
-    const bool evaluates = a.eval_strategy == "steps" || a.eval_strategy == "epoch";  // else validate() names it
-    check(!given("--eval-strategy") || !evaluates, "--eval-strategy ", a.eval_strategy,
+    const bool evaluates = a.eval_strategy != Strategy::kNo;
+    check(!given("--eval-strategy") || !evaluates, "--eval-strategy ", o.eval_strategy,
           " needs evaluation data: add --eval FILE");
     check(!a.load_best_model_at_end, "--load-best needs evaluation data: add --eval FILE");
     check(o.early_stopping == 0, "--early-stopping needs evaluation data: add --eval FILE");
-    if (evaluates) a.eval_strategy = "no";  // the default, epoch, without data to evaluate
+    if (evaluates) a.eval_strategy = Strategy::kNo;  // the default, epoch, without data to evaluate
   }
-  check(o.early_stopping == 0 || a.eval_strategy != "no",
+  check(o.early_stopping == 0 || a.eval_strategy != Strategy::kNo,
         "--early-stopping needs evaluations: drop --eval-strategy no");
   check(!given("--metric") || a.load_best_model_at_end || o.early_stopping > 0,
         "--metric has no effect without --load-best or --early-stopping");
@@ -368,14 +406,19 @@ inline void resolve_train_options(const CLI::App& cmd, TrainOptions& o) {
   check(!o.train_file.empty() || !(given("--input-format") || given("--header") || given("--no-header")),
         "--input-format, --header and --no-header read --train and --eval files: drop them without --train");
   check(!o.inspect_mx || o.inspect > 0, "--inspect-mx adds columns to --inspect: give --inspect N too");
-  check(!given("--save-total-limit") || a.save_strategy != "no",
+  check(!given("--save-total-limit") || a.save_strategy != Strategy::kNo,
         "--save-total-limit has no effect with --save-strategy no");
-  check(!a.save_only_model || a.save_strategy != "no", "--save-only-model has no effect with --save-strategy no");
+  check(!a.save_only_model || a.save_strategy != Strategy::kNo, "--save-only-model has no effect with --save-strategy no");
   check(!(given("--epochs") && given("--max-steps")),
         "--epochs and --max-steps both given: --max-steps would override --epochs; give one");
   check(!(given("--warmup-ratio") && given("--warmup-steps")),
         "--warmup-ratio and --warmup-steps both given: --warmup-steps would override --warmup-ratio; give one");
-  a.tokenizer.kind = data::parse_tokenizer_kind(o.tokenizer);
+}
+
+// --tokenizer and the flags of one kind, the positions, and the transformer's recipe defaults.
+inline void resolve_model(const GivenFlags& given, TrainOptions& o) {
+  train::TrainingArguments& a = o.args;
+  a.tokenizer.kind = data::kTokenizerKindNames.parse(o.tokenizer, "tokenizer (--tokenizer)");
   for (const char* flag : {"--ngram-min", "--ngram-max"}) {
     check(a.tokenizer.kind == data::TokenizerKind::kCharNgrams || !given(flag), flag,
           " applies to --tokenizer char-ngrams only (this run is ", o.tokenizer, "): drop ", flag);
@@ -389,7 +432,7 @@ inline void resolve_train_options(const CLI::App& cmd, TrainOptions& o) {
   }
   check(!given("--spm-model") || !(given("--spm-type") || given("--vocab-size")),
         "--spm-model brings its own model type and vocabulary: drop --spm-type and --vocab-size");
-  a.tokenizer.spm_type = data::parse_spm_type(o.spm_type);
+  a.tokenizer.spm_type = data::kSpmTypeNames.parse(o.spm_type, "--spm-type");
   if (o.positions.empty()) {  // ordered tokens under an encoder; the hashed n-grams stay a bag
     const bool ordered = a.tokenizer.kind == data::TokenizerKind::kWords || spm;
     o.positions = a.tokenizer.kind == data::TokenizerKind::kBytes || (ordered && o.layers > 0) ? "learned" : "none";
@@ -406,6 +449,24 @@ inline void resolve_train_options(const CLI::App& cmd, TrainOptions& o) {
   // With positions, words is the sequence of words: bigrams appended after them would take
   // positions that are not theirs.
   a.tokenizer.word_ngrams = o.positions == "learned" ? 1 : 2;
+}
+
+// Completes `o` after `cmd` (the train subcommand) parsed it, before any data is read: parses
+// --precision (or --fp16/--bf16), --opt-level, --loss-scale, --accumulate, --rounding,
+// --flush-subnormals and the --fp8-* recipe into args.mixed_precision, lets a
+// flag that only works under one strategy select it (--save-steps selects --save-strategy steps,
+// --eval-steps --eval-strategy steps), and rejects a flag that would have
+// no effect (a conflicting explicit strategy, --eval-strategy without evaluation data, both
+// --epochs and --max-steps, ...) with an hg::Error naming the flag to change. Then validates
+// every value (TrainingArguments::validate, which the Trainer runs again).
+inline void resolve_train_options(const CLI::App& cmd, TrainOptions& o) {
+  const GivenFlags given{cmd};
+  train::TrainingArguments& a = o.args;
+  resolve_precision(given, o);
+  a.lr_scheduler_type = optim::kScheduleNames.parse(o.scheduler, "lr_scheduler_type (--scheduler)");
+  a.ddp_comm = dist::kWireFormatNames.parse(o.ddp_comm, "ddp_comm (--ddp-comm)");
+  resolve_strategies(given, o);
+  resolve_model(given, o);
   a.validate();
   check(!std::filesystem::exists(a.output_dir) || std::filesystem::is_directory(a.output_dir), "--output-dir ",
         a.output_dir, " exists and is not a directory");

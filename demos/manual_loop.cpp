@@ -14,7 +14,7 @@
 #include <cstdio>
 
 #include "halfgrad/autograd/autocast.h"
-#include "halfgrad/autograd/ops.h"
+#include "halfgrad/autograd/all_ops.h"
 #include "halfgrad/autograd/tape.h"
 #include "halfgrad/base/parallel.h"
 #include "halfgrad/data/data_loader.h"

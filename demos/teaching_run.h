@@ -18,7 +18,7 @@
 #include <string>
 #include <vector>
 
-#include "halfgrad/autograd/ops.h"
+#include "halfgrad/autograd/all_ops.h"
 #include "halfgrad/autograd/rounding_scope.h"
 #include "halfgrad/base/error.h"
 #include "halfgrad/data/data_loader.h"

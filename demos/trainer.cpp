@@ -40,8 +40,8 @@ int main(int argc, char** argv) {
   args.per_device_train_batch_size = 32;
   args.learning_rate = 3e-3f;
   args.weight_decay = 0.01f;
-  args.lr_scheduler_type = "constant";
-  args.save_strategy = "no";
+  args.lr_scheduler_type = optim::Schedule::kConstant;
+  args.save_strategy = train::IntervalStrategy::kNo;
   args.mixed_precision = {.precision = f32 ? optim::Precision::kNo : optim::Precision::kFp16,
                           .opt_level = optim::OptLevel::kO1};
   args.max_grad_norm = 1.0f;

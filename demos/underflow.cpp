@@ -18,7 +18,7 @@
 #include <vector>
 
 #include "halfgrad/autograd/generator.h"
-#include "halfgrad/autograd/ops.h"
+#include "halfgrad/autograd/all_ops.h"
 #include "demos/teaching_run.h"
 #include "halfgrad/precision/bfloat16.h"
 #include "halfgrad/precision/convert.h"

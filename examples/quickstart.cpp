@@ -5,7 +5,7 @@
 // ctest runs it on the synthetic set (label `example`), so the README's code keeps compiling.
 #include <cstdio>
 
-#include "halfgrad/autograd/ops.h"
+#include "halfgrad/autograd/all_ops.h"
 #include "halfgrad/autograd/tape.h"
 #include "halfgrad/data/data_loader.h"
 #include "halfgrad/data/dataset.h"

@@ -1,12 +1,7 @@
-// The caching allocator behind tensor storage. A training step frees and re-creates the same
-// multi-MiB activations every step; served by glibc they come from mmap (or a heap top that free()
-// trims), so every step page-faults and the kernel zeroes them again. Here a freed block of at
-// least kMinCachedBytes goes onto a free list of its size class and the next request of that
-// class reuses it: after the first step, a step allocates nothing from the kernel.
-// Size classes are 2^k x {1, 1.25, 1.5, 1.75} (a request wastes under 25%); smaller blocks go
-// straight to operator new. Blocks are 64-byte aligned. Thread-safe (one mutex; tensors may be
-// freed on any thread). The cache holds at most cache_limit() bytes; release_cached_memory()
-// returns them all to the system.
+// The caching allocator behind tensor storage: a freed block of at least kMinCachedBytes goes onto
+// a free list of its size class (2^k x {1, 1.25, 1.5, 1.75}) and the next request of that class
+// reuses it, so after the first step a training step allocates nothing from the kernel.
+// Thread-safe, bounded by cache_limit(). Why: docs/design_notes.md#the-caching-allocator.
 #pragma once
 
 #include <cstddef>

@@ -4,7 +4,6 @@
 #include <atomic>
 #include <utility>
 
-#include "halfgrad/autograd/fp8_scaling.h"
 #include "halfgrad/base/error.h"
 
 namespace hg {

@@ -1,26 +1,18 @@
-// CastObserver: while one lives, every rounding of f32 results into an f16/bf16 tensor (each
-// kernels::store_rounded call: op outputs, GEMM results, gradients, optimizer stores, creation) also
-// counts what the rounding did, in precision::NumericsStats terms: the f32 values' histogram,
-// nonzero -> zero (underflow), subnormal results, overflow. Once a value is stored in f16 its
-// lost small values are plain zeros; only the cast itself can tell "flushed" from "was zero".
-// The numerics inspector (halfgrad/report/numerics_inspector.h) reads it per op. It also receives the fp8
-// operand casts of fp8 training (halfgrad/autograd/fp8_scaling.h), each with its tensor and scale, kept
-// apart from those counts.
-//
-// Global, not per thread: narrow runs on OpenMP worker threads, whose counts are merged under
-// a mutex. Install and remove it between ops on the thread that runs them; narrowings on other
-// threads (another training loop) are counted too. At most one observer at a time. When none is
-// installed the cost is one relaxed atomic load per narrow call.
+// CastObserver: while one lives, every rounding of f32 results into an f16/bf16 tensor
+// (kernels::store_rounded) also counts what it did (precision::NumericsStats: underflow,
+// subnormals, overflow), and fp8 training's operand casts arrive as Fp8Cast records (fp8_cast.h).
+// Global, at most one at a time; the numerics inspector installs it. Details:
+// docs/design_notes.md#castobserver.
 #pragma once
 
 #include <mutex>
 #include <vector>
 
+#include "halfgrad/autograd/fp8_cast.h"
 #include "halfgrad/precision/numerics_stats.h"
 
 namespace hg {
 
-struct Fp8Cast;  // halfgrad/autograd/fp8_scaling.h
 
 class CastObserver {
  public:

@@ -1,5 +1,5 @@
 // The delayed-scaling recipe's scale update, the saturating operand cast, the scale state's JSON
-// and the fp8 cast observer (see fp8_scaling.h).
+// and the cast records handed to a CastObserver (see fp8_scaling.h, fp8_cast.h).
 #include "halfgrad/autograd/fp8_scaling.h"
 
 #include <algorithm>
@@ -14,15 +14,6 @@
 
 namespace hg {
 
-const char* fp8_role_name(Fp8Role role) {
-  switch (role) {
-    case Fp8Role::kInput: return "input";
-    case Fp8Role::kWeight: return "weight";
-    case Fp8Role::kGradOutput: return "grad_output";
-  }
-  return "?";
-}
-
 precision::FloatFormat Fp8Recipe::format_of(Fp8Role role) const {
   return format == Format::kHybrid && role == Fp8Role::kGradOutput ? precision::kE5M2 : precision::kE4M3;
 }
@@ -31,38 +22,6 @@ void Fp8Recipe::validate() const {
   check(amax_history_len >= 1 && amax_history_len <= 65536,
         "fp8_amax_history_len (--fp8-amax-history-len) must be in [1, 65536], got ", amax_history_len);
   check(margin >= 0 && margin <= 64, "fp8_margin (--fp8-margin) must be in [0, 64], got ", margin);
-}
-
-const char* fp8_format_name(Fp8Recipe::Format format) {
-  return format == Fp8Recipe::Format::kHybrid ? "hybrid" : "e4m3";
-}
-const char* fp8_amax_algo_name(Fp8Recipe::AmaxAlgo algo) {
-  return algo == Fp8Recipe::AmaxAlgo::kMax ? "max" : "most_recent";
-}
-const char* fp8_scale_name(Fp8Recipe::Scale scale) {
-  switch (scale) {
-    case Fp8Recipe::Scale::kPowerOfTwo: return "pow2";
-    case Fp8Recipe::Scale::kExact: return "exact";
-    case Fp8Recipe::Scale::kNone: return "none";
-  }
-  return "?";
-}
-
-Fp8Recipe::Format parse_fp8_format(const std::string& text, const std::string& field) {
-  if (text == "hybrid") return Fp8Recipe::Format::kHybrid;
-  if (text == "e4m3") return Fp8Recipe::Format::kE4M3;
-  fail(field, ": unknown fp8 format '", text, "' (expected hybrid or e4m3)");
-}
-Fp8Recipe::AmaxAlgo parse_fp8_amax_algo(const std::string& text, const std::string& field) {
-  if (text == "max") return Fp8Recipe::AmaxAlgo::kMax;
-  if (text == "most_recent") return Fp8Recipe::AmaxAlgo::kMostRecent;
-  fail(field, ": unknown amax algorithm '", text, "' (expected max or most_recent)");
-}
-Fp8Recipe::Scale parse_fp8_scale(const std::string& text, const std::string& field) {
-  if (text == "pow2") return Fp8Recipe::Scale::kPowerOfTwo;
-  if (text == "exact") return Fp8Recipe::Scale::kExact;
-  if (text == "none") return Fp8Recipe::Scale::kNone;
-  fail(field, ": unknown fp8 scale '", text, "' (expected pow2, exact or none)");
 }
 
 float fp8_scale_from_amax(const Fp8Recipe& recipe, float amax, float previous_scale, float fp8_max) {
@@ -138,18 +97,6 @@ Fp8Operand Fp8Scaling::quantize(const std::string& key, Fp8Role role, const Tens
   if (record_amax) s.amax_history[0] = std::fmax(s.amax_history[0], amax);
   if (observer != nullptr) observer->add_fp8(std::move(cast));
   return {Tensor::from_vector(values, x.shape()), 1.0f / s.scale};
-}
-
-double Fp8Cast::flushed_share() const {
-  return stats.total() ? double(stats.underflow) / double(stats.total()) : 0.0;
-}
-double Fp8Cast::saturated_share() const {
-  return stats.total() ? double(stats.overflow) / double(stats.total()) : 0.0;
-}
-void Fp8Cast::merge(const Fp8Cast& later) {
-  amax = std::max(amax, later.amax);
-  scale = later.scale;
-  stats.merge(later.stats);
 }
 
 void Fp8Scaling::update() {

@@ -1,20 +1,8 @@
 // Fp8Scaling: fp8 matrix products with delayed per-tensor scaling, as NVIDIA Transformer Engine's
-// DelayedScaling recipe runs them (NVIDIA/TransformerEngine @d0067d0, transformer_engine/common/
-// recipe/__init__.py, class DelayedScaling; docs/fp8.md). Under an
-// Autocast guard that carries one (the fp8 mode of halfgrad/optim/mixed_precision.h), every `linear` casts
-// its two operands to e4m3 in forward and its output gradient to e5m2 in backward (the HYBRID
-// format; or e4m3 everywhere), each as q = saturate(round_nearest_even(x * scale)), multiplies the
-// fp8 values with f32 accumulation, and multiplies the result by 1/(scale_a * scale_b).
-//
-// The scales are per tensor of each GEMM (its input, weight and grad_output, TE's quantizers),
-// keyed by the weight's module path, so a key is the same every step and in a resumed run. Each
-// cast records the amax of its unscaled input in the staging slot (history[0]); update(), once
-// after each optimizer step, turns the history into the next scale and rolls it: the scale a step
-// casts with was computed from the amaxes of the steps before it ("delayed").
-//
-// Storage: the fp8 values are held in f32 tensors (4 bytes, TE's are 1). Every e4m3 and e5m2
-// value is exactly an f32, and the GEMM widens its operands to f32 anyway, so the products, sums
-// and results are those of 1-byte operands; only the memory differs.
+// DelayedScaling recipe runs them: under an Autocast guard that carries one, `linear` casts its
+// operands to e4m3 (forward) and e5m2 (backward) with per-tensor scales that update after each
+// optimizer step from an amax history. The recipe, keys and storage: docs/design_notes.md#fp8scaling
+// and docs/fp8.md.
 #pragma once
 
 #include <array>
@@ -26,16 +14,13 @@
 
 #include <nlohmann/json.hpp>
 
+#include "halfgrad/autograd/fp8_cast.h"
 #include "halfgrad/autograd/tensor.h"
+#include "halfgrad/base/enum_names.h"
 #include "halfgrad/precision/float_format.h"
 #include "halfgrad/precision/numerics_stats.h"
 
 namespace hg {
-
-// The scaled tensors of one GEMM (TE: forward input and weight, backward grad_output).
-enum class Fp8Role : uint8_t { kInput, kWeight, kGradOutput };
-inline constexpr std::array<Fp8Role, 3> kFp8Roles = {Fp8Role::kInput, Fp8Role::kWeight, Fp8Role::kGradOutput};
-const char* fp8_role_name(Fp8Role role);  // "input", "weight", "grad_output"
 
 // TE's DelayedScaling fields (defaults as TE's), plus the scale's rounding and a no-scaling mode.
 struct Fp8Recipe {
@@ -61,14 +46,15 @@ struct Fp8Recipe {
   bool operator==(const Fp8Recipe&) const = default;
 };
 
-// The recipe's names for the JSON keys and flags: "hybrid" | "e4m3", "max" | "most_recent",
-// "pow2" | "exact" | "none"; the parse functions throw hg::Error naming `field` and the value.
-const char* fp8_format_name(Fp8Recipe::Format format);
-const char* fp8_amax_algo_name(Fp8Recipe::AmaxAlgo algo);
-const char* fp8_scale_name(Fp8Recipe::Scale scale);
-Fp8Recipe::Format parse_fp8_format(const std::string& text, const std::string& field);
-Fp8Recipe::AmaxAlgo parse_fp8_amax_algo(const std::string& text, const std::string& field);
-Fp8Recipe::Scale parse_fp8_scale(const std::string& text, const std::string& field);
+// The recipe's names, as the JSON keys fp8_format, fp8_amax_compute_algo, fp8_scale and the
+// --fp8-* flags spell them.
+inline constexpr EnumNames<Fp8Recipe::Format, 2> kFp8FormatNames{
+    {{{Fp8Recipe::Format::kHybrid, "hybrid"}, {Fp8Recipe::Format::kE4M3, "e4m3"}}}};
+inline constexpr EnumNames<Fp8Recipe::AmaxAlgo, 2> kFp8AmaxAlgoNames{
+    {{{Fp8Recipe::AmaxAlgo::kMax, "max"}, {Fp8Recipe::AmaxAlgo::kMostRecent, "most_recent"}}}};
+inline constexpr EnumNames<Fp8Recipe::Scale, 3> kFp8ScaleNames{{{{Fp8Recipe::Scale::kPowerOfTwo, "pow2"},
+                                                                 {Fp8Recipe::Scale::kExact, "exact"},
+                                                                 {Fp8Recipe::Scale::kNone, "none"}}}};
 
 // The scale TE's update computes from `amax` (the window's, see Fp8TensorScale::update) for a
 // format whose largest value is fp8_max: the previous scale when amax is 0, inf or NaN; else per
@@ -137,24 +123,6 @@ class Fp8Scaling {
 
   Fp8Recipe recipe_;
   std::map<std::string, Gemm> gemms_;
-};
-
-// One fp8 cast as a CastObserver (halfgrad/autograd/cast_observer.h) sees it: which tensor, the format
-// and scale it was cast with, max |x| of its input, and what the cast did (NumericsStats of the
-// scaled values: underflow = flushed to zero, overflow = saturated to +-max). While an observer
-// is installed, every Fp8Scaling::quantize that records its amax (training's casts, not
-// evaluation's) also counts these (a scalar pass) and reports them to it. Several casts of one
-// tensor (micro-batches, steps) merge into one record.
-struct Fp8Cast {
-  std::string key;
-  Fp8Role role = Fp8Role::kInput;
-  precision::FloatFormat format = precision::kE4M3;
-  float scale = 1, amax = 0;
-  precision::NumericsStats stats;
-
-  double flushed_share() const;    // of the values: nonzero ones the cast made zero
-  double saturated_share() const;  // beyond the format's max, clamped to it
-  void merge(const Fp8Cast& later);  // amax: the larger; scale: the later cast's; stats summed
 };
 
 }  // namespace hg

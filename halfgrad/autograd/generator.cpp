@@ -12,21 +12,6 @@
 
 namespace hg {
 
-std::array<uint32_t, 4> philox4x32(std::array<uint32_t, 4> c, uint64_t key) {
-  // Constants from the Random123 reference implementation.
-  constexpr uint32_t kMul0 = 0xD2511F53, kMul1 = 0xCD9E8D57;
-  constexpr uint32_t kWeyl0 = 0x9E3779B9, kWeyl1 = 0xBB67AE85;
-  uint32_t k0 = uint32_t(key), k1 = uint32_t(key >> 32);
-  for (int round = 0; round < 10; ++round) {
-    const uint64_t p0 = uint64_t(kMul0) * c[0];
-    const uint64_t p1 = uint64_t(kMul1) * c[2];
-    c = {uint32_t(p1 >> 32) ^ c[1] ^ k0, uint32_t(p1), uint32_t(p0 >> 32) ^ c[3] ^ k1, uint32_t(p0)};
-    k0 += kWeyl0;
-    k1 += kWeyl1;
-  }
-  return c;
-}
-
 namespace {
 
 std::array<uint32_t, 4> block(uint64_t seed, uint64_t counter) {

@@ -12,8 +12,7 @@
 
 namespace hg {
 
-// One Philox4x32-10 block: 4 random words for a 128-bit counter under a 64-bit key.
-std::array<uint32_t, 4> philox4x32(std::array<uint32_t, 4> counter, uint64_t key);
+// One block is hg::philox4x32 (halfgrad/autograd/kernels/philox.h).
 
 class Generator {
  public:

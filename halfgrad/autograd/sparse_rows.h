@@ -1,16 +1,7 @@
 // SparseRows: a row-sparse gradient of a (V, C) table -- the sorted, unique ids of the rows that
-// received gradient and their (R, C) values in the table's dtype; every other row is zero and is
-// not stored. embedding(ids, w, padding_idx, /*sparse=*/true) produces it, as
-// torch.nn.Embedding(sparse=True) produces a coalesced sparse COO gradient (here whole rows only).
-// Why: a hashed n-gram table has 2^16..2^20 rows and a batch touches a few thousand; a dense
-// (V, C) gradient would make loss scaling, clipping, master copies and the optimizer each pass
-// over every row, every step.
-//
-// A tensor holds a dense gradient (Tensor::grad()) or a row-sparse one (Tensor::sparse_grad()),
-// never both. The tape adds two sparse gradients as SparseRows and a sparse one to a dense one as
-// dense (accumulate_grad in tape.h), rounding exactly as the dense path's add does, so the rows a
-// sparse gradient stores hold the dense gradient's bits. Who reads it and with what semantics
-// (lazy optimizer updates of the stored rows): docs/sparse_gradients.md.
+// received gradient and their (R, C) values in the table's dtype; every other row is zero and not
+// stored (torch.nn.Embedding(sparse=True), whole rows only). A tensor holds a dense or a row-sparse
+// gradient, never both. Why, and how the tape adds them: docs/design_notes.md#sparserows.
 #pragma once
 
 #include <cstdint>

@@ -1,33 +1,7 @@
-// AdaptiveThreads: the OpenMP team size for each training step, chosen by timing the steps
-// (`halfgrad train --threads auto`).
-//
-// Why measure: a quiet 2-core machine runs a step 1.5-1.7x faster on 2 threads than on 1, but
-// with another program on the second core 2 threads are slower than 1 (0.87-0.98x: a step has
-// hundreds of short parallel regions, and each one's end waits for the worker the other program
-// has preempted). No fixed count is right on a shared machine, and the load changes during a run.
-// Why it is safe: halfgrad's results never depend on the team size (every GEMM element is one
-// chain, reductions run in fixed blocks: docs/performance.md), so the team can change between any
-// two steps without changing a bit.
-//
-// The policy, between two candidates, `max` (the team the program would otherwise use) and 1:
-//   1. warm-up: the first `warmup_steps` run at max, untimed (allocator growth, page faults,
-//      libgomp starting its threads);
-//   2. probe: `probe_steps` steps at each size, interleaved (max, 1, max, 1, ...) so both see the
-//      same machine load; the size with the lower median step time wins, but max must be more
-//      than `margin` faster to win: at equal speed one thread does the work for half the CPU time
-//      and leaves the other core to the program that is using it;
-//   3. run at the winner, then probe again after `reprobe_steps` steps, so a machine that
-//      becomes busy or quiet mid-run is followed. A probe that confirms the winner doubles the
-//      steps until the next (up to `max_reprobe_steps`), one that changes it resets them: on a
-//      steady machine the probes' slow steps cost little, after a change they come often. Once
-//      `reprobe_seconds` of steps have run the next probe comes sooner, but never before
-//      `reprobe_steps` steps: a probe's 3 steps at the slower size cost 1.5 steps' time when that
-//      size is 1.5x slower, and one every 50 steps keeps that under 3% however long a step is.
-// With max == 1 there is nothing to choose: every step runs at 1 and omp_set_num_threads is
-// never called.
-//
-// The logic is driven by the durations it is fed (after_step), never by a clock of its own, so a
-// test can replay any sequence of step times; before_step is its one call into OpenMP.
+// AdaptiveThreads: the OpenMP team size for each training step (`halfgrad train --threads auto`),
+// chosen by timing steps at the full team and at one thread, and probed again as the load changes;
+// safe because no result depends on the team size. It is driven by the durations it is fed, so a
+// test replays any sequence. Why, and the policy: docs/design_notes.md#adaptivethreads.
 #pragma once
 
 #include <cstdint>

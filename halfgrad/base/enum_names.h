@@ -4,6 +4,7 @@
 #pragma once
 
 #include <array>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -14,9 +15,12 @@
 namespace hg {
 
 // inline constexpr EnumNames<Color, 2> kColorNames{{{{Color::kRed, "red"}, {Color::kBlue, "blue"}}}};
-template <class E, std::size_t N>
+// `aliases` (A of them) are older or other spellings that parse() accepts but nothing writes or lists:
+// EnumNames<Color, 2, 1>{{{...}}, {{{Color::kRed, "crimson"}}}}.
+template <class E, std::size_t N, std::size_t A = 0>
 struct EnumNames {
   std::array<std::pair<E, std::string_view>, N> table;
+  std::array<std::pair<E, std::string_view>, A> aliases{};
 
   constexpr std::string_view name(E value) const {
     for (const auto& [v, n] : table) {
@@ -24,12 +28,20 @@ struct EnumNames {
     }
     return "?";
   }
-  // `field` names the flag or key in the error: "rounding (--rounding): unknown value 'x' (expected
-  // nearest, stochastic or toward-zero)".
-  E parse(std::string_view text, std::string_view field) const {
+  // The value named `text` (a name or an alias), if any.
+  constexpr std::optional<E> find(std::string_view text) const {
     for (const auto& [v, n] : table) {
       if (n == text) return v;
     }
+    for (const auto& [v, n] : aliases) {
+      if (n == text) return v;
+    }
+    return std::nullopt;
+  }
+  // `field` names the flag or key in the error: "rounding (--rounding): unknown value 'x' (expected
+  // nearest, stochastic or toward-zero)".
+  E parse(std::string_view text, std::string_view field) const {
+    if (const std::optional<E> value = find(text)) return *value;
     fail(field, ": unknown value '", text, "' (expected ", choices(), ")");
   }
   std::vector<std::string> names() const {
@@ -42,6 +54,15 @@ struct EnumNames {
     std::string out;
     for (std::size_t i = 0; i < N; ++i) {
       out += i == 0 ? "" : i + 1 == N ? " or " : ", ";
+      out += table[i].second;
+    }
+    return out;
+  }
+  // "a | b | c", as the help texts list choices
+  std::string listed() const {
+    std::string out;
+    for (std::size_t i = 0; i < N; ++i) {
+      out += i == 0 ? "" : " | ";
       out += table[i].second;
     }
     return out;

@@ -1,22 +1,7 @@
 // When halfgrad opens an OpenMP team, and how its threads wait: the one place both are decided.
-// Every threading decision in the library is use_team() or team_size() against one of the
-// thresholds below, so a threshold is tuned here and nowhere else. base/ sits below precision/, so
-// the conversion kernels use the same policy as the ops.
-//
-// Why not open a team for everything: a region that runs on one thread (an `if` clause that is
-// false, one thread allowed, or nested inside another region) is still a GOMP_parallel call that
-// sets up a team and ends with a futex wake: a system call per op, about 35,000 per config-S
-// training step on one thread. So below a threshold, or when the team could not help, the work runs
-// on the calling thread with no region at all.
-//
-// How threads wait: libgomp's default spins a waiting thread for about 300,000 iterations before it
-// sleeps; on a machine whose other cores are busy (a shared 2-core box, CI) the spinning threads
-// take the cores from the threads they wait for, and a 2-thread training step was measured 4x
-// slower than 1 thread. GOMP_SPINCOUNT=1000 (the count libgomp itself uses when threads outnumber
-// cores) kept 2 threads as fast as 1 under that load. libgomp reads its environment once, when it
-// is loaded, before main(): a setenv() in main, in a static constructor or even in the executable's
-// .preinit_array (glibc's own initialiser resets the environment after it) comes too late. So the
-// default is applied by re-executing the program.
+// Every threading decision is use_team() or team_size() against one of the thresholds below; the
+// default wait policy (GOMP_SPINCOUNT) is applied by re-executing the program. Why:
+// docs/design_notes.md#openmp-teams-and-waiting.
 #pragma once
 
 #include <omp.h>

@@ -20,7 +20,7 @@ DataLoader::DataLoader(const Dataset& dataset, const Tokenizer& tokenizer, DataL
     bool cut = false;
     sequences_.push_back(tokenizer.encode(e.text, options.max_len, &cut));
     check(!sequences_.back().empty(), dataset.source, ": example ", sequences_.size(), " has no tokens (an empty text, or nothing the ",
-          to_string(tokenizer.config().kind), " tokenizer keeps)");
+          kTokenizerKindNames.name(tokenizer.config().kind), " tokenizer keeps)");
     truncated_ += cut;
     labels_.push_back(e.label);
   }

@@ -1,12 +1,6 @@
-// DataLoader: batches of a Dataset for training and evaluation. Texts are tokenized once;
-// each epoch's order is a seeded shuffle (the same for a given seed and epoch, whatever else
-// happened), and each batch is padded to its longest sequence (at most max_len) with an
-// attention mask (1 = real token) and the labels. With num_replicas > 1 (data-parallel
-// training) the loader yields one rank's shard of each epoch's order, as torch's
-// DistributedSampler: the order is padded with its own first examples to a multiple of
-// num_replicas, and rank r takes positions r, r + num_replicas, ... -- disjoint shards of equal
-// length, so every rank has the same number of batches, and the shards' batch k together are
-// the single-process loader's batch k at num_replicas times the batch size.
+// DataLoader: batches of a Dataset, tokenized once, each epoch a seeded shuffle, padded to the
+// batch's longest sequence with an attention mask; with num_replicas > 1, one rank's shard, as
+// torch's DistributedSampler. The sharding: docs/design_notes.md#dataloader.
 #pragma once
 
 #include <cstdint>

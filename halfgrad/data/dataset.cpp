@@ -98,13 +98,6 @@ bool LineReader::next(std::string& line) {
   return true;
 }
 
-DataFormat parse_data_format(const std::string& name) {
-  if (name == "auto") return DataFormat::kAuto;
-  if (name == "tsv") return DataFormat::kTsv;
-  if (name == "fasttext") return DataFormat::kFastText;
-  fail("unknown input format '", name, "' (auto, tsv or fasttext)");
-}
-
 namespace {
 
 constexpr std::string_view kFastTextLabel = "__label__";

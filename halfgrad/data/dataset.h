@@ -81,8 +81,9 @@ struct ReadOptions {
   HeaderMode header = HeaderMode::kNo;
   ReadLimits limits;
 };
-// "auto" | "tsv" | "fasttext"; throws hg::Error naming the others.
-DataFormat parse_data_format(const std::string& name);
+// --input-format's names.
+inline constexpr EnumNames<DataFormat, 3> kDataFormatNames{
+    {{{DataFormat::kAuto, "auto"}, {DataFormat::kTsv, "tsv"}, {DataFormat::kFastText, "fasttext"}}}};
 
 // Reads `label<TAB>text` lines (UTF-8), or with options.format fastText's `__label__X text`
 // lines (the label "X"; the text is the rest of the line after the spaces that follow the

@@ -16,7 +16,6 @@ namespace hg::data {
 
 namespace {
 
-constexpr SpmType kSpmTypes[] = {SpmType::kUnigram, SpmType::kBpe, SpmType::kWord, SpmType::kChar};
 
 // Feeds the texts to the trainer without a file (SentenceIterator, sentencepiece_trainer.h).
 class TextIterator : public sentencepiece::SentenceIterator {
@@ -80,27 +79,10 @@ Field find_field(std::string_view message, uint64_t field) {
 
 }  // namespace
 
-std::string to_string(SpmType type) {
-  switch (type) {
-    case SpmType::kUnigram: return "unigram";
-    case SpmType::kBpe: return "bpe";
-    case SpmType::kWord: return "word";
-    case SpmType::kChar: return "char";
-  }
-  return "?";
-}
-
-SpmType parse_spm_type(const std::string& name) {
-  for (SpmType t : kSpmTypes) {
-    if (name == to_string(t)) return t;
-  }
-  fail("sentencepiece: unknown model type '", name, "' (unigram, bpe, word or char)");
-}
-
 std::string train_sentencepiece(const std::vector<std::string>& texts, SpmType type, int64_t vocab_size) {
   check(!texts.empty(), "sentencepiece: no texts to train on");
   const std::unordered_map<std::string, std::string> args = {
-      {"model_type", to_string(type)},
+      {"model_type", std::string(kSpmTypeNames.name(type))},
       {"vocab_size", std::to_string(vocab_size)},
       {"num_threads", "1"},            // deterministic: see the header
       {"input_sentence_size", "0"},    // every text
@@ -110,7 +92,7 @@ std::string train_sentencepiece(const std::vector<std::string>& texts, SpmType t
   TextIterator it(texts);
   std::string model;
   const sentencepiece::util::Status status = sentencepiece::SentencePieceTrainer::Train(args, &it, &model);
-  check(status.ok(), "sentencepiece: training a ", to_string(type), " model of vocab_size ", vocab_size,
+  check(status.ok(), "sentencepiece: training a ", kSpmTypeNames.name(type), " model of vocab_size ", vocab_size,
         " failed: ", status.ToString());
   return model;
 }
@@ -155,7 +137,7 @@ SpmType spm_model_type(std::string_view serialized) {
   if (!trainer_spec.found) return SpmType::kUnigram;
   const Field model_type = find_field(trainer_spec.bytes, 3);  // TrainerSpec.model_type
   if (!model_type.found) return SpmType::kUnigram;
-  for (SpmType t : kSpmTypes) {
+  for (const auto& [t, name] : kSpmTypeNames.table) {
     if (model_type.varint == uint64_t(t)) return t;
   }
   fail("sentencepiece model: unknown model_type ", model_type.varint);

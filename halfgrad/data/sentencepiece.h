@@ -13,6 +13,8 @@
 #include <string_view>
 #include <vector>
 
+#include "halfgrad/base/enum_names.h"
+
 namespace sentencepiece {
 class SentencePieceProcessor;
 }
@@ -23,10 +25,9 @@ namespace hg::data {
 // halfgrad trains the first two, and loads any.
 enum class SpmType { kUnigram = 1, kBpe = 2, kWord = 3, kChar = 4 };
 
-// "unigram" | "bpe" | "word" | "char" (spm_train's --model_type names); parse_spm_type throws
-// hg::Error naming the others.
-std::string to_string(SpmType type);
-SpmType parse_spm_type(const std::string& name);
+// spm_train's --model_type names (--spm-type offers the first two: the types halfgrad trains).
+inline constexpr EnumNames<SpmType, 4> kSpmTypeNames{
+    {{{SpmType::kUnigram, "unigram"}, {SpmType::kBpe, "bpe"}, {SpmType::kWord, "word"}, {SpmType::kChar, "char"}}}};
 
 // The settings halfgrad trains with, besides model_type and vocab_size: one thread, so the same
 // texts give the same model bytes (the unigram E-step sums per-thread partial sums: another

@@ -53,24 +53,6 @@ int64_t TokenizerConfig::model_vocab(bool use_cls) const {
   }
 }
 
-std::string to_string(TokenizerKind kind) {
-  switch (kind) {
-    case TokenizerKind::kBytes: return "bytes";
-    case TokenizerKind::kCharNgrams: return "char-ngrams";
-    case TokenizerKind::kWords: return "words";
-    case TokenizerKind::kSentencePiece: return "sentencepiece";
-  }
-  return "?";
-}
-
-TokenizerKind parse_tokenizer_kind(const std::string& name) {
-  for (TokenizerKind k :
-       {TokenizerKind::kBytes, TokenizerKind::kCharNgrams, TokenizerKind::kWords, TokenizerKind::kSentencePiece}) {
-    if (name == to_string(k)) return k;
-  }
-  fail("tokenizer: unknown type '", name, "' (bytes, char-ngrams, words or sentencepiece)");
-}
-
 uint32_t fasttext_hash(std::string_view bytes) {
   uint32_t h = 2166136261u;
   for (char c : bytes) {

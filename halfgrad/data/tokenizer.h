@@ -1,26 +1,7 @@
-// Tokenizers: text -> token ids for the DataLoader. `Tokenizer` is the one the Trainer,
-// evaluation and the CLI use; its TokenizerConfig is saved in config.json, so a checkpoint always
-// tokenizes as it was trained. Four kinds:
-//   bytes          ByteTokenizer below (the UTF-8 bytes; vocab 256).
-//   char-ngrams    fastText's subwords: for each whitespace-separated word, the character n-grams
-//                  of "<" + word + ">" with ngram_min <= n <= ngram_max (n counts code points),
-//                  in computeSubwords' order (each start character, then n = 1, 2, ...), without
-//                  the bare "<" and ">"; the sequence is the concatenation over the words.
-//   words          lower_latin() words (halfgrad/data/text.h split_words) in text order, then (word_ngrams
-//                  2, the bag's default) their bigrams (fastText -wordNgrams 2 without its
-//                  end-of-line token "</s>"); word_ngrams 1 keeps the words alone, a sequence in
-//                  text order for a model with positions.
-//   sentencepiece  the pieces of a SentencePiece model (halfgrad/data/sentencepiece.h) in text order:
-//                  id = SentencePiece's id + 1, so id 0 stays padding (SentencePiece's own ids start
-//                  at 0 with <unk>); vocab = pieces + 1 (+ 1 with CLS, id pieces + 1).
-// Hashed kinds: id = 1 + fasttext_hash(n-gram) % buckets, so id 0 stays padding and CLS (when
-// used) is buckets + 1; vocab = buckets + 1 (+ 1 with CLS). Text handling: halfgrad/data/text.h.
-// Reference: facebookresearch/fastText src/dictionary.cc (hash, computeSubwords, addWordNgrams).
-//
-// ByteTokenizer: text as its UTF-8 bytes. Token id = byte value (1..255; byte 0 never occurs in
-// text), id 0 is padding, and with a CLS token (for CLS pooling) id 256 is prepended. No
-// vocabulary to learn or ship, any language works, and a model trained on it can be shared with
-// bench/torch_train.py, which uses the same ids.
+// Tokenizers: text -> token ids for the DataLoader. `Tokenizer` is the one the Trainer, evaluation
+// and the CLI use; its TokenizerConfig is saved in config.json, so a checkpoint always tokenizes as
+// it was trained. Kinds: bytes, char-ngrams (fastText's subwords), words, sentencepiece; id 0 is
+// padding, CLS the last id. Each kind's ids: docs/design_notes.md#tokenizers.
 #pragma once
 
 #include <cstdint>
@@ -85,10 +66,11 @@ struct TokenizerConfig {
   void validate() const;
 };
 
-// "bytes" | "char-ngrams" | "words" | "sentencepiece"; parse_tokenizer_kind throws hg::Error
-// naming the others.
-std::string to_string(TokenizerKind kind);
-TokenizerKind parse_tokenizer_kind(const std::string& name);
+// --tokenizer's names, and config.json's "type" of the tokenizer.
+inline constexpr EnumNames<TokenizerKind, 4> kTokenizerKindNames{{{{TokenizerKind::kBytes, "bytes"},
+                                                                   {TokenizerKind::kCharNgrams, "char-ngrams"},
+                                                                   {TokenizerKind::kWords, "words"},
+                                                                   {TokenizerKind::kSentencePiece, "sentencepiece"}}}};
 
 // fastText's string hash: FNV-1a 32-bit, but each byte is sign-extended before the XOR (bytes
 // >= 0x80 act as 0xFFFFFF00 | byte), as every released fastText model was trained with.

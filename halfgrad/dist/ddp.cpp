@@ -12,22 +12,6 @@
 
 namespace hg::dist {
 
-WireFormat parse_wire_format(const std::string& text) {
-  if (text == "f32" || text == "fp32") return WireFormat::kF32;
-  if (text == "fp16" || text == "f16") return WireFormat::kF16;
-  if (text == "bf16") return WireFormat::kBf16;
-  fail("ddp_comm (--ddp-comm): unknown wire format '", text, "' (expected f32, fp16 or bf16)");
-}
-
-const char* wire_format_name(WireFormat format) {
-  switch (format) {
-    case WireFormat::kF32: return "f32";
-    case WireFormat::kF16: return "fp16";
-    case WireFormat::kBf16: return "bf16";
-  }
-  return "?";
-}
-
 int64_t wire_value_bytes(WireFormat format) { return format == WireFormat::kF32 ? 4 : 2; }
 
 namespace {
@@ -59,27 +43,73 @@ DistributedDataParallel::DistributedDataParallel(Communicator& comm, DdpOptions 
         "DistributedDataParallel: bucket_bytes must be in [1 KiB, 1 GiB], got ", options_.bucket_bytes);
 }
 
+// What every rank sends and receives in one reduce_gradients(). A layout has three entries per
+// parameter: its gradient's Kind, its row count (sparse), its value count.
+struct GradientExchange {
+  size_t count = 0;                  // parameters
+  std::vector<int64_t> layout, rows;  // this rank's
+  std::vector<std::vector<int64_t>> layouts, all_rows;  // every rank's, in rank order
+  std::vector<const float*> contributions;  // every rank's values g / W, as f32
+  std::vector<size_t> value_at, row_at;  // per rank: the values and rows the sums have used
+
+  int64_t kind(int k, size_t p) const { return layouts[size_t(k)][3 * p]; }
+  int64_t row_count(int k, size_t p) const { return layouts[size_t(k)][3 * p + 1]; }
+  int64_t value_count(int k, size_t p) const { return layouts[size_t(k)][3 * p + 2]; }
+};
+
+namespace {
+
+// The kind of parameter p's gradient on the ranks that have one (kNone: no rank has one); a
+// parameter dense on some ranks and sparse on others is an agreed error.
+int64_t agreed_kind(Communicator& comm, const GradientExchange& x, const Tensor& t, size_t p) {
+  int64_t kind = kNone;
+  for (int k = 0; k < int(x.layouts.size()); ++k) {
+    const int64_t kk = x.kind(k, p);
+    if (kk == kNone) continue;
+    if (kind != kNone && kk != kind) {
+      fail_agreed(comm, "DistributedDataParallel: parameter '" + t.name() +
+                            "' has a dense gradient on some ranks and a row-sparse one on others");
+    }
+    kind = kk;
+  }
+  return kind;
+}
+
+}  // namespace
+
 void DistributedDataParallel::reduce_gradients(const std::vector<Tensor>& params) {
   last_ = {};
-  const int world = size();
-  if (world == 1) return;
-  const size_t count = params.size();
-  const float divisor = float(world);
-  // This rank's layout (kind, rows, values per parameter), row ids and values g / W. The buffers
-  // are members, reused from step to step: fresh ones of a few MB would fault in their pages
-  // every step.
-  std::vector<int64_t> layout(3 * count, 0), rows;
+  if (size() == 1) return;
+  GradientExchange x;
+  pack(params, x);
+  gather_layouts(x);
+  gather_values(x);
+  x.value_at.assign(size_t(size()), 0);
+  x.row_at.assign(size_t(size()), 0);
+  for (size_t p = 0; p < x.count; ++p) {
+    const int64_t kind = agreed_kind(comm_, x, params[p], p);
+    if (kind == kDense) sum_dense(params[p], p, x);
+    if (kind == kSparse) sum_sparse(params[p], p, x);
+  }
+}
+
+// This rank's layout, row ids and values g / W (into values_: a fresh buffer of a few MB would
+// fault in its pages every step).
+void DistributedDataParallel::pack(const std::vector<Tensor>& params, GradientExchange& x) {
+  x.count = params.size();
+  x.layout.assign(3 * x.count, 0);
+  const float divisor = float(size());
   std::vector<float>& values = values_;
   values.clear();
-  for (size_t p = 0; p < count; ++p) {
+  for (size_t p = 0; p < x.count; ++p) {
     const Tensor& t = params[p];
     if (!t.has_grad()) continue;
     const SparseRows* sparse = t.sparse_grad();
     const Tensor g = t.grad_values();
-    layout[3 * p] = sparse ? kSparse : kDense;
-    layout[3 * p + 1] = sparse ? int64_t(sparse->rows.size()) : 0;
-    layout[3 * p + 2] = g.numel();
-    if (sparse) rows.insert(rows.end(), sparse->rows.begin(), sparse->rows.end());
+    x.layout[3 * p] = sparse ? kSparse : kDense;
+    x.layout[3 * p + 1] = sparse ? int64_t(sparse->rows.size()) : 0;
+    x.layout[3 * p + 2] = g.numel();
+    if (sparse) x.rows.insert(x.rows.end(), sparse->rows.begin(), sparse->rows.end());
     const size_t at = values.size();
     if (g.dtype() == DType::f32) {
       const std::span<const float> v = g.f32();
@@ -90,39 +120,45 @@ void DistributedDataParallel::reduce_gradients(const std::vector<Tensor>& params
     }
     for (size_t i = at; i < values.size(); ++i) values[i] /= divisor;
   }
-  // The layout and the row ids travel together: one allgather (of the sizes, then the data).
-  std::vector<int64_t> header = layout;
-  header.insert(header.end(), rows.begin(), rows.end());
-  std::vector<std::vector<int64_t>> layouts, all_rows;
+}
+
+// The layout and the row ids travel together: one allgather (of the sizes, then the data).
+void DistributedDataParallel::gather_layouts(GradientExchange& x) {
+  std::vector<int64_t> header = x.layout;
+  header.insert(header.end(), x.rows.begin(), x.rows.end());
   for (const auto& b : allgather(comm_, bytes_of(header))) {
     const std::vector<int64_t> h = values_of<int64_t>(b);
-    if (h.size() < layout.size()) {
+    if (h.size() < x.layout.size()) {
       fail_agreed(comm_, "DistributedDataParallel: the ranks reduce different numbers of parameters (" +
-                             std::to_string(layout.size() / 3) + " on rank " + std::to_string(rank()) + ")");
+                             std::to_string(x.count) + " on rank " + std::to_string(rank()) + ")");
     }
-    layouts.emplace_back(h.begin(), h.begin() + std::ptrdiff_t(layout.size()));
-    all_rows.emplace_back(h.begin() + std::ptrdiff_t(layout.size()), h.end());
+    x.layouts.emplace_back(h.begin(), h.begin() + std::ptrdiff_t(x.layout.size()));
+    x.all_rows.emplace_back(h.begin() + std::ptrdiff_t(x.layout.size()), h.end());
     int64_t stated = 0;
-    for (size_t p = 0; p < count; ++p) stated += layouts.back()[3 * p + 1];
-    if (stated != int64_t(all_rows.back().size())) {
+    for (size_t p = 0; p < x.count; ++p) stated += x.layouts.back()[3 * p + 1];
+    if (stated != int64_t(x.all_rows.back().size())) {
       fail_agreed(comm_, "DistributedDataParallel: the ranks reduce different parameter lists (rank " +
-                             std::to_string(layouts.size() - 1) + "'s layout does not match its row ids)");
+                             std::to_string(x.layouts.size() - 1) + "'s layout does not match its row ids)");
     }
   }
+}
 
-  // The values in the wire format, gathered rank after rank into all_ (one allgatherv when they
-  // fit a bucket, else bucket by bucket).
+// The values in the wire format, gathered rank after rank into all_ (one allgatherv when they
+// fit a bucket, else bucket by bucket), then every rank's as f32: in place for f32, decoded
+// into contributions_ otherwise.
+void DistributedDataParallel::gather_values(GradientExchange& x) {
+  const int world = size();
   const WireFormat format = options_.wire;
   const int64_t value_bytes = wire_value_bytes(format);
-  std::span<const std::byte> wire = std::as_bytes(std::span(values));
+  std::span<const std::byte> wire = std::as_bytes(std::span(values_));
   if (format != WireFormat::kF32) {
-    wire16_.resize(values.size());
-    precision::encode(narrow_format(format), values, std::span(wire16_), {.stats = &last_.wire});
+    wire16_.resize(values_.size());
+    precision::encode(narrow_format(format), values_, std::span(wire16_), {.stats = &last_.wire});
     wire = std::as_bytes(std::span(wire16_));
   }
   std::vector<int64_t> total(size_t(world), 0), offset(size_t(world) + 1, 0);
   for (int k = 0; k < world; ++k) {
-    for (size_t p = 0; p < count; ++p) total[size_t(k)] += layouts[size_t(k)][3 * p + 2] * value_bytes;
+    for (size_t p = 0; p < x.count; ++p) total[size_t(k)] += x.value_count(k, p) * value_bytes;
     offset[size_t(k) + 1] = offset[size_t(k)] + total[size_t(k)];
   }
   const int64_t bucket = std::max(value_bytes, options_.bucket_bytes / value_bytes * value_bytes);
@@ -149,91 +185,75 @@ void DistributedDataParallel::reduce_gradients(const std::vector<Tensor>& params
       ++last_.buckets;
     }
   }
-  // Every rank's values as f32: in place for f32, decoded into contributions_ otherwise.
-  std::vector<const float*> contributions(static_cast<size_t>(world));
+  x.contributions.resize(static_cast<size_t>(world));
   if (format == WireFormat::kF32) {
-    for (int k = 0; k < world; ++k) contributions[size_t(k)] = reinterpret_cast<const float*>(all_.data() + offset[size_t(k)]);
+    for (int k = 0; k < world; ++k) x.contributions[size_t(k)] = reinterpret_cast<const float*>(all_.data() + offset[size_t(k)]);
   } else {
     contributions_.resize(all_.size() / 2);
     const std::span<const uint16_t> bits(reinterpret_cast<const uint16_t*>(all_.data()), contributions_.size());
     precision::decode(narrow_format(format), bits, contributions_);
-    for (int k = 0; k < world; ++k) contributions[size_t(k)] = contributions_.data() + offset[size_t(k)] / 2;
+    for (int k = 0; k < world; ++k) x.contributions[size_t(k)] = contributions_.data() + offset[size_t(k)] / 2;
   }
-  last_.bytes = int64_t(wire.size() + rows.size() * sizeof(int64_t) + layout.size() * sizeof(int64_t));
+  last_.bytes = int64_t(wire.size() + x.rows.size() * sizeof(int64_t) + x.layout.size() * sizeof(int64_t));
+}
 
-  // Sum in rank order, each addition rounded to the wire format; write the mean back.
-  auto round_sum = [&](std::vector<float>& acc) {
-    if (format != WireFormat::kF32) precision::round_to(narrow_format(format), acc);
-  };
-  std::vector<size_t> value_at(size_t(world), 0), row_at(size_t(world), 0);
-  for (size_t p = 0; p < count; ++p) {
-    Tensor t = params[p];  // a handle: its gradient is replaced below
-    int64_t kind = kNone;
-    for (int k = 0; k < world; ++k) {
-      const int64_t kk = layouts[size_t(k)][3 * p];
-      if (kk == kNone) continue;
-      if (kind != kNone && kk != kind) {
-        fail_agreed(comm_, "DistributedDataParallel: parameter '" + t.name() +
-                               "' has a dense gradient on some ranks and a row-sparse one on others");
-      }
-      kind = kk;
+// Parameter p's dense gradient: the ranks' values summed in rank order, each addition rounded to
+// the wire format, written back as the mean.
+void DistributedDataParallel::sum_dense(Tensor t, size_t p, GradientExchange& x) {
+  std::vector<float>& acc = acc_;
+  acc.assign(size_t(t.numel()), 0.0f);
+  for (int k = 0; k < size(); ++k) {
+    const int64_t n = x.value_count(k, p);
+    if (x.kind(k, p) == kNone) continue;
+    if (n != t.numel()) {
+      fail_agreed(comm_, "DistributedDataParallel: parameter '" + t.name() + "' has " + std::to_string(n) +
+                             " gradient values on rank " + std::to_string(k) + ", expected " + std::to_string(t.numel()));
     }
-    if (kind == kNone) continue;
-    std::vector<float>& acc = acc_;
-    if (kind == kDense) {
-      acc.assign(size_t(t.numel()), 0.0f);
-      for (int k = 0; k < world; ++k) {
-        const int64_t n = layouts[size_t(k)][3 * p + 2];
-        if (layouts[size_t(k)][3 * p] == kNone) continue;
-        if (n != t.numel()) {
-          fail_agreed(comm_, "DistributedDataParallel: parameter '" + t.name() + "' has " + std::to_string(n) +
-                                 " gradient values on rank " + std::to_string(k) + ", expected " +
-                                 std::to_string(t.numel()));
-        }
-        const float* c = contributions[size_t(k)] + value_at[size_t(k)];
-        for (size_t i = 0; i < acc.size(); ++i) acc[i] += c[i];
-        round_sum(acc);
-        value_at[size_t(k)] += size_t(n);
-      }
-      if (t.sparse_grad() == nullptr && t.has_grad()) {
-        t.grad().assign_nearest(acc);
-      } else {
-        t.set_grad(Tensor::from_vector(acc, t.shape(), t.dtype()));
-      }
-      continue;
-    }
-    // Row-sparse: the union of every rank's rows, each rank's rows added where they land.
-    const int64_t width = t.numel() / t.shape()[0];
-    std::vector<int64_t> rows_union;
-    for (int k = 0; k < world; ++k) {
-      const int64_t r = layouts[size_t(k)][3 * p + 1];
-      rows_union.insert(rows_union.end(), all_rows[size_t(k)].begin() + std::ptrdiff_t(row_at[size_t(k)]),
-                        all_rows[size_t(k)].begin() + std::ptrdiff_t(row_at[size_t(k)] + size_t(r)));
-    }
-    std::sort(rows_union.begin(), rows_union.end());
-    rows_union.erase(std::unique(rows_union.begin(), rows_union.end()), rows_union.end());
-    acc.assign(rows_union.size() * size_t(width), 0.0f);
-    for (int k = 0; k < world; ++k) {
-      const int64_t r = layouts[size_t(k)][3 * p + 1], n = layouts[size_t(k)][3 * p + 2];
-      if (layouts[size_t(k)][3 * p] == kNone) continue;
-      if (n != r * width) {
-        fail_agreed(comm_, "DistributedDataParallel: parameter '" + t.name() + "': rank " + std::to_string(k) +
-                               " sent " + std::to_string(n) + " values for " + std::to_string(r) + " rows of width " +
-                               std::to_string(width));
-      }
-      const float* c = contributions[size_t(k)] + value_at[size_t(k)];
-      const int64_t* ids = all_rows[size_t(k)].data() + row_at[size_t(k)];
-      for (int64_t j = 0; j < r; ++j) {
-        const size_t at = size_t(std::lower_bound(rows_union.begin(), rows_union.end(), ids[j]) - rows_union.begin());
-        for (int64_t i = 0; i < width; ++i) acc[at * size_t(width) + size_t(i)] += c[j * width + i];
-      }
-      round_sum(acc);
-      value_at[size_t(k)] += size_t(n);
-      row_at[size_t(k)] += size_t(r);
-    }
-    const int64_t stored = int64_t(rows_union.size());
-    t.set_sparse_grad({std::move(rows_union), Tensor::from_vector(acc, {stored, width}, t.dtype())});
+    const float* c = x.contributions[size_t(k)] + x.value_at[size_t(k)];
+    for (size_t i = 0; i < acc.size(); ++i) acc[i] += c[i];
+    if (options_.wire != WireFormat::kF32) precision::round_to(narrow_format(options_.wire), acc);
+    x.value_at[size_t(k)] += size_t(n);
   }
+  if (t.sparse_grad() == nullptr && t.has_grad()) {
+    t.grad().assign_nearest(acc);
+  } else {
+    t.set_grad(Tensor::from_vector(acc, t.shape(), t.dtype()));
+  }
+}
+
+// Parameter p's row-sparse gradient: the union of every rank's rows, each rank's rows added
+// where they land, in rank order, each addition rounded to the wire format.
+void DistributedDataParallel::sum_sparse(Tensor t, size_t p, GradientExchange& x) {
+  const int64_t width = t.numel() / t.shape()[0];
+  std::vector<int64_t> rows_union;
+  for (int k = 0; k < size(); ++k) {
+    const auto first = x.all_rows[size_t(k)].begin() + std::ptrdiff_t(x.row_at[size_t(k)]);
+    rows_union.insert(rows_union.end(), first, first + std::ptrdiff_t(x.row_count(k, p)));
+  }
+  std::sort(rows_union.begin(), rows_union.end());
+  rows_union.erase(std::unique(rows_union.begin(), rows_union.end()), rows_union.end());
+  std::vector<float>& acc = acc_;
+  acc.assign(rows_union.size() * size_t(width), 0.0f);
+  for (int k = 0; k < size(); ++k) {
+    const int64_t r = x.row_count(k, p), n = x.value_count(k, p);
+    if (x.kind(k, p) == kNone) continue;
+    if (n != r * width) {
+      fail_agreed(comm_, "DistributedDataParallel: parameter '" + t.name() + "': rank " + std::to_string(k) + " sent " +
+                             std::to_string(n) + " values for " + std::to_string(r) + " rows of width " +
+                             std::to_string(width));
+    }
+    const float* c = x.contributions[size_t(k)] + x.value_at[size_t(k)];
+    const int64_t* ids = x.all_rows[size_t(k)].data() + x.row_at[size_t(k)];
+    for (int64_t j = 0; j < r; ++j) {
+      const size_t at = size_t(std::lower_bound(rows_union.begin(), rows_union.end(), ids[j]) - rows_union.begin());
+      for (int64_t i = 0; i < width; ++i) acc[at * size_t(width) + size_t(i)] += c[j * width + i];
+    }
+    if (options_.wire != WireFormat::kF32) precision::round_to(narrow_format(options_.wire), acc);
+    x.value_at[size_t(k)] += size_t(n);
+    x.row_at[size_t(k)] += size_t(r);
+  }
+  const int64_t stored = int64_t(rows_union.size());
+  t.set_sparse_grad({std::move(rows_union), Tensor::from_vector(acc, {stored, width}, t.dtype())});
 }
 
 void DistributedDataParallel::reduce_amaxes(Fp8Scaling& fp8) {

@@ -1,30 +1,8 @@
 // DistributedDataParallel: what data-parallel training needs between the ranks of a job
-// (communicator.h) -- the mean of every rank's gradients, in a 32- or 16-bit wire format, with
-// identical bits on every rank; a check that the replicas stayed identical; and per-rank dropout
-// streams that keep one checkpointable generator state. The Accelerator calls it (train/).
-//
-// The gradient reduction, after backward, on the gradients the optimizer reads (fp16 O2: the f32
-// master gradients), still multiplied by the loss scale:
-//   1. each rank divides its gradient by the world size W in f32 (torch DDP divides too, before
-//      the sum, so the sum cannot overflow where the mean would not);
-//   2. 16-bit wire formats: rounds g / W once (nearest even) to fp16 or bf16 -- the loss scale is
-//      still applied, so a small gradient survives the cast that would flush it unscaled; the
-//      counts of that cast (flushed to zero, subnormal, overflowed to inf) are last_reduce().wire;
-//   3. every rank's values are gathered on every rank (MPI_Allgatherv, in buckets of
-//      bucket_bytes per rank) and summed in rank order, 0 + c_0 + c_1 + ... + c_{W-1}, each
-//      addition rounded to the wire format (what a reduction carried in fp16/bf16 does);
-//   4. the sum (f32, or a wire-format value widened exactly) replaces the gradient.
-// torch's fp16_compress_hook casts first and divides in fp16 (two roundings; the cast overflows
-// for |g| > 65504 even when g / W would fit); dividing in f32 first rounds once. A row-sparse
-// gradient (a sparse embedding's) travels as its row ids and rows; the result holds the union of
-// every rank's rows, each summed over the ranks that have it (the others count as zero).
-// Determinism: MPI_Allreduce's summation order is the library's; gathering and summing in rank
-// order on every rank gives the same bits on every rank and in every run. The cost: each rank
-// receives (W - 1) x N values instead of a ring allreduce's 2 (W - 1) / W x N (the same at W = 2,
-// W / 2 times more beyond), and holds W x N values while it sums. Loss scaling needs no extra
-// agreement: every rank unscales the same bits, so an inf from any rank (including one the
-// 16-bit cast made) is in every rank's sum, and every rank skips the step and halves the scale;
-// the Accelerator still compares found_inf across ranks (check_agreement) and stops if they differ.
+// (communicator.h) -- the mean of every rank's gradients in a 32- or 16-bit wire format, with
+// identical bits on every rank; a check that the replicas stayed identical; per-rank dropout
+// streams with one checkpointable generator state. The Accelerator calls it (train/). The
+// reduction step by step, its determinism and cost: docs/design_notes.md#distributeddataparallel.
 #pragma once
 
 #include <cstdint>
@@ -38,21 +16,19 @@
 #include "halfgrad/autograd/generator.h"
 #include "halfgrad/autograd/tensor.h"
 #include "halfgrad/dist/communicator.h"
+#include "halfgrad/dist/wire_format.h"
 #include "halfgrad/precision/numerics_stats.h"
 
 namespace hg::dist {
 
-enum class WireFormat { kF32, kF16, kBf16 };
-
-// "f32" | "fp16" | "bf16" (the --ddp-comm flag's values); an error names the flag.
-WireFormat parse_wire_format(const std::string& text);
-const char* wire_format_name(WireFormat format);
 int64_t wire_value_bytes(WireFormat format);  // 4 or 2
 
 struct DdpOptions {
   WireFormat wire = WireFormat::kF32;
   int64_t bucket_bytes = int64_t{4} << 20;  // per rank and MPI call (torch's bucket_cap_mb is 25)
 };
+
+struct GradientExchange;  // one reduce_gradients()'s layouts, row ids and values (ddp.cpp)
 
 // What one reduce_gradients() did on this rank.
 struct ReduceStats {
@@ -108,6 +84,14 @@ class DistributedDataParallel {
   std::vector<float> values_, contributions_, acc_;
   std::vector<uint16_t> wire16_;
   std::vector<std::byte> all_, bucket_;
+
+  // reduce_gradients' steps, in order (ddp.cpp): this rank's layout, row ids and values g / W;
+  // every rank's layout and row ids; every rank's values, through the wire format; the sums.
+  void pack(const std::vector<Tensor>& params, GradientExchange& x);
+  void gather_layouts(GradientExchange& x);
+  void gather_values(GradientExchange& x);
+  void sum_dense(Tensor t, size_t p, GradientExchange& x);
+  void sum_sparse(Tensor t, size_t p, GradientExchange& x);
 };
 
 }  // namespace hg::dist

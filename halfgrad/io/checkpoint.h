@@ -1,25 +1,7 @@
-// Checkpoint directories, laid out like Hugging Face Trainer's:
-//   output_dir/checkpoint-<step>/
-//     model.safetensors      the model's state dict (metadata {"format": "pt"}, as transformers
-//                            writes it), PyTorch parameter names
-//     config.json            model config and label names (the caller's JSON)
-//     optimizer.safetensors  optimizer state tensors ("state.<param index>.<name>")
-//     optimizer.json         optimizer scalars (steps, hyperparameters, groups)
-//     scheduler.json, scaler.json, rng_state.json, trainer_state.json
-//     fp8_scaling.json       fp8 runs only: every fp8 scale and amax history
-//                            (Fp8Scaling::state_dict); optional, so older checkpoints load
-//     sentencepiece.model    sentencepiece tokenizers only: the SentencePiece model, as
-//                            spm_train writes it (config.json's tokenizer names it)
-//     checkpoint.json        manifest written last: every file above, its size and SHA-256;
-//                            with "model_only": true the optimizer, scheduler, scaler and RNG
-//                            files are absent (Checkpoint::model_only)
-// A checkpoint is written into output_dir/.tmp-checkpoint-<step>-<pid>/ (each file to a
-// temporary name, fsync'ed, renamed), the directory is fsync'ed and renamed into place
-// (atomically exchanged with an existing checkpoint of the same step), then output_dir is
-// fsync'ed. A crash at any moment leaves the previous complete checkpoint or the new one, plus
-// at most a stale dot-directory that the next save_checkpoint (or cleanup_checkpoints) removes.
-// Not here: building the JSON of each component (the trainer does), or concurrent saves into
-// one output_dir from several machines.
+// Checkpoint directories, laid out like Hugging Face Trainer's (output_dir/checkpoint-<step>/:
+// model.safetensors, config.json, optimizer, scheduler, scaler, RNG and trainer state, a SHA-256
+// manifest written last), written atomically: a crash leaves the previous complete checkpoint or
+// the new one. The files and the write sequence: docs/design_notes.md#checkpoint-directories.
 #pragma once
 
 #include <cstdint>

@@ -29,10 +29,15 @@ bool is_string_equal(const nlohmann::json& value, const std::string& text) {
 
 }  // namespace
 
+void fit_to_tokenizer(nn::ClassifierConfig& config, const data::TokenizerConfig& tokenizer) {
+  config.vocab = tokenizer.model_vocab(config.pooling == nn::Pooling::kCls);
+  config.sparse_embedding = tokenizer.hashed();
+}
+
 nlohmann::json tokenizer_config_to_json(const data::TokenizerConfig& t) {
-  nlohmann::json j = {{"type", data::to_string(t.kind)}};
+  nlohmann::json j = {{"type", std::string(data::kTokenizerKindNames.name(t.kind))}};
   if (t.kind == data::TokenizerKind::kSentencePiece) {
-    j["spm_type"] = data::to_string(t.spm_type);
+    j["spm_type"] = std::string(data::kSpmTypeNames.name(t.spm_type));
     j["vocab_size"] = t.spm_vocab_size;
     if (!t.spm_model.empty()) {
       j["model_file"] = kTokenizerModelFile;
@@ -60,12 +65,12 @@ data::TokenizerConfig tokenizer_config_from_json(const nlohmann::json& j, const 
       return value.get<int64_t>();
     };
     for (const auto& [key, value] : j.items()) {
-      if (key == "type") t.kind = data::parse_tokenizer_kind(value.get<std::string>());
+      if (key == "type") t.kind = data::kTokenizerKindNames.parse(value.get<std::string>(), "tokenizer: type");
       else if (key == "ngram_min") t.ngram_min = integer(value);
       else if (key == "ngram_max") t.ngram_max = integer(value);
       else if (key == "buckets") t.buckets = integer(value);
       else if (key == "word_ngrams") t.word_ngrams = integer(value);  // absent before ordered words: 2
-      else if (key == "spm_type") t.spm_type = data::parse_spm_type(value.get<std::string>());
+      else if (key == "spm_type") t.spm_type = data::kSpmTypeNames.parse(value.get<std::string>(), "tokenizer: spm_type");
       else if (key == "vocab_size") t.spm_vocab_size = integer(value);
       else if (key == "model_file") {
         check(is_string_equal(value, kTokenizerModelFile), "tokenizer: model_file must be '", kTokenizerModelFile, "', got ", value.dump());
@@ -131,7 +136,7 @@ void check_model_config(const ModelConfig& m, const std::string& source, bool to
     fail(source, ": ", e.what());
   }
   const int64_t needed = m.tokenizer.model_vocab(c.pooling == nn::Pooling::kCls);
-  check(needed == c.vocab, source, ": vocab_size ", c.vocab, " disagrees with the ", data::to_string(m.tokenizer.kind),
+  check(needed == c.vocab, source, ": vocab_size ", c.vocab, " disagrees with the ", data::kTokenizerKindNames.name(m.tokenizer.kind),
         " tokenizer", tokenizer_given ? "" : " (config.json has no \"tokenizer\" entry, which means bytes)",
         ", whose vocabulary is ", needed,
         m.tokenizer.kind == data::TokenizerKind::kCharNgrams || m.tokenizer.kind == data::TokenizerKind::kWords

@@ -1,14 +1,6 @@
-// config.json: what rebuilds a trained TextClassifier -- its ClassifierConfig, the label names
-// (class id -> name) and the tokenizer -- in a Hugging Face-like layout
-// ({"model_type": "halfgrad-text-classifier", "vocab_size": 256, ..., "id2label": {...},
-//   "tokenizer": {"type": "char-ngrams", "ngram_min": 1, "ngram_max": 5, "buckets": 65536}}), plus
-// what a re-implementation needs (hidden_act, layer_norm_eps, norm_first, final_layer_norm,
-// position_embedding_type, pad_token_id, ...: docs/training.md lists them). Those extra fields
-// are not needed to load: config.json files written before them still load. A config without
-// "tokenizer", or with the string "bytes" that older versions wrote, is bytes. A sentencepiece
-// tokenizer's model is a file of its own in the checkpoint (sentencepiece.model), which config.json
-// names with its 64-bit FNV-1a fingerprint ({"type": "sentencepiece", "spm_type": "unigram",
-// "vocab_size": 8000, "model_file": "sentencepiece.model", "model_fnv1a64": "<16 hex digits>"}).
+// config.json: what rebuilds a trained TextClassifier -- its ClassifierConfig, the label names and
+// the tokenizer -- in a Hugging Face-like layout, plus fields a re-implementation needs (not needed
+// to load). The layout and the older forms that still load: docs/design_notes.md#configjson.
 #pragma once
 
 #include <string>
@@ -27,6 +19,12 @@ struct ModelConfig {
   std::vector<std::string> labels;
   data::TokenizerConfig tokenizer;
 };
+
+// The fields of a classifier config its tokenizer decides (set config.pooling first): vocab, the
+// tokenizer's ids plus the CLS id under cls pooling (TokenizerConfig::model_vocab), and
+// sparse_embedding, true for the hashed tokenizers (2^16+ rows, few touched per batch: row-sparse
+// gradients, docs/classifier.md).
+void fit_to_tokenizer(nn::ClassifierConfig& config, const data::TokenizerConfig& tokenizer);
 
 // The "tokenizer" object (also stored in TrainingArguments' JSON). from_json throws hg::Error
 // naming `source` and the bad field.

@@ -1,7 +1,7 @@
 // MultiHeadAttention: project, attend per head in the projections' layout, project.
 #include "halfgrad/nn/attention.h"
 
-#include "halfgrad/autograd/ops.h"
+#include "halfgrad/autograd/all_ops.h"
 #include "halfgrad/base/error.h"
 
 namespace hg::nn {

@@ -1,7 +1,7 @@
 // TextClassifier construction (in a fixed order, so a seed fixes every weight) and forward.
 #include "halfgrad/nn/text_classifier.h"
 
-#include "halfgrad/autograd/ops.h"
+#include "halfgrad/autograd/all_ops.h"
 #include "halfgrad/base/error.h"
 
 namespace hg::nn {

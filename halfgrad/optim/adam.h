@@ -22,6 +22,7 @@ class Adam : public Optimizer {
   void update(std::vector<float>& p, const std::vector<float>& g, const ParamGroup& group,
               std::map<std::string, std::vector<float>>& state, int64_t step) override;
   nlohmann::json hyperparameters() const override;
+  std::vector<std::string> state_names(const ParamGroup&) const override { return {"exp_avg", "exp_avg_sq"}; }
   AdamOptions options_;
 };
 

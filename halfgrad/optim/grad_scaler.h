@@ -1,15 +1,7 @@
 // GradScaler: dynamic loss scaling with torch.cuda.amp.GradScaler's algorithm and defaults
-// (Micikevicius et al. 2018, "Mixed Precision Training", section 3.2). The loss is multiplied
-// by `scale` before backward so small gradients survive fp16; the gradients are divided by it
-// before the optimizer step. A step whose gradients hold inf/NaN is skipped and the scale is
-// halved; after growth_interval clean steps it doubles (unless that would be inf):
-//   found_inf: scale *= backoff_factor, tracker = 0
-//   else:      tracker += 1; if tracker == growth_interval: scale *= growth_factor (if
-//              finite), tracker = 0                               (torch's _amp_update_scale_)
-// Unlike torch, the scale is clamped to [min_scale, max_scale], so it reaches neither 0 (after
-// ~150 backoffs in a row) nor inf. Also: a static mode (fixed scale, still skipping non-finite
-// steps), enabled = false (every call a pass-through), a history of every step for the
-// inspector and the demos, and health_warning() for runs whose scaling has gone wrong.
+// (Micikevicius et al. 2018, section 3.2), the scale clamped to [min_scale, max_scale]; also a
+// static mode, a pass-through when disabled, a history of every step and health_warning().
+// The update rule: docs/design_notes.md#gradscaler.
 #pragma once
 
 #include <cstdint>

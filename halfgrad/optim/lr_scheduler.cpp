@@ -9,17 +9,6 @@
 
 namespace hg::optim {
 
-Schedule parse_schedule(const std::string& name) {
-  if (name == "constant" || name == "constant_with_warmup") return Schedule::kConstant;
-  if (name == "linear") return Schedule::kLinear;
-  if (name == "cosine") return Schedule::kCosine;
-  fail("unknown lr_scheduler_type '", name, "' (expected constant, linear or cosine)");
-}
-
-std::string schedule_name(Schedule schedule) {
-  return schedule == Schedule::kConstant ? "constant" : schedule == Schedule::kLinear ? "linear" : "cosine";
-}
-
 LrScheduler::LrScheduler(Optimizer& optimizer, Schedule schedule, int64_t warmup_steps, int64_t total_steps)
     : optimizer_(optimizer), schedule_(schedule), warmup_(warmup_steps), total_(total_steps) {
   check(warmup_steps >= 0 && total_steps >= 0, "LrScheduler: warmup_steps and total_steps must be >= 0");
@@ -50,12 +39,12 @@ void LrScheduler::step() {
 float LrScheduler::last_lr() const { return optimizer_.param_groups().empty() ? 0.0f : optimizer_.param_groups()[0].lr; }
 
 nlohmann::json LrScheduler::state_dict() const {
-  return {{"schedule", schedule_name(schedule_)}, {"warmup_steps", warmup_}, {"total_steps", total_},
+  return {{"schedule", std::string(kScheduleNames.name(schedule_))}, {"warmup_steps", warmup_}, {"total_steps", total_},
           {"step", step_}, {"base_lrs", base_lrs_}};
 }
 
 void LrScheduler::load_state_dict(const nlohmann::json& state) {
-  schedule_ = parse_schedule(state.at("schedule"));
+  schedule_ = kScheduleNames.parse(state.at("schedule").get<std::string>(), "scheduler state: schedule");
   warmup_ = state.at("warmup_steps");
   total_ = state.at("total_steps");
   step_ = state.at("step");

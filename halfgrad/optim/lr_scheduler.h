@@ -12,15 +12,18 @@
 
 #include <nlohmann/json.hpp>
 
+#include "halfgrad/base/enum_names.h"
 #include "halfgrad/optim/optimizer.h"
 
 namespace hg::optim {
 
 enum class Schedule { kConstant, kLinear, kCosine };
 
-// "constant" | "linear" | "cosine" (HF's lr_scheduler_type names); throws on anything else.
-Schedule parse_schedule(const std::string& name);
-std::string schedule_name(Schedule schedule);
+// HF's lr_scheduler_type names (its SchedulerType); constant_with_warmup is read as constant, whose
+// warmup is optional here.
+inline constexpr EnumNames<Schedule, 3, 1> kScheduleNames{
+    {{{Schedule::kConstant, "constant"}, {Schedule::kLinear, "linear"}, {Schedule::kCosine, "cosine"}}},
+    {{{Schedule::kConstant, "constant_with_warmup"}}}};
 
 class LrScheduler {
  public:

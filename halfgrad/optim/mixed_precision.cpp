@@ -2,6 +2,7 @@
 // mixed-precision update.
 #include "halfgrad/optim/mixed_precision.h"
 
+#include <algorithm>
 #include <charconv>
 #include <cmath>
 #include <cstdlib>
@@ -21,19 +22,17 @@ std::string shortest(float value) {
   return std::string(text, std::to_chars(text, text + sizeof text, value).ptr);
 }
 
+// "dynamic" and "none"; a static scale is written as its number.
+constexpr EnumNames<LossScaling::Kind, 2> kLossScaleKeywords{
+    {{{LossScaling::Kind::kDynamic, "dynamic"}, {LossScaling::Kind::kNone, "none"}}}};
+
 std::string loss_scale_text(const LossScaling& s) {
-  switch (s.kind) {
-    case LossScaling::Kind::kDynamic: return "dynamic";
-    case LossScaling::Kind::kNone: return "none";
-    case LossScaling::Kind::kStatic: return shortest(s.scale);
-  }
-  return "?";
+  return s.kind == LossScaling::Kind::kStatic ? shortest(s.scale) : std::string(kLossScaleKeywords.name(s.kind));
 }
 
 // "dynamic" | "none" | a positive number (static scale); `field` names the value in errors.
 LossScaling parse_loss_scale(const std::string& text, const std::string& field) {
-  if (text == "dynamic") return {LossScaling::Kind::kDynamic};
-  if (text == "none") return {LossScaling::Kind::kNone};
+  if (const std::optional<LossScaling::Kind> kind = kLossScaleKeywords.find(text)) return {*kind};
   char* end = nullptr;
   const float value = std::strtof(text.c_str(), &end);
   check(end != text.c_str() && *end == '\0' && std::isfinite(value) && value > 0, field, ": invalid loss scale '",
@@ -50,16 +49,6 @@ GradScalerOptions scaler_options(const MixedPrecisionOptions& o) {
   s.init_scale = o.loss_scaling.scale;
   s.growth_interval = o.loss_scaling.growth_interval;
   return s;
-}
-
-const char* opt_level_name(OptLevel level) { return level == OptLevel::kO1 ? "O1" : "O2"; }
-
-// `field` names the flag or key for the message.
-OptLevel parse_opt_level(const std::string& text, const std::string& field) {
-  for (const OptLevel level : {OptLevel::kO1, OptLevel::kO2}) {
-    if (text == opt_level_name(level)) return level;
-  }
-  fail(field, ": unknown opt level '", text, "' (expected O1 or O2)");
 }
 
 }  // namespace
@@ -94,7 +83,7 @@ void MixedPrecisionOptions::validate() const {
         "fp8 recipe (--fp8-*): applies to precision fp8 only: this mode has no fp8 GEMMs");
   fp8.validate();
   check(accumulation == Accumulation::kF32 || scales_loss(precision), "accumulate (--accumulate) ",
-        accumulation_name(accumulation), " applies to fp16 and pure_fp16 only: f32, bf16 and fp8 runs have no f16 products "
+        kAccumulationNames.name(accumulation), " applies to fp16 and pure_fp16 only: f32, bf16 and fp8 runs have no f16 products "
         "to accumulate (and bf16's range would overflow an f16 accumulator)");
   check(kRoundingNames.name(rounding) != "?", "rounding (--rounding): ", int(rounding), " is not one of ",
         kRoundingNames.choices());
@@ -109,158 +98,168 @@ void MixedPrecisionOptions::validate() const {
         " applies with --master-weights none only: f32 master weights take every update exactly");
 }
 
-// Accumulation (--accumulate, the JSON key "accumulate").
-const char* accumulation_name(Accumulation accumulation) {
-  switch (accumulation) {
-    case Accumulation::kF32: return "f32";
-    case Accumulation::kF16: return "f16";
-    case Accumulation::kF16Blocked: return "f16-blocked";
-  }
-  return "?";
-}
-
-Accumulation parse_accumulation(const std::string& text, const std::string& field) {
-  for (const Accumulation a : {Accumulation::kF32, Accumulation::kF16, Accumulation::kF16Blocked}) {
-    if (text == accumulation_name(a)) return a;
-  }
-  fail(field, ": unknown accumulation '", text, "' (expected f32, f16 or f16-blocked)");
-}
-
 MixedPrecisionOptions parse_mixed_precision(const std::string& precision, const std::string& opt_level,
                                             const std::string& loss_scale) {
   MixedPrecisionOptions o;
-  if (precision == "no" || precision == "fp32" || precision == "f32") o.precision = Precision::kNo;
-  else if (precision == "fp16" || precision == "f16") o.precision = Precision::kFp16;
-  else if (precision == "bf16") o.precision = Precision::kBf16;
-  else if (precision == "pure_fp16") {
+  if (precision == "pure_fp16") {  // fp16 O2 without master weights: the library's and the demos' name
     o.precision = Precision::kFp16;
     o.master_weights = MasterWeightsKind::kNone;
+  } else {
+    o.precision = kPrecisionNames.parse(precision, "precision (--precision)");
   }
-  else if (precision == "fp8") o.precision = Precision::kFp8;
-  else fail("precision (--precision): unknown precision '", precision,
-            "' (expected no, fp32, fp16, bf16, pure_fp16 or fp8)");
-  o.opt_level = parse_opt_level(opt_level, "fp16_opt_level (--opt-level)");
+  o.opt_level = kOptLevelNames.parse(opt_level, "fp16_opt_level (--opt-level)");
   o.loss_scaling = parse_loss_scale(loss_scale, "loss_scale (--loss-scale)");
   o.validate();
   return o;
 }
 
-nlohmann::json mixed_precision_to_json(const MixedPrecisionOptions& options) {
-  const MixedPrecisionOptions o = options.resolved();
-  const LossScaling& s = o.loss_scaling;
-  nlohmann::json j = {
-      {"fp16", o.precision == Precision::kFp16},
-      {"bf16", o.precision == Precision::kBf16},
-      {"fp16_opt_level", opt_level_name(o.opt_level)},
-      {"pure_fp16", o.precision == Precision::kFp16 && o.master_weights == MasterWeightsKind::kNone},
-      {"loss_scale", loss_scale_text(s)},
-      {"normalization_outputs",
-       o.normalization_outputs == NormalizationOutputs::kInputDtype ? "input_dtype" : "float32"}};
-  const LossScaling defaults;
-  if (s.kind == LossScaling::Kind::kDynamic && s.scale != defaults.scale) j["loss_scale_init"] = s.scale;
-  if (s.kind == LossScaling::Kind::kDynamic && s.growth_interval != defaults.growth_interval) {
-    j["loss_scale_growth_interval"] = s.growth_interval;
-  }
-  if (o.precision == Precision::kFp8) {
-    j["fp8"] = true;
-    j["fp8_format"] = fp8_format_name(o.fp8.format);
-    j["fp8_amax_history_len"] = o.fp8.amax_history_len;
-    j["fp8_amax_compute_algo"] = fp8_amax_algo_name(o.fp8.amax_compute_algo);
-    j["fp8_margin"] = o.fp8.margin;
-    j["fp8_scale"] = fp8_scale_name(o.fp8.scale);
-  }
-  if (o.accumulation != Accumulation::kF32) j["accumulate"] = accumulation_name(o.accumulation);
-  if (o.rounding != precision::Rounding::kNearestEven) j["rounding"] = std::string(kRoundingNames.name(o.rounding));
-  if (o.flush_subnormals) j["flush_subnormals"] = true;
-  if (o.master_weights != MasterWeightsKind::kF32) j["master_weights"] = std::string(kMasterWeightsNames.name(o.master_weights));
-  if (o.update_rounding != UpdateRounding::kNearest) {
-    j["update_rounding"] = std::string(kUpdateRoundingNames.name(o.update_rounding));
-  }
-  return j;
+namespace {
+
+using Json = nlohmann::json;
+
+// Typed reads of a JSON value; `at` ("<source>: key 'k'") names it in the error.
+const Json& expect(const Json& v, bool ok, const std::string& at, std::string_view expected) {
+  check(ok, at, " has the wrong type (", v.dump(), ", expected ", expected, ")");
+  return v;
+}
+bool as_bool(const Json& v, const std::string& at) { return expect(v, v.is_boolean(), at, "true or false").get<bool>(); }
+int64_t as_int(const Json& v, const std::string& at) {
+  return expect(v, v.is_number_integer(), at, "an integer").get<int64_t>();
+}
+float as_float(const Json& v, const std::string& at) { return expect(v, v.is_number(), at, "a number").get<float>(); }
+template <class E, std::size_t N, std::size_t A>
+E as_enum(const EnumNames<E, N, A>& names, const Json& v, const std::string& at) {
+  expect(v, v.is_string(), at, names.choices());
+  return names.parse(v.get_ref<const std::string&>(), at);
 }
 
-bool is_mixed_precision_key(const std::string& key) {
-  for (const char* k : {"fp16", "bf16", "fp16_opt_level", "pure_fp16", "loss_scale", "loss_scale_init",
-                        "loss_scale_growth_interval", "normalization_outputs", "fp8", "fp8_format",
-                        "fp8_amax_history_len", "fp8_amax_compute_algo", "fp8_margin", "fp8_scale",
-                        "accumulate", "rounding", "flush_subnormals", "master_weights", "update_rounding"}) {
-    if (key == k) return true;
-  }
-  return false;
-}
+// One JSON key of MixedPrecisionOptions: how it is written (from resolved options, only where the
+// mode has it) and read (a present value; null for the mode's booleans, which read_mode reads
+// together). The one list of the keys: to_json, from_json and is_mixed_precision_key use it.
+struct JsonKey {
+  const char* key;
+  void (*write)(const MixedPrecisionOptions& o, Json& j);
+  void (*read)(const Json& v, const std::string& at, MixedPrecisionOptions& o);
+};
 
-MixedPrecisionOptions mixed_precision_from_json(const nlohmann::json& j, const std::string& source) {
-  check(j.is_object(), source, ": expected a JSON object");
-  auto get = [&](const char* key, nlohmann::json::value_t type, const char* expected) -> const nlohmann::json* {
-    const auto it = j.find(key);
-    if (it == j.end()) return nullptr;
-    const bool ok = it->type() == type || (type == nlohmann::json::value_t::number_float && it->is_number()) ||
-                    (type == nlohmann::json::value_t::number_integer && it->is_number_integer());
-    check(ok, source, ": key '", key, "' has the wrong type (", it->dump(), ", expected ", expected, ")");
-    return &*it;
-  };
-  using T = nlohmann::json::value_t;
-  auto flag = [&](const char* key) {
-    const nlohmann::json* v = get(key, T::boolean, "true or false");
-    return v != nullptr && v->get<bool>();
-  };
-  MixedPrecisionOptions o;
+using O = MixedPrecisionOptions;
+bool dynamic(const O& o) { return o.loss_scaling.kind == LossScaling::Kind::kDynamic; }
+bool fp8(const O& o) { return o.precision == Precision::kFp8; }
+
+const JsonKey kMixedPrecisionKeys[] = {
+    {"fp16", [](const O& o, Json& j) { j["fp16"] = o.precision == Precision::kFp16; }, nullptr},
+    {"bf16", [](const O& o, Json& j) { j["bf16"] = o.precision == Precision::kBf16; }, nullptr},
+    {"pure_fp16",
+     [](const O& o, Json& j) {
+       j["pure_fp16"] = o.precision == Precision::kFp16 && o.master_weights == MasterWeightsKind::kNone;
+     },
+     nullptr},
+    {"fp8", [](const O& o, Json& j) { if (fp8(o)) j["fp8"] = true; }, nullptr},
+    {"fp16_opt_level", [](const O& o, Json& j) { j["fp16_opt_level"] = std::string(kOptLevelNames.name(o.opt_level)); },
+     [](const Json& v, const std::string& at, O& o) { o.opt_level = as_enum(kOptLevelNames, v, at); }},
+    {"loss_scale", [](const O& o, Json& j) { j["loss_scale"] = loss_scale_text(o.loss_scaling); },
+     [](const Json& v, const std::string& at, O& o) {
+       expect(v, v.is_string(), at, "\"dynamic\", \"none\" or a number as a string");
+       o.loss_scaling = parse_loss_scale(v.get<std::string>(), at);
+     }},
+    {"loss_scale_init",
+     [](const O& o, Json& j) {
+       if (dynamic(o) && o.loss_scaling.scale != LossScaling{}.scale) j["loss_scale_init"] = o.loss_scaling.scale;
+     },
+     [](const Json& v, const std::string& at, O& o) { o.loss_scaling.scale = as_float(v, at); }},
+    {"loss_scale_growth_interval",
+     [](const O& o, Json& j) {
+       if (dynamic(o) && o.loss_scaling.growth_interval != LossScaling{}.growth_interval) {
+         j["loss_scale_growth_interval"] = o.loss_scaling.growth_interval;
+       }
+     },
+     [](const Json& v, const std::string& at, O& o) { o.loss_scaling.growth_interval = as_int(v, at); }},
+    {"normalization_outputs",
+     [](const O& o, Json& j) {
+       j["normalization_outputs"] = std::string(kNormalizationOutputsNames.name(*o.normalization_outputs));
+     },
+     [](const Json& v, const std::string& at, O& o) {
+       o.normalization_outputs = as_enum(kNormalizationOutputsNames, v, at);
+     }},
+    {"accumulate",
+     [](const O& o, Json& j) {
+       if (o.accumulation != Accumulation::kF32) j["accumulate"] = std::string(kAccumulationNames.name(o.accumulation));
+     },
+     [](const Json& v, const std::string& at, O& o) { o.accumulation = as_enum(kAccumulationNames, v, at); }},
+    {"rounding",
+     [](const O& o, Json& j) {
+       if (o.rounding != precision::Rounding::kNearestEven) j["rounding"] = std::string(kRoundingNames.name(o.rounding));
+     },
+     [](const Json& v, const std::string& at, O& o) { o.rounding = as_enum(kRoundingNames, v, at); }},
+    {"flush_subnormals", [](const O& o, Json& j) { if (o.flush_subnormals) j["flush_subnormals"] = true; },
+     [](const Json& v, const std::string& at, O& o) { o.flush_subnormals = as_bool(v, at); }},
+    {"master_weights",
+     [](const O& o, Json& j) {
+       if (o.master_weights != MasterWeightsKind::kF32) {
+         j["master_weights"] = std::string(kMasterWeightsNames.name(o.master_weights));
+       }
+     },
+     [](const Json& v, const std::string& at, O& o) {
+       const MasterWeightsKind kind = as_enum(kMasterWeightsNames, v, at);
+       // read_mode set none for pure_fp16
+       check(o.master_weights == MasterWeightsKind::kF32 || kind == MasterWeightsKind::kNone, at,
+             " is not none, but key 'pure_fp16' is true");
+       o.master_weights = kind;
+     }},
+    {"update_rounding",
+     [](const O& o, Json& j) {
+       if (o.update_rounding != UpdateRounding::kNearest) {
+         j["update_rounding"] = std::string(kUpdateRoundingNames.name(o.update_rounding));
+       }
+     },
+     [](const Json& v, const std::string& at, O& o) { o.update_rounding = as_enum(kUpdateRoundingNames, v, at); }},
+    {"fp8_format", [](const O& o, Json& j) { if (fp8(o)) j["fp8_format"] = std::string(kFp8FormatNames.name(o.fp8.format)); },
+     [](const Json& v, const std::string& at, O& o) { o.fp8.format = as_enum(kFp8FormatNames, v, at); }},
+    {"fp8_amax_history_len", [](const O& o, Json& j) { if (fp8(o)) j["fp8_amax_history_len"] = o.fp8.amax_history_len; },
+     [](const Json& v, const std::string& at, O& o) { o.fp8.amax_history_len = as_int(v, at); }},
+    {"fp8_amax_compute_algo",
+     [](const O& o, Json& j) {
+       if (fp8(o)) j["fp8_amax_compute_algo"] = std::string(kFp8AmaxAlgoNames.name(o.fp8.amax_compute_algo));
+     },
+     [](const Json& v, const std::string& at, O& o) { o.fp8.amax_compute_algo = as_enum(kFp8AmaxAlgoNames, v, at); }},
+    {"fp8_margin", [](const O& o, Json& j) { if (fp8(o)) j["fp8_margin"] = o.fp8.margin; },
+     [](const Json& v, const std::string& at, O& o) { o.fp8.margin = as_int(v, at); }},
+    {"fp8_scale", [](const O& o, Json& j) { if (fp8(o)) j["fp8_scale"] = std::string(kFp8ScaleNames.name(o.fp8.scale)); },
+     [](const Json& v, const std::string& at, O& o) { o.fp8.scale = as_enum(kFp8ScaleNames, v, at); }},
+};
+
+// The mode's booleans "fp16", "bf16", "pure_fp16" and "fp8", which must agree with each other.
+void read_mode(const Json& j, const std::string& source, MixedPrecisionOptions& o) {
+  auto flag = [&](const char* key) { return j.contains(key) && as_bool(j.at(key), source + ": key '" + key + "'"); };
   const bool fp16 = flag("fp16"), bf16 = flag("bf16"), pure = flag("pure_fp16"), fp8 = flag("fp8");
   check(!(fp16 && bf16), source, ": keys 'fp16' and 'bf16' are both true: give one");
   check(!pure || fp16, source, ": key 'pure_fp16' is true but 'fp16' is not (pure fp16 is an fp16 mode)");
   check(!fp8 || !(fp16 || bf16), source, ": key 'fp8' is true with 'fp16' or 'bf16': give one");
-  o.precision = fp16   ? Precision::kFp16
-                : bf16 ? Precision::kBf16
-                : fp8  ? Precision::kFp8
-                       : Precision::kNo;
-  if (const nlohmann::json* v = get("fp16_opt_level", T::string, "\"O1\" or \"O2\"")) {
-    o.opt_level = parse_opt_level(v->get<std::string>(), source + ": key 'fp16_opt_level'");
-  }
-  if (const nlohmann::json* v = get("loss_scale", T::string, "\"dynamic\", \"none\" or a number as a string")) {
-    o.loss_scaling = parse_loss_scale(v->get<std::string>(), source + ": key 'loss_scale'");
-  }
-  if (const nlohmann::json* v = get("loss_scale_init", T::number_float, "a number")) {
-    o.loss_scaling.scale = v->get<float>();
-  }
-  if (const nlohmann::json* v = get("loss_scale_growth_interval", T::number_integer, "an integer")) {
-    o.loss_scaling.growth_interval = v->get<int64_t>();
-  }
-  if (const nlohmann::json* v = get("normalization_outputs", T::string, "\"float32\" or \"input_dtype\"")) {
-    const std::string& where = v->get_ref<const std::string&>();
-    check(where == "float32" || where == "input_dtype", source, ": key 'normalization_outputs' is '", where,
-          "' (expected float32 or input_dtype)");
-    o.normalization_outputs = where == "float32" ? NormalizationOutputs::kFloat32 : NormalizationOutputs::kInputDtype;
-  }
-  if (const nlohmann::json* v = get("accumulate", T::string, "\"f32\", \"f16\" or \"f16-blocked\"")) {
-    o.accumulation = parse_accumulation(v->get<std::string>(), source + ": key 'accumulate'");
-  }
-  if (const nlohmann::json* v = get("rounding", T::string, kRoundingNames.choices().c_str())) {
-    o.rounding = kRoundingNames.parse(v->get<std::string>(), source + ": key 'rounding'");
-  }
-  o.flush_subnormals = flag("flush_subnormals");
+  o.precision = fp16 ? Precision::kFp16 : bf16 ? Precision::kBf16 : fp8 ? Precision::kFp8 : Precision::kNo;
   if (pure) o.master_weights = MasterWeightsKind::kNone;
-  if (const nlohmann::json* v = get("master_weights", T::string, kMasterWeightsNames.choices().c_str())) {
-    o.master_weights = kMasterWeightsNames.parse(v->get<std::string>(), source + ": key 'master_weights'");
-    check(!pure || o.master_weights == MasterWeightsKind::kNone, source,
-          ": key 'pure_fp16' is true but 'master_weights' is not none");
-  }
-  if (const nlohmann::json* v = get("update_rounding", T::string, kUpdateRoundingNames.choices().c_str())) {
-    o.update_rounding = kUpdateRoundingNames.parse(v->get<std::string>(), source + ": key 'update_rounding'");
-  }
-  if (const nlohmann::json* v = get("fp8_format", T::string, "\"hybrid\" or \"e4m3\"")) {
-    o.fp8.format = parse_fp8_format(v->get<std::string>(), source + ": key 'fp8_format'");
-  }
-  if (const nlohmann::json* v = get("fp8_amax_history_len", T::number_integer, "an integer")) {
-    o.fp8.amax_history_len = v->get<int64_t>();
-  }
-  if (const nlohmann::json* v = get("fp8_amax_compute_algo", T::string, "\"max\" or \"most_recent\"")) {
-    o.fp8.amax_compute_algo = parse_fp8_amax_algo(v->get<std::string>(), source + ": key 'fp8_amax_compute_algo'");
-  }
-  if (const nlohmann::json* v = get("fp8_margin", T::number_integer, "an integer")) {
-    o.fp8.margin = v->get<int64_t>();
-  }
-  if (const nlohmann::json* v = get("fp8_scale", T::string, "\"pow2\", \"exact\" or \"none\"")) {
-    o.fp8.scale = parse_fp8_scale(v->get<std::string>(), source + ": key 'fp8_scale'");
+}
+
+}  // namespace
+
+nlohmann::json mixed_precision_to_json(const MixedPrecisionOptions& options) {
+  const MixedPrecisionOptions o = options.resolved();
+  nlohmann::json j = nlohmann::json::object();
+  for (const JsonKey& key : kMixedPrecisionKeys) key.write(o, j);
+  return j;
+}
+
+bool is_mixed_precision_key(const std::string& key) {
+  return std::any_of(std::begin(kMixedPrecisionKeys), std::end(kMixedPrecisionKeys),
+                     [&](const JsonKey& k) { return key == k.key; });
+}
+
+MixedPrecisionOptions mixed_precision_from_json(const nlohmann::json& j, const std::string& source) {
+  check(j.is_object(), source, ": expected a JSON object");
+  MixedPrecisionOptions o;
+  read_mode(j, source, o);
+  for (const JsonKey& key : kMixedPrecisionKeys) {
+    const auto it = j.find(key.key);
+    if (key.read != nullptr && it != j.end()) key.read(*it, source + ": key '" + key.key + "'", o);
   }
   try {
     o.validate();

@@ -1,32 +1,8 @@
-// MixedPrecision: the three switches of mixed-precision training -- autocast dtype, loss
-// scaling, f32 master weights -- wired from one setting, as Accelerate's mixed_precision:
-//   no         f32 model, no autocast, no scaling
-//   fp16 O1    f32 model; autocast casts per op to f16 (the cast's backward returns f32 grads);
-//              dynamic loss scaling
-//   fp16 O2    f16 model with activations stored in f16: softmax and layer norm compute in
-//              f32 and round their outputs to f16, as in apex's O2, while losses and sums stay
-//              f32 through autocast; the optimizer updates f32 master copies (the f16 grads
-//              are widened into master grads, unscaled and clipped there, and the masters
-//              rounded back into the model after each step); dynamic loss scaling
-//   bf16       f32 model; autocast to bf16; no scaling (bf16 has f32's range)
-//   pure fp16 / pure bf16 (master_weights none): a 16-bit model and the optimizer on its
-//              weights, no masters; each update is written under update_rounding (nearest loses
-//              every update below half an ulp of its weight: the master_weights demo)
-//   fp8        the bf16 mode (f32 model, which is its own master copy; autocast to bf16) with
-//              every linear layer's GEMM on fp8 operands under delayed per-tensor scaling
-//              (halfgrad/autograd/fp8_scaling.h, recipe in MixedPrecisionOptions::fp8), as Transformer
-//              Engine runs fp8_autocast inside a bf16 autocast; no loss scaling: the grad_output
-//              tensors' own scales keep the e5m2 gradients in range, per tensor (TE has no loss
-//              scaler either). The scales update after each optimizer step.
-// Loss scaling of the fp16 modes can be overridden: dynamic (GradScaler defaults), none, or a
-// static scale.
-//
-// MixedPrecisionOptions is the one value that says how a run computes: the `halfgrad train`
-// flags are parsed into it once (parse_mixed_precision), TrainingArguments hold it and write it
-// into every checkpoint (mixed_precision_to_json, under Hugging Face's keys), AcceleratorOptions
-// take it as is, and inference rebuilds the same MixedPrecision from the checkpoint, so training,
-// evaluation and prediction run the same numerics. A new precision option is a new field here,
-// with its JSON key and (if the command sets it) its flag in parse_mixed_precision.
+// MixedPrecision: the three switches of mixed-precision training -- autocast dtype, loss scaling,
+// f32 master weights -- wired from one value, MixedPrecisionOptions, as Accelerate's mixed_precision:
+// parsed from the flags once, held by TrainingArguments, written into every checkpoint and rebuilt
+// by inference, so training, evaluation and prediction run the same numerics. The modes and their
+// wiring: docs/design_notes.md#mixedprecision.
 #pragma once
 
 #include <cstdint>
@@ -49,7 +25,20 @@
 namespace hg::optim {
 
 enum class Precision { kNo, kFp16, kBf16, kFp8 };
+// --precision's names (pure_fp16, which is fp16 with master_weights none, is parse_mixed_precision's).
+inline constexpr EnumNames<Precision, 4, 3> kPrecisionNames{
+    {{{Precision::kNo, "fp32"}, {Precision::kFp16, "fp16"}, {Precision::kBf16, "bf16"}, {Precision::kFp8, "fp8"}}},
+    {{{Precision::kNo, "no"}, {Precision::kNo, "f32"}, {Precision::kFp16, "f16"}}}};
 enum class OptLevel { kO1, kO2 };
+inline constexpr EnumNames<OptLevel, 2> kOptLevelNames{{{{OptLevel::kO1, "O1"}, {OptLevel::kO2, "O2"}}}};
+// Where normalizations store their outputs (halfgrad/autograd/autocast.h), as the JSON key
+// "normalization_outputs" spells it.
+inline constexpr EnumNames<NormalizationOutputs, 2> kNormalizationOutputsNames{
+    {{{NormalizationOutputs::kFloat32, "float32"}, {NormalizationOutputs::kInputDtype, "input_dtype"}}}};
+// How GEMMs and sums accumulate (halfgrad/autograd/kernels/accumulate.h), as --accumulate and the
+// JSON key "accumulate" spell it.
+inline constexpr EnumNames<Accumulation, 3> kAccumulationNames{
+    {{{Accumulation::kF32, "f32"}, {Accumulation::kF16, "f16"}, {Accumulation::kF16Blocked, "f16-blocked"}}}};
 // Whether the optimizer updates f32 copies of 16-bit weights (f32) or the 16-bit weights
 // themselves (none: pure fp16 or pure bf16 training, with MixedPrecisionOptions::update_rounding).
 enum class MasterWeightsKind { kF32, kNone };
@@ -115,15 +104,15 @@ inline constexpr EnumNames<precision::Rounding, 3> kRoundingNames{{{{precision::
 
 // The options the `halfgrad train` flags select: --precision (no | fp32 | fp16 | bf16 |
 // pure_fp16 | fp8), --opt-level (O1 | O2) and --loss-scale (dynamic | none | a positive number);
-// the --fp8-* flags set the fp8 recipe (Fp8Recipe's parse functions) after it. Throws hg::Error
+// the --fp8-* flags set the fp8 recipe (kFp8FormatNames, ...) after it. Throws hg::Error
 // naming the field, the flag and the value (validate() included).
 MixedPrecisionOptions parse_mixed_precision(const std::string& precision, const std::string& opt_level = "O2",
                                             const std::string& loss_scale = "dynamic");
 
-// The accumulation's name, as --accumulate and the JSON key "accumulate" spell it: f32 | f16 |
-// f16-blocked; parse_accumulation reads it back, throwing hg::Error naming `field` and the text.
-const char* accumulation_name(Accumulation accumulation);
-Accumulation parse_accumulation(const std::string& text, const std::string& field);
+// The accumulation's name (kAccumulationNames), for the demos that print it.
+inline const char* accumulation_name(Accumulation accumulation) {
+  return kAccumulationNames.name(accumulation).data();  // NUL-terminated: the table's literals
+}
 
 // The JSON form, as keys of a flat object (TrainingArguments' JSON holds them beside its own):
 // Hugging Face's "fp16", "bf16" (booleans) and "fp16_opt_level" ("O1" | "O2"), and halfgrad's
@@ -131,11 +120,12 @@ Accumulation parse_accumulation(const std::string& text, const std::string& fiel
 // none), "update_rounding" (only when not nearest), "loss_scale" ("dynamic" | "none"
 // | the static scale, as --loss-scale takes it; "none" for f32 and bf16; "loss_scale_init" and
 // "loss_scale_growth_interval" only when a dynamic scaler's differ from GradScaler's defaults)
-// and "normalization_outputs" ("float32" | "input_dtype"); "accumulate" (accumulation_name) only
-// when not f32; in fp8 mode only, "fp8": true with the recipe as "fp8_format" ("hybrid" |
-// "e4m3"), "fp8_amax_history_len", "fp8_amax_compute_algo" ("max" | "most_recent"), "fp8_margin"
-// and "fp8_scale" ("pow2" | "exact" | "none"); "rounding" (kRoundingNames) only when not nearest
-// and "flush_subnormals": true only when set. Written resolved, so a checkpoint states what it ran.
+// and "normalization_outputs" (kNormalizationOutputsNames); "accumulate" (kAccumulationNames) only
+// when not f32; in fp8 mode only, "fp8": true with the recipe as "fp8_format" (kFp8FormatNames),
+// "fp8_amax_history_len", "fp8_amax_compute_algo" (kFp8AmaxAlgoNames), "fp8_margin" and
+// "fp8_scale" (kFp8ScaleNames); "rounding" (kRoundingNames) only when not nearest and
+// "flush_subnormals": true only when set. Written resolved, so a checkpoint states what it ran.
+// The keys, their types and both directions are one table (kMixedPrecisionKeys, mixed_precision.cpp).
 nlohmann::json mixed_precision_to_json(const MixedPrecisionOptions& options);
 // Whether `key` is one of the keys above.
 bool is_mixed_precision_key(const std::string& key);
@@ -167,12 +157,15 @@ class MixedPrecision {
   // and normalization outputs (a disabled guard when the mode has none).
   Autocast autocast() const;
   // The rounding of the options (`rounding`, `flush_subnormals`) for the forward and backward
-  // passes of one step, or an evaluation, while it lives. Stochastic rounding draws from `seed`
-  // with event numbers from `first_event` on (Trainer: the run's seed, and the step times 2^40,
-  // so every step draws fresh bits and a resumed step the same ones).
-  RoundingScope rounding_scope(uint64_t seed, uint64_t first_event = 0) const {
-    return optim::rounding_scope(options_, seed, first_event);
+  // passes of one step while it lives. Stochastic rounding draws from the seed (set_seed) with
+  // event numbers from `first_event` on (Trainer: the step times 2^40, so every step draws fresh
+  // bits and a resumed step the same ones).
+  RoundingScope rounding_scope(uint64_t first_event = 0) const {
+    return optim::rounding_scope(options_, seed_, first_event);
   }
+  // An evaluation's: seed 0 whatever the run's, so an evaluation during training and `halfgrad
+  // eval` of its checkpoint (which knows no seed) round alike.
+  RoundingScope evaluation_rounding_scope() const { return optim::rounding_scope(options_, /*seed=*/0); }
   Tensor scale(const Tensor& loss) const { return scaler_.scale(loss); }
   // After backward: (O2) copy grads to masters, unscale, clip if max_grad_norm > 0, step
   // unless a gradient is inf/NaN, (O2) copy masters back, update the scale. The same as
@@ -201,7 +194,8 @@ class MixedPrecision {
   // The fp8 scale state (fp8 mode), else null; its state_dict goes into checkpoints.
   Fp8Scaling* fp8() { return fp8_.get(); }
   const Fp8Scaling* fp8() const { return fp8_.get(); }
-  // The seed of stochastic update rounding (the run's --seed; 0 unless set).
+  // The seed of stochastic rounding, in op outputs (rounding_scope) and in updates (update_rounding):
+  // the run's --seed; 0 unless set.
   void set_seed(uint64_t seed) { seed_ = seed; }
 
  private:

@@ -79,19 +79,33 @@ void Optimizer::write_update(const Tensor& param, std::span<const int64_t> rows,
   else write_rows(param, rows, p);
 }
 
+void Optimizer::create_row_state(const Tensor& param, const ParamGroup& group,
+                                 std::map<std::string, std::vector<float>>& state) const {
+  std::vector<std::string> names = state_names(group);
+  if (param.dtype() != DType::f32 && update_rounding_ == UpdateRounding::kKahan) names.push_back("kahan");
+  for (const std::string& name : names) {
+    std::vector<float>& buffer = state[name];
+    if (!buffer.empty()) continue;
+    // Zero in the rows no step has touched; on 2 MiB pages: rows are visited at random.
+    buffer.reserve(size_t(param.numel()));
+    advise_huge_pages(buffer.data(), size_t(param.numel()) * sizeof(float));
+    buffer.assign(size_t(param.numel()), 0.0f);
+  }
+}
+
 void Optimizer::update_rows(const Tensor& param, const SparseRows& grad, const ParamGroup& group,
                             std::map<std::string, std::vector<float>>& state, int64_t step, size_t index) {
   const int64_t c = param.size(1), n = int64_t(grad.rows.size());
   if (n == 0) return;
+  create_row_state(param, group, state);  // before the chunks: each gathers every buffer update() keeps
   // In chunks of about 16K elements, so that a chunk's rows are still in L2 when they are
-  // scattered back. Every chunk sees the state as it was before the step (chunks share no row,
-  // and a buffer update() creates is kept aside until the end), so how the rows are chunked, and
-  // on which thread a chunk runs, cannot change a result.
+  // scattered back. Chunks share no row and every buffer exists before they run, so they run on
+  // a team (update() inside gets a team of one: halfgrad/base/parallel.h), and how the rows are
+  // chunked, and on which thread a chunk runs, cannot change a result.
   const int64_t per = std::max<int64_t>(1, (int64_t(1) << 14) / c);
   const int64_t chunks = (n + per - 1) / per;
-  std::map<std::string, std::vector<float>> created;
   // Gathers chunk `k`'s rows of the parameter, its gradient and its state into `rows_state`,
-  // updates them, writes the parameter's rows; returns the rows, for the scatter.
+  // updates them, writes the parameter's rows and scatters the state's rows back.
   const auto update_chunk = [&](int64_t k, std::map<std::string, std::vector<float>>& rows_state) {
     const std::span<const int64_t> rows(grad.rows.data() + k * per, size_t(std::min(per, n - k * per)));
     rows_state.clear();
@@ -108,49 +122,18 @@ void Optimizer::update_rows(const Tensor& param, const SparseRows& grad, const P
     const std::vector<float> before = update_rounding_ == UpdateRounding::kKahan ? p : std::vector<float>();
     update(p, g, group, rows_state, step);
     write_update(param, rows, p, before, rows_state, index);
-    return rows;
-  };
-  const auto scatter = [c](std::span<const int64_t> rows, const std::vector<float>& gathered,
-                           std::vector<float>& buffer) {
-    for (size_t r = 0; r < rows.size(); ++r) {
-      std::copy_n(gathered.begin() + ptrdiff_t(r) * c, c, buffer.begin() + rows[r] * c);
-    }
-  };
-  std::map<std::string, std::vector<float>> rows_state;
-  const std::span<const int64_t> first_rows = update_chunk(0, rows_state);
-  const bool same_buffers =
-      std::equal(rows_state.begin(), rows_state.end(), state.begin(), state.end(),
-                 [](const auto& a, const auto& b) { return a.first == b.first; });  // the same names
-  if (same_buffers) {
-    // Every step after the first: the other chunks update buffers that exist, rows apart, so
-    // they run on a team (update() inside gets a team of one: halfgrad/base/parallel.h).
-    for (const auto& [name, gathered] : rows_state) scatter(first_rows, gathered, state.at(name));
-    maybe_parallel(use_team(double(n - per) * double(c), kParallelElements), [&] {
-      std::map<std::string, std::vector<float>> local;
-#pragma omp for schedule(static)
-      for (int64_t k = 1; k < chunks; ++k) {
-        const std::span<const int64_t> rows = update_chunk(k, local);
-        for (const auto& [name, gathered] : local) scatter(rows, gathered, state.at(name));
-      }
-    });
-    return;
-  }
-  // update() created or dropped a buffer (the first step): chunk by chunk on this thread.
-  for (int64_t k = 0; k < chunks; ++k) {
-    const std::span<const int64_t> rows = k == 0 ? first_rows : update_chunk(k, rows_state);
     for (const auto& [name, gathered] : rows_state) {
-      std::vector<float>* buffer = state.contains(name) ? &state[name] : &created[name];
-      if (buffer->empty()) {  // zero in the untouched rows; on 2 MiB pages: rows are visited at random
-        buffer->reserve(size_t(param.numel()));
-        advise_huge_pages(buffer->data(), size_t(param.numel()) * sizeof(float));
-        buffer->assign(size_t(param.numel()), 0.0f);
+      std::vector<float>& buffer = state.at(name);  // state_names() lists every buffer update() keeps
+      for (size_t r = 0; r < rows.size(); ++r) {
+        std::copy_n(gathered.begin() + ptrdiff_t(r) * c, c, buffer.begin() + rows[r] * c);
       }
-      scatter(rows, gathered, *buffer);
     }
-  }
-  // A buffer update() dropped is dropped; the ones it created join the state.
-  std::erase_if(state, [&](const auto& entry) { return !rows_state.contains(entry.first); });
-  state.merge(created);
+  };
+  maybe_parallel(use_team(double(n) * double(c), kParallelElements), [&] {
+    std::map<std::string, std::vector<float>> rows_state;
+#pragma omp for schedule(static)
+    for (int64_t k = 0; k < chunks; ++k) update_chunk(k, rows_state);
+  });
 }
 
 void Optimizer::zero_grad() {

@@ -1,15 +1,7 @@
-// Optimizer: the base of SGD, Adam and AdamW (torch.optim semantics). Parameters come in groups
-// with their own learning rate and weight decay (e.g. no decay for biases and LayerNorm
-// weights). State (momentum, moments) is f32 whatever the parameter's dtype; a step reads each
-// parameter and gradient widened to f32, computes in f32 and rounds the new value once into
-// the parameter's dtype. So an f16 parameter without f32 master weights loses every update
-// smaller than half its ulp -- the failure master weights (master_weights.h) exist to fix.
-// A row-sparse gradient (a sparse embedding's, halfgrad/autograd/sparse_rows.h) is applied lazily, as
-// torch.optim.SparseAdam does: update() runs on the touched rows of the parameter and of its
-// state only; untouched rows keep their values and state (no weight decay, no moment decay),
-// and the step count (bias correction) is the parameter's. So a row touched at every step
-// follows the dense path bit for bit; a row that misses a step neither decays nor coasts on its
-// momentum in it, as it would on the dense path.
+// Optimizer: the base of SGD, Adam and AdamW (torch.optim semantics), with parameter groups. State
+// is f32; a step widens each parameter and gradient to f32 and rounds the new value once into the
+// parameter's dtype. A row-sparse gradient is applied lazily, as torch.optim.SparseAdam does.
+// Details: docs/design_notes.md#optimizer.
 #pragma once
 
 #include <cstdint>
@@ -87,8 +79,16 @@ class Optimizer {
   virtual void update(std::vector<float>& p, const std::vector<float>& g, const ParamGroup& group,
                       std::map<std::string, std::vector<float>>& state, int64_t step) = 0;
   virtual nlohmann::json hyperparameters() const = 0;
+  // The state buffers update() keeps for a parameter of `group` (Adam: exp_avg, exp_avg_sq; SGD
+  // with momentum: momentum_buffer). A row-sparse update creates them zeroed, full size, before
+  // its chunks run, so update() must treat a zero buffer as a fresh one.
+  virtual std::vector<std::string> state_names(const ParamGroup& group) const = 0;
 
  private:
+  // state_names(), and kahan for a 16-bit parameter under Kahan update rounding, created where
+  // absent: zero, param.numel() values.
+  void create_row_state(const Tensor& param, const ParamGroup& group,
+                        std::map<std::string, std::vector<float>>& state) const;
   // update() on the rows of a row-sparse gradient: gathers those rows of the parameter and of
   // its state buffers, updates them, scatters them back.
   void update_rows(const Tensor& param, const SparseRows& grad, const ParamGroup& group,

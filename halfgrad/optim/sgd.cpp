@@ -11,11 +11,13 @@ SGD::SGD(std::vector<ParamGroup> groups, SGDOptions options) : Optimizer(std::mo
 }
 
 void SGD::update(std::vector<float>& p, const std::vector<float>& g, const ParamGroup& group,
-                 std::map<std::string, std::vector<float>>& state, int64_t) {
+                 std::map<std::string, std::vector<float>>& state, int64_t step) {
   const float lr = group.lr, wd = group.weight_decay, mu = options_.momentum;
-  const bool first = state.find("momentum_buffer") == state.end();
+  // The parameter's first update (torch: no momentum_buffer yet); a row-sparse update finds the
+  // buffer already created, zero (Optimizer::state_names).
+  const bool first = step == 1;
   std::vector<float>& buf = state["momentum_buffer"];
-  if (mu != 0.0f && first) buf.assign(p.size(), 0.0f);
+  if (mu != 0.0f && buf.size() != p.size()) buf.assign(p.size(), 0.0f);
   for (size_t i = 0; i < p.size(); ++i) {
     float d = g[i] + wd * p[i];
     if (mu != 0.0f) {

@@ -21,6 +21,9 @@ class SGD : public Optimizer {
   void update(std::vector<float>& p, const std::vector<float>& g, const ParamGroup& group,
               std::map<std::string, std::vector<float>>& state, int64_t step) override;
   nlohmann::json hyperparameters() const override;
+  std::vector<std::string> state_names(const ParamGroup&) const override {
+    return options_.momentum != 0.0f ? std::vector<std::string>{"momentum_buffer"} : std::vector<std::string>{};
+  }
   SGDOptions options_;
 };
 

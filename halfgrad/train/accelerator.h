@@ -1,22 +1,7 @@
-// Accelerator: the Hugging Face Accelerate API level. One object owns the mixed-precision
-// machinery (halfgrad/optim/mixed_precision.h) so a plain training loop gains autocast, loss scaling,
-// master weights and gradient accumulation with four calls:
-//
-//   Accelerator acc({.mixed_precision = {.precision = optim::Precision::kFp16}});   // O2
-//   auto model = acc.prepare(classifier, optimizer, &scheduler);   // O2: model -> f16, masters
-//   for (batch : loader) {
-//     acc.backward(cross_entropy(model.forward(batch.ids, batch.attention_mask), batch.labels));
-//     if (acc.sync_gradients()) { acc.clip_grad_norm(1.0f); acc.step(); }
-//   }
-//
-// prepare() re-points the optimizer at the f32 master copies when O2 creates them, so an
-// optimizer built over model.parameters() before prepare() is correct after it.
-//
-// Launched by mpirun with several processes (dist::world()), it is data-parallel as
-// Accelerate's DDP: each process feeds its own shard of the data, and the step averages the
-// gradients across processes (dist::DistributedDataParallel, after backward, before unscaling)
-// so every process applies the same update; num_processes(), process_index() and
-// is_main_process() say where this process stands.
+// Accelerator: the Hugging Face Accelerate API level. One object owns the mixed-precision machinery
+// (halfgrad/optim/mixed_precision.h), so a plain training loop gains autocast, loss scaling, master
+// weights, gradient accumulation and (under mpirun) data parallelism with four calls. An example
+// and the details: docs/design_notes.md#accelerator.
 #pragma once
 
 #include <cstdint>

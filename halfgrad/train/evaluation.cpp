@@ -7,7 +7,7 @@
 #include <map>
 
 #include "halfgrad/autograd/autocast.h"
-#include "halfgrad/autograd/ops.h"
+#include "halfgrad/autograd/all_ops.h"
 #include "halfgrad/autograd/tape.h"
 #include "halfgrad/base/error.h"
 #include "halfgrad/data/data_loader.h"
@@ -28,15 +28,16 @@ EvalPrediction run_evaluation(nn::TextClassifier& model, const data::Dataset& da
   const bool was_training = model.is_training();
   model.eval();
   NoGrad no_grad;
-  const RoundingScope rounding = mixed_precision.rounding_scope(/*seed=*/0);  // the run's rounding, as trained
+  const RoundingScope rounding = mixed_precision.evaluation_rounding_scope();  // the run's rounding, as trained
   for (int64_t b = 0; b < loader.num_batches(); ++b) {
     const data::Batch batch = loader.batch(b);
-    Tensor logits;
-    {
+    Tensor logits, loss;
+    {  // the loss too, as training computes it (under f16 accumulation its sum is an f16 one)
       Autocast guard = mixed_precision.autocast();
       logits = model.forward(batch.ids, batch.attention_mask);
+      loss = cross_entropy(logits, batch.labels);
     }
-    loss_sum += double(cross_entropy(logits, batch.labels).item()) * double(batch.size());
+    loss_sum += double(loss.item()) * double(batch.size());
     const std::vector<float> values = logits.to_vector();
     p.logits.insert(p.logits.end(), values.begin(), values.end());
     const MaxResult best = max(logits, 1);

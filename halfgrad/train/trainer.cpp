@@ -16,7 +16,7 @@
 #include <optional>
 #include <span>
 
-#include "halfgrad/autograd/ops.h"
+#include "halfgrad/autograd/all_ops.h"
 #include "halfgrad/autograd/tape.h"
 #include "halfgrad/base/error.h"
 #include "halfgrad/base/fingerprint.h"
@@ -264,8 +264,8 @@ Trainer::Trainer(nn::TextClassifier& model, TrainingArguments args, const data::
   dist::agree(comm, [&] {
     // Custom metrics' names are known only after an evaluation: maybe_evaluate_and_save checks them.
     args_.validate(compute_metrics ? std::vector<std::string>{} : TrainingArguments::standard_metrics());
-    check(args_.eval_strategy == "no" || eval_dataset_ != nullptr, "Trainer: eval_strategy '", args_.eval_strategy,
-          "' needs an eval dataset");
+    check(args_.eval_strategy == IntervalStrategy::kNo || eval_dataset_ != nullptr, "Trainer: eval_strategy '",
+          kIntervalStrategyNames.name(args_.eval_strategy), "' needs an eval dataset");
     check(int64_t(train_dataset.label_names.size()) == model.config.classes, "Trainer: the training set has ",
           train_dataset.label_names.size(), " classes but the model has ", model.config.classes);
     parts_->tokenizer = data::Tokenizer(args_.tokenizer, model.config.pooling == nn::Pooling::kCls);
@@ -279,7 +279,7 @@ Trainer::Trainer(nn::TextClassifier& model, TrainingArguments args, const data::
   accelerator_ = std::make_unique<Accelerator>(AcceleratorOptions{
       .mixed_precision = args_.mixed_precision,
       .gradient_accumulation_steps = args_.gradient_accumulation_steps,
-      .ddp = {.wire = dist::parse_wire_format(args_.ddp_comm)},
+      .ddp = {.wire = args_.ddp_comm},
       .communicator = &comm});
   parts_->loader = std::make_unique<data::DataLoader>(
       train_dataset, parts_->tokenizer,
@@ -291,10 +291,10 @@ Trainer::Trainer(nn::TextClassifier& model, TrainingArguments args, const data::
       optim::decay_groups(model.named_parameters(), args_.learning_rate, args_.weight_decay));
   const int64_t warmup = args_.warmup_steps > 0 ? args_.warmup_steps
                                                 : int64_t(std::ceil(args_.warmup_ratio * double(state_.max_steps)));
-  parts_->scheduler = std::make_unique<optim::LrScheduler>(*parts_->optimizer, optim::parse_schedule(args_.lr_scheduler_type),
+  parts_->scheduler = std::make_unique<optim::LrScheduler>(*parts_->optimizer, args_.lr_scheduler_type,
                                                            warmup, state_.max_steps);
   accelerator_->prepare(model, *parts_->optimizer, parts_->scheduler.get());
-  accelerator_->mixed_precision().set_seed(args_.seed);  // stochastic update rounding draws from the run's seed
+  accelerator_->mixed_precision().set_seed(args_.seed);  // stochastic rounding draws from the run's seed
 }
 
 Trainer::~Trainer() = default;
@@ -431,10 +431,11 @@ void Trainer::restore(const std::string& dir) try {
 void Trainer::maybe_evaluate_and_save(bool epoch_end) {
   const int64_t step = state_.global_step;
   const int64_t eval_every = args_.eval_steps > 0 ? args_.eval_steps : args_.logging_steps;
-  const bool evaluate_now = (args_.eval_strategy == "steps" && !epoch_end && step % eval_every == 0) ||
-                            (args_.eval_strategy == "epoch" && epoch_end);
-  const bool save_now = (args_.save_strategy == "steps" && !epoch_end && step % args_.save_steps == 0) ||
-                        (args_.save_strategy == "epoch" && epoch_end);
+  using S = IntervalStrategy;
+  const bool evaluate_now = (args_.eval_strategy == S::kSteps && !epoch_end && step % eval_every == 0) ||
+                            (args_.eval_strategy == S::kEpoch && epoch_end);
+  const bool save_now = (args_.save_strategy == S::kSteps && !epoch_end && step % args_.save_steps == 0) ||
+                        (args_.save_strategy == S::kEpoch && epoch_end);
   std::optional<double> metric;
   if (evaluate_now) {
     const Metrics m = evaluate();
@@ -493,7 +494,7 @@ Trainer::StepOutcome Trainer::training_step(int64_t epoch, int64_t first_batch) 
   StepOutcome step;  // step.loss: summed over this step's micro-batches, then their mean
   dist::DistributedDataParallel& ddp = accelerator_->ddp();
   ddp.begin_step(*model_.dropout_gen);
-  const RoundingScope rounding = mp.rounding_scope(args_.seed, uint64_t(state_.global_step) << 40);
+  const RoundingScope rounding = mp.rounding_scope(uint64_t(state_.global_step) << 40);
   for (int64_t micro = first_batch; micro < end; ++micro) {
     const data::Batch batch = loader.batch(micro);
     Tensor loss;

@@ -1,22 +1,7 @@
-// Trainer: the Hugging Face Trainer API level, for TextClassifier on labelled text.
-//
-//   TrainingArguments args{.output_dir = "out", .num_train_epochs = 8,
-//                          .mixed_precision = {.precision = optim::Precision::kFp16}};   // O2
-//   Trainer trainer(model, args, train_set, &eval_set);
-//   trainer.train();                       // or train("out/checkpoint-500") to resume
-//   auto metrics = trainer.evaluate();     // {"eval_loss", "eval_accuracy", "eval_f1", ...}
-//
-// It is built on the Accelerator (level 2), which is built on MixedPrecision: all three API
-// levels run the same step. Checkpoints (output_dir/checkpoint-<step>/) hold everything a
-// resume needs -- weights (the f32 masters in O2), optimizer, scheduler, scaler, dropout RNG
-// and trainer state -- so resuming continues bit for bit as if never interrupted.
-//
-// Launched by mpirun with several processes (docs/distributed.md), every process runs this same
-// loop on its shard of each epoch (per_device_train_batch_size is per process) and the
-// Accelerator averages the gradients, so the replicas stay identical. The ranks first check
-// that they run the same arguments, model and data; only rank 0 writes the log and the
-// checkpoints (any world size can resume them); evaluation shards the data and gathers the
-// predictions, so every rank reports the same metrics. Ctrl-C is left to mpirun there.
+// Trainer: the Hugging Face Trainer API level, for TextClassifier on labelled text, built on the
+// Accelerator (all three API levels run the same step). Checkpoints hold everything a resume needs,
+// so a resumed run continues bit for bit; under mpirun every rank runs this loop on its shard.
+// An example and the data-parallel details: docs/design_notes.md#trainer.
 #pragma once
 
 #include <cstdint>

@@ -5,9 +5,7 @@
 #include <cmath>
 
 #include "halfgrad/base/error.h"
-#include "halfgrad/dist/ddp.h"
 #include "halfgrad/io/model_config.h"
-#include "halfgrad/optim/lr_scheduler.h"
 
 namespace hg::train {
 
@@ -28,16 +26,6 @@ void TrainingArguments::validate(const std::vector<std::string>& metric_names) c
   check(warmup_steps >= 0, at, "warmup_steps (--warmup-steps) must be >= 0, got ", warmup_steps);
   check(warmup_ratio >= 0 && warmup_ratio < 1, at, "warmup_ratio (--warmup-ratio) must be in [0, 1), got ",
         warmup_ratio);
-  try {
-    optim::parse_schedule(lr_scheduler_type);
-  } catch (const Error& e) {
-    fail(at, "lr_scheduler_type (--scheduler): ", e.what());
-  }
-  for (const auto& [name, value] :
-       {std::pair{"eval_strategy (--eval-strategy)", eval_strategy}, {"save_strategy (--save-strategy)", save_strategy}}) {
-    check(value == "no" || value == "steps" || value == "epoch", at, name, " must be no, steps or epoch, got '", value,
-          "'");
-  }
   check(eval_steps >= 0, at, "eval_steps (--eval-steps) must be >= 1 (or 0: logging_steps), got ", eval_steps);
   check(logging_steps >= 1, at, "logging_steps (--logging-steps) must be >= 1, got ", logging_steps);
   check(save_steps >= 1, at, "save_steps (--save-steps) must be >= 1, got ", save_steps);
@@ -57,11 +45,6 @@ void TrainingArguments::validate(const std::vector<std::string>& metric_names) c
   } catch (const Error& e) {
     fail(at, e.what());
   }
-  try {
-    dist::parse_wire_format(ddp_comm);
-  } catch (const Error& e) {
-    fail(at, e.what());
-  }
   for (const std::string& r : report_to) {
     check(r == "none" || r == "jsonl" || r == "html", at, "report_to (--report-to) must be none, jsonl or html, got '",
           r, "'");
@@ -70,12 +53,12 @@ void TrainingArguments::validate(const std::vector<std::string>& metric_names) c
   check(ddp_check_every >= 0, at, "ddp_check_every (--ddp-check-every) must be >= 0, got ", ddp_check_every);
   check(gradient_accumulation_steps >= 1, at, "gradient_accumulation_steps (--grad-accum) must be >= 1, got ",
         gradient_accumulation_steps);
-  check(!load_best_model_at_end || (eval_strategy != "no" && save_strategy == eval_strategy), at,
+  check(!load_best_model_at_end || (eval_strategy != IntervalStrategy::kNo && save_strategy == eval_strategy), at,
         "load_best_model_at_end (--load-best) needs eval_strategy and save_strategy equal and not 'no', got '",
-        eval_strategy, "' and '", save_strategy, "'");
+        kIntervalStrategyNames.name(eval_strategy), "' and '", kIntervalStrategyNames.name(save_strategy), "'");
   // The best model is chosen among checkpoints saved at an evaluation (HF's rule).
   const int64_t eval_every = eval_steps > 0 ? eval_steps : logging_steps;
-  check(!load_best_model_at_end || save_strategy != "steps" || save_steps % eval_every == 0, at,
+  check(!load_best_model_at_end || save_strategy != IntervalStrategy::kSteps || save_steps % eval_every == 0, at,
         "load_best_model_at_end (--load-best) needs save_steps (--save-steps) ", save_steps,
         " to be a multiple of eval_steps (--eval-steps) ", eval_every, ", else no checkpoint is saved with a metric");
   if (!metric_names.empty()) {
@@ -108,11 +91,11 @@ nlohmann::json TrainingArguments::to_json() const {
                       {"weight_decay", weight_decay},
                       {"warmup_steps", warmup_steps},
                       {"warmup_ratio", warmup_ratio},
-                      {"lr_scheduler_type", lr_scheduler_type},
-                      {"eval_strategy", eval_strategy},
+                      {"lr_scheduler_type", std::string(optim::kScheduleNames.name(lr_scheduler_type))},
+                      {"eval_strategy", std::string(kIntervalStrategyNames.name(eval_strategy))},
                       {"eval_steps", eval_steps},
                       {"logging_steps", logging_steps},
-                      {"save_strategy", save_strategy},
+                      {"save_strategy", std::string(kIntervalStrategyNames.name(save_strategy))},
                       {"save_steps", save_steps},
                       {"save_total_limit", save_total_limit},
                       {"load_best_model_at_end", load_best_model_at_end},
@@ -121,7 +104,7 @@ nlohmann::json TrainingArguments::to_json() const {
                       {"gradient_accumulation_steps", gradient_accumulation_steps},
                       {"seed", seed},
                       {"detect_anomaly", detect_anomaly},
-                      {"ddp_comm", ddp_comm},
+                      {"ddp_comm", std::string(dist::kWireFormatNames.name(ddp_comm))},
                       {"ddp_check_every", ddp_check_every},
                       {"report_to", report_to},
                       {"save_only_model", save_only_model},
@@ -135,6 +118,7 @@ TrainingArguments TrainingArguments::from_json(const nlohmann::json& j, const st
   TrainingArguments a;
   check(j.is_object(), source, ": training_args: expected a JSON object");
   for (const auto& [key, value] : j.items()) {
+    const std::string at = source + ": training_args: key '" + key + "'";
     try {
       if (key == "output_dir") a.output_dir = value;
       else if (key == "num_train_epochs") a.num_train_epochs = value;
@@ -145,11 +129,13 @@ TrainingArguments TrainingArguments::from_json(const nlohmann::json& j, const st
       else if (key == "weight_decay") a.weight_decay = value;
       else if (key == "warmup_steps") a.warmup_steps = value;
       else if (key == "warmup_ratio") a.warmup_ratio = value;
-      else if (key == "lr_scheduler_type") a.lr_scheduler_type = value;
-      else if (key == "eval_strategy" || key == "evaluation_strategy") a.eval_strategy = value;
+      else if (key == "lr_scheduler_type") a.lr_scheduler_type = optim::kScheduleNames.parse(value.get<std::string>(), at);
+      else if (key == "eval_strategy" || key == "evaluation_strategy") {
+        a.eval_strategy = kIntervalStrategyNames.parse(value.get<std::string>(), at);
+      }
       else if (key == "eval_steps") a.eval_steps = value;
       else if (key == "logging_steps") a.logging_steps = value;
-      else if (key == "save_strategy") a.save_strategy = value;
+      else if (key == "save_strategy") a.save_strategy = kIntervalStrategyNames.parse(value.get<std::string>(), at);
       else if (key == "save_steps") a.save_steps = value;
       else if (key == "save_total_limit") a.save_total_limit = value;
       else if (key == "load_best_model_at_end") a.load_best_model_at_end = value;
@@ -160,7 +146,7 @@ TrainingArguments TrainingArguments::from_json(const nlohmann::json& j, const st
       else if (key == "gradient_accumulation_steps") a.gradient_accumulation_steps = value;
       else if (key == "seed") a.seed = value;
       else if (key == "detect_anomaly") a.detect_anomaly = value;
-      else if (key == "ddp_comm") a.ddp_comm = value;
+      else if (key == "ddp_comm") a.ddp_comm = dist::kWireFormatNames.parse(value.get<std::string>(), at);
       else if (key == "ddp_check_every") a.ddp_check_every = value;
       else if (key == "report_to") a.report_to = value.get<std::vector<std::string>>();
       else if (key == "save_only_model") a.save_only_model = value;

@@ -13,10 +13,18 @@
 
 #include <nlohmann/json.hpp>
 
+#include "halfgrad/base/enum_names.h"
 #include "halfgrad/data/tokenizer.h"
+#include "halfgrad/dist/wire_format.h"
+#include "halfgrad/optim/lr_scheduler.h"
 #include "halfgrad/optim/mixed_precision.h"
 
 namespace hg::train {
+
+// HF's IntervalStrategy: when the Trainer evaluates or saves (eval_strategy, save_strategy).
+enum class IntervalStrategy { kNo, kSteps, kEpoch };
+inline constexpr EnumNames<IntervalStrategy, 3> kIntervalStrategyNames{
+    {{{IntervalStrategy::kNo, "no"}, {IntervalStrategy::kSteps, "steps"}, {IntervalStrategy::kEpoch, "epoch"}}}};
 
 struct TrainingArguments {
   std::string output_dir = "halfgrad-output";
@@ -28,11 +36,11 @@ struct TrainingArguments {
   float weight_decay = 0.01f;   // on matrices only (halfgrad/optim/param_groups.h)
   int64_t warmup_steps = 0;     // > 0 overrides warmup_ratio
   double warmup_ratio = 0.0;                 // in [0, 1)
-  std::string lr_scheduler_type = "linear";  // "linear" | "cosine" | "constant"
-  std::string eval_strategy = "no";          // "no" | "steps" | "epoch" (old name: evaluation_strategy)
+  optim::Schedule lr_scheduler_type = optim::Schedule::kLinear;  // optim::kScheduleNames
+  IntervalStrategy eval_strategy = IntervalStrategy::kNo;         // JSON's old name: evaluation_strategy
   int64_t eval_steps = 0;                    // 0: logging_steps
   int64_t logging_steps = 50;
-  std::string save_strategy = "steps";  // "no" | "steps" | "epoch"
+  IntervalStrategy save_strategy = IntervalStrategy::kSteps;
   int64_t save_steps = 500;
   int64_t save_total_limit = -1;  // > 0: keep only this many checkpoints (and the best)
   bool load_best_model_at_end = false;
@@ -46,9 +54,9 @@ struct TrainingArguments {
   bool detect_anomaly = false;  // name the first op that produces inf/NaN
   data::TokenizerConfig tokenizer;  // bytes by default; saved in config.json with the model
   // Data-parallel runs (launched by mpirun; docs/distributed.md): the gradients' wire format
-  // ("f32" | "fp16" | "bf16", halfgrad/dist/ddp.h) and, when > 0, a check every N steps that every
-  // rank's parameters, masters and optimizer state are still identical.
-  std::string ddp_comm = "f32";
+  // (halfgrad/dist/wire_format.h) and, when > 0, a check every N steps that every rank's
+  // parameters, masters and optimizer state are still identical.
+  dist::WireFormat ddp_comm = dist::WireFormat::kF32;
   int64_t ddp_check_every = 0;
   // HF's report_to: where the run's log goes, any of "jsonl" (output_dir/log.jsonl, by the
   // Trainer) and "html" (output_dir/report.html at the end, by report::HtmlReportCallback, which

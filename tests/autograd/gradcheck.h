@@ -15,7 +15,7 @@
 #include <functional>
 #include <vector>
 
-#include "halfgrad/autograd/ops.h"
+#include "halfgrad/autograd/all_ops.h"
 #include "halfgrad/autograd/tape.h"
 
 namespace hg::testing {

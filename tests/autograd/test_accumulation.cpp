@@ -9,7 +9,7 @@
 #include <cmath>
 
 #include "halfgrad/autograd/autocast.h"
-#include "halfgrad/autograd/ops.h"
+#include "halfgrad/autograd/all_ops.h"
 #include "halfgrad/autograd/tape.h"
 #include "halfgrad/precision/half.h"
 

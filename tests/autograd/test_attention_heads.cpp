@@ -13,7 +13,7 @@
 #include <vector>
 
 #include "halfgrad/autograd/autocast.h"
-#include "halfgrad/autograd/ops.h"
+#include "halfgrad/autograd/all_ops.h"
 #include "halfgrad/autograd/tape.h"
 
 // A namespace of its own: the test files compile together in the unity build.

@@ -3,7 +3,7 @@
 #include <catch2/catch.hpp>
 
 #include "halfgrad/autograd/autocast.h"
-#include "halfgrad/autograd/ops.h"
+#include "halfgrad/autograd/all_ops.h"
 #include "halfgrad/autograd/tape.h"
 
 namespace hg {

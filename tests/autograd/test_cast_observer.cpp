@@ -6,7 +6,7 @@
 #include <vector>
 
 #include "halfgrad/autograd/cast_observer.h"
-#include "halfgrad/autograd/ops.h"
+#include "halfgrad/autograd/all_ops.h"
 
 namespace hg {
 

@@ -7,7 +7,7 @@
 #include <catch2/catch.hpp>
 #include <cmath>
 
-#include "halfgrad/autograd/ops.h"
+#include "halfgrad/autograd/all_ops.h"
 #include "halfgrad/autograd/tape.h"
 #include "halfgrad/autograd/tensor.h"
 

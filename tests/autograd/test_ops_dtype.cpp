@@ -11,7 +11,7 @@
 #include <functional>
 
 #include "halfgrad/autograd/kernels/gemm_bf16dot.h"
-#include "halfgrad/autograd/ops.h"
+#include "halfgrad/autograd/all_ops.h"
 #include "halfgrad/autograd/rounding_scope.h"
 #include "halfgrad/autograd/tape.h"
 

@@ -9,7 +9,7 @@
 #include <limits>
 #include <set>
 
-#include "halfgrad/autograd/ops.h"
+#include "halfgrad/autograd/all_ops.h"
 #include "halfgrad/autograd/sparse_rows.h"
 #include "halfgrad/autograd/tape.h"
 #include "halfgrad/base/error.h"

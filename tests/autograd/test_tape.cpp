@@ -6,7 +6,7 @@
 #include <limits>
 #include <string>
 
-#include "halfgrad/autograd/ops.h"
+#include "halfgrad/autograd/all_ops.h"
 #include "halfgrad/autograd/tape.h"
 #include "halfgrad/base/error.h"
 

@@ -8,6 +8,7 @@
 #include <span>
 
 #include "halfgrad/autograd/generator.h"
+#include "halfgrad/autograd/kernels/philox.h"
 #include "halfgrad/autograd/rounding_scope.h"
 #include "halfgrad/autograd/tensor.h"
 #include "halfgrad/base/error.h"

@@ -207,7 +207,7 @@ TEST_CASE("adaptive threads: a Trainer run switching between 2 threads and 1 tra
     train::TrainingArguments args{.output_dir = dir.path.string(),
                                   .max_steps = 6,
                                   .per_device_train_batch_size = 32,
-                                  .save_strategy = "no",
+                                  .save_strategy = train::IntervalStrategy::kNo,
                                   .mixed_precision = {.precision = optim::Precision::kFp16},
                                   .seed = 5};
     nn::TextClassifier model(config, 3);

@@ -20,6 +20,19 @@ TEST_CASE("EnumNames: one table gives names, values, choices and a parse error n
                       "fruit (--fruit): unknown value 'Pear' (expected apple, pear or plum)");
   constexpr EnumNames<Fruit, 1> one{{{{Fruit::kApple, "apple"}}}};
   CHECK(one.choices() == "apple");
+  CHECK(kFruitNames.listed() == "apple | pear | plum");
+}
+
+TEST_CASE("EnumNames: an alias parses but is neither written nor listed", "[base][enum]") {
+  constexpr EnumNames<Fruit, 2, 1> names{{{{Fruit::kApple, "apple"}, {Fruit::kPear, "pear"}}},
+                                         {{{Fruit::kPear, "poire"}}}};
+  CHECK(names.parse("poire", "fruit") == Fruit::kPear);
+  CHECK(names.find("poire") == Fruit::kPear);
+  CHECK(names.find("plum") == std::nullopt);
+  CHECK(names.name(Fruit::kPear) == "pear");
+  CHECK(names.names() == std::vector<std::string>{"apple", "pear"});
+  REQUIRE_THROWS_WITH(names.parse("plum", "fruit (--fruit)"),
+                      "fruit (--fruit): unknown value 'plum' (expected apple or pear)");
 }
 
 }  // namespace

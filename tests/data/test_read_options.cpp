@@ -47,8 +47,9 @@ TEST_CASE("read_tsv reads fastText lines, given or detected with a note", "[data
   testing::write_bytes(file, "__label__ the cat\n");
   CHECK_THAT(error_of([&] { read_tsv(file, nullptr, {.format = DataFormat::kFastText}); }),
              Catch::Contains(file + ":1: empty label after __label__"));
-  CHECK(parse_data_format("fasttext") == DataFormat::kFastText);
-  CHECK_THAT(error_of([&] { parse_data_format("csv"); }), Catch::Contains("unknown input format 'csv'"));
+  CHECK(kDataFormatNames.parse("fasttext", "x") == DataFormat::kFastText);
+  CHECK_THAT(error_of([&] { kDataFormatNames.parse("csv", "--input-format"); }),
+             Catch::Contains("--input-format: unknown value 'csv' (expected auto, tsv or fasttext)"));
 }
 
 TEST_CASE("read_tsv skips a header line: given, or detected with a note", "[data][read_options]") {

@@ -63,7 +63,7 @@ TokenizerConfig spm_config(SpmType type) {
 TEST_CASE("sentencepiece: the same texts train the same model bytes, another vocab_size other bytes",
           "[data][sentencepiece]") {
   for (SpmType type : {SpmType::kUnigram, SpmType::kBpe}) {
-    INFO(to_string(type));
+    INFO(kSpmTypeNames.name(type));
     const std::string again = train_sentencepiece(spm_corpus(), type, 80);
     CHECK(again == trained(type));
     CHECK(train_sentencepiece(spm_corpus(), type, 60) != trained(type));
@@ -120,7 +120,8 @@ TEST_CASE("sentencepiece: bad model bytes and a config without a model are one e
   // Too large a vocabulary for the texts is SentencePiece's own error, reported.
   CHECK_THROWS_WITH(train_sentencepiece(spm_corpus(), SpmType::kUnigram, 100000),
                     Catch::Contains("vocab_size 100000 failed"));
-  CHECK_THROWS_WITH(parse_spm_type("wordpiece"), Catch::Contains("unigram, bpe, word or char"));
+  CHECK_THROWS_WITH(kSpmTypeNames.parse("wordpiece", "tokenizer: spm_type"),
+                    Catch::Contains("tokenizer: spm_type: unknown value 'wordpiece' (expected unigram, bpe, word or char)"));
 }
 
 TEST_CASE("sentencepiece tokenizers compare equal by their model bytes", "[data][sentencepiece]") {
@@ -143,7 +144,7 @@ TEST_CASE("sentencepiece ids match python3-sentencepiece on the same model", "[d
       "a\xC3\xA7\xC3\xA3o cora\xC3\xA7\xC3\xA3o", "\xD0\xBA\xD0\xBE\xD1\x82 huis", "unseen words \xE2\x82\xAC 42 \xF0\x9F\x99\x82",
       "  spaces   and\ttabs  ", "x"};
   for (SpmType type : {SpmType::kUnigram, SpmType::kBpe}) {
-    INFO(to_string(type));
+    INFO(kSpmTypeNames.name(type));
     std::ofstream(dir / "m.model", std::ios::binary) << trained(type);
     std::ofstream(dir / "texts.json") << nlohmann::json(texts).dump();
     const std::string script =

@@ -138,9 +138,10 @@ TEST_CASE("TokenizerConfig validation and kind names", "[data][tokenizer]") {
   CHECK_FALSE(TokenizerConfig{.kind = TokenizerKind::kWords, .buckets = 7} == TokenizerConfig{.kind = TokenizerKind::kWords});
   CHECK_FALSE(TokenizerConfig{.kind = TokenizerKind::kCharNgrams, .ngram_min = 2} ==
               TokenizerConfig{.kind = TokenizerKind::kCharNgrams});
-  CHECK(parse_tokenizer_kind("char-ngrams") == TokenizerKind::kCharNgrams);
-  CHECK(to_string(TokenizerKind::kWords) == "words");
-  REQUIRE_THROWS_WITH(parse_tokenizer_kind("chars"), Catch::Contains("unknown type 'chars'"));
+  CHECK(kTokenizerKindNames.parse("char-ngrams", "x") == TokenizerKind::kCharNgrams);
+  CHECK(kTokenizerKindNames.name(TokenizerKind::kWords) == "words");
+  REQUIRE_THROWS_WITH(kTokenizerKindNames.parse("chars", "tokenizer (--tokenizer)"),
+                      "tokenizer (--tokenizer): unknown value 'chars' (expected bytes, char-ngrams, words or sentencepiece)");
   REQUIRE_THROWS_WITH(char_ngrams(3, 2), Catch::Contains("ngram_min 3, ngram_max 2"));
   REQUIRE_THROWS_WITH(char_ngrams(1, 5, 0), Catch::Contains("buckets must be in [1, 2^28], got 0"));
   REQUIRE_THROWS_WITH(char_ngrams(1, 5).encode("ab", 0), Catch::Contains("max_len 0"));

@@ -184,10 +184,11 @@ TEST_CASE("halfgrad train --precision fp8: the recipe flags, the checkpoint's sc
   // The recipe flags belong to --precision fp8; bad values name the flag.
   for (const auto& [flags, message] : std::vector<std::pair<std::string, std::string>>{
            {" --fp8-margin 2", "--fp8-margin applies to --precision fp8 only (this run is fp32): drop --fp8-margin"},
-           {" --precision fp8 --fp8-scale half", "fp8_scale (--fp8-scale): unknown fp8 scale 'half'"},
+           {" --precision fp8 --fp8-scale half", "fp8_scale (--fp8-scale): unknown value 'half'"},
            {" --precision fp8 --fp8-amax-history-len 0",
             "fp8_amax_history_len (--fp8-amax-history-len) must be in [1, 65536], got 0"},
-           {" --precision fp8 --fp8-amax-compute-algo mean", "unknown amax algorithm 'mean'"}}) {
+           {" --precision fp8 --fp8-amax-compute-algo mean",
+            "fp8_amax_compute_algo (--fp8-amax-compute-algo): unknown value 'mean' (expected max or most_recent)"}}) {
     std::string base = kTinyF32;
     if (flags.find("--precision") != std::string::npos) base.replace(base.find("--precision fp32"), 16, "");
     const testing::ProgramResult bad =

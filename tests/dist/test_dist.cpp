@@ -101,22 +101,26 @@ TEST_CASE("one process: the communicator gathers its own bytes and agreement pas
 }
 
 TEST_CASE("ddp_comm and ddp_check_every: parsed, validated, in the JSON", "[dist][train][config]") {
-  CHECK(dist::parse_wire_format("fp16") == dist::WireFormat::kF16);
-  CHECK(dist::parse_wire_format("bf16") == dist::WireFormat::kBf16);
-  CHECK(dist::parse_wire_format("f32") == dist::WireFormat::kF32);
-  CHECK_THROWS_WITH(dist::parse_wire_format("fp8"), Catch::Contains("--ddp-comm") && Catch::Contains("'fp8'"));
+  CHECK(dist::kWireFormatNames.parse("fp16", "x") == dist::WireFormat::kF16);
+  CHECK(dist::kWireFormatNames.parse("bf16", "x") == dist::WireFormat::kBf16);
+  CHECK(dist::kWireFormatNames.parse("f32", "x") == dist::WireFormat::kF32);
+  CHECK(dist::kWireFormatNames.parse("fp32", "x") == dist::WireFormat::kF32);  // an alias, never written
+  CHECK_THROWS_WITH(dist::kWireFormatNames.parse("fp8", "ddp_comm (--ddp-comm)"),
+                    Catch::Contains("--ddp-comm") && Catch::Contains("'fp8'"));
   train::TrainingArguments a;
-  a.ddp_comm = "bf16";
+  a.ddp_comm = dist::WireFormat::kBf16;
   a.ddp_check_every = 7;
   const train::TrainingArguments back = train::TrainingArguments::from_json(a.to_json(), "test");
-  CHECK(back.ddp_comm == "bf16");
+  CHECK(a.to_json().at("ddp_comm") == "bf16");
+  CHECK(back.ddp_comm == dist::WireFormat::kBf16);
   CHECK(back.ddp_check_every == 7);
   nlohmann::json old = a.to_json();  // a checkpoint written before the keys existed
   old.erase("ddp_comm");
   old.erase("ddp_check_every");
-  CHECK(train::TrainingArguments::from_json(old, "test").ddp_comm == "f32");
-  a.ddp_comm = "int8";
-  CHECK_THROWS_WITH(a.validate(), Catch::Contains("ddp_comm (--ddp-comm)"));
+  CHECK(train::TrainingArguments::from_json(old, "test").ddp_comm == dist::WireFormat::kF32);
+  old["ddp_comm"] = "int8";
+  CHECK_THROWS_WITH(train::TrainingArguments::from_json(old, "t.json"),
+                    "t.json: training_args: key 'ddp_comm': unknown value 'int8' (expected f32, fp16 or bf16)");
 }
 
 TEST_CASE("halfgrad train refuses the ddp flags outside mpirun", "[dist][cli]") {

@@ -94,6 +94,21 @@ TEST_CASE("config.json round-trips and loads without the descriptive fields but 
              Catch::Contains("norm_first is false, but halfgrad builds true"));
 }
 
+TEST_CASE("fit_to_tokenizer sets vocab (with the CLS id under cls pooling) and sparse rows for hashed tokenizers",
+          "[train][config]") {
+  nn::ClassifierConfig c;
+  fit_to_tokenizer(c, bag_config().tokenizer);  // 4096 buckets, mean pooling
+  CHECK(c.vocab == 4097);
+  CHECK(c.sparse_embedding);
+  c.pooling = nn::Pooling::kCls;
+  fit_to_tokenizer(c, data::TokenizerConfig{});  // bytes
+  CHECK(c.vocab == 257);  // 256 bytes (0 doubles as padding) and CLS
+  CHECK_FALSE(c.sparse_embedding);
+  fit_to_tokenizer(c, {.kind = data::TokenizerKind::kWords, .buckets = 100});
+  CHECK(c.vocab == 102);
+  CHECK(c.sparse_embedding);
+}
+
 TEST_CASE("config.json round-trips the tokenizer and the position embedding", "[train][config]") {
   const nlohmann::json j = model_config_to_json(bag_config());
   CHECK(j.at("tokenizer") == nlohmann::json{{"type", "char-ngrams"}, {"ngram_min", 2}, {"ngram_max", 4}, {"buckets", 4096}});
@@ -167,6 +182,33 @@ TEST_CASE("training_args hold the mixed-precision mode under Hugging Face's keys
                     Catch::Contains("trainer_state.json: training_args: keys 'fp16' and 'bf16' are both true"));
 }
 
+TEST_CASE("training_args write the strategies and the scheduler by HF's names and name the key of a bad one",
+          "[train][config]") {
+  train::TrainingArguments a;
+  a.eval_strategy = train::IntervalStrategy::kEpoch;
+  a.save_strategy = train::IntervalStrategy::kNo;
+  a.lr_scheduler_type = optim::Schedule::kCosine;
+  nlohmann::json j = a.to_json();
+  CHECK(j.at("eval_strategy") == "epoch");
+  CHECK(j.at("save_strategy") == "no");
+  CHECK(j.at("lr_scheduler_type") == "cosine");
+  const train::TrainingArguments back = train::TrainingArguments::from_json(j, "t.json");
+  CHECK(back.eval_strategy == a.eval_strategy);
+  CHECK(back.save_strategy == a.save_strategy);
+  CHECK(back.lr_scheduler_type == a.lr_scheduler_type);
+  j.erase("eval_strategy");
+  j["evaluation_strategy"] = "steps";  // HF's old name
+  CHECK(train::TrainingArguments::from_json(j, "t.json").eval_strategy == train::IntervalStrategy::kSteps);
+  j["save_strategy"] = "always";
+  CHECK_THROWS_WITH(train::TrainingArguments::from_json(j, "t.json"),
+                    "t.json: training_args: key 'save_strategy': unknown value 'always' (expected no, steps or epoch)");
+  j["save_strategy"] = "no";
+  j["lr_scheduler_type"] = "cosine_restarts";
+  CHECK_THROWS_WITH(train::TrainingArguments::from_json(j, "t.json"),
+                    "t.json: training_args: key 'lr_scheduler_type': unknown value 'cosine_restarts' (expected "
+                    "constant, linear or cosine)");
+}
+
 TEST_CASE("a bad tokenizer in config.json names the file and the field", "[train][config]") {
   auto with = [](nlohmann::json tokenizer) {
     nlohmann::json j = model_config_to_json(bag_config());
@@ -175,7 +217,7 @@ TEST_CASE("a bad tokenizer in config.json names the file and the field", "[train
   };
   using Catch::Contains;
   REQUIRE_THROWS_WITH(model_config_from_json(with({{"type", "chars"}}), "ck/config.json"),
-                      Contains("ck/config.json: tokenizer: unknown type 'chars'"));
+                      Contains("ck/config.json: tokenizer: type: unknown value 'chars'"));
   REQUIRE_THROWS_WITH(model_config_from_json(with({{"buckets", 10}}), "ck/config.json"),
                       Contains("ck/config.json: tokenizer: missing field 'type'"));
   REQUIRE_THROWS_WITH(model_config_from_json(with({{"type", "words"}, {"size", 10}}), "ck/config.json"),

@@ -14,7 +14,7 @@
 #include <string>
 #include <vector>
 
-#include "halfgrad/autograd/ops.h"
+#include "halfgrad/autograd/all_ops.h"
 #include "halfgrad/autograd/sparse_rows.h"
 #include "halfgrad/base/fingerprint.h"
 #include "halfgrad/data/data_loader.h"
@@ -245,7 +245,7 @@ Run train_run(dist::Communicator& comm, int64_t batch, const std::string& precis
   args.learning_rate = 1e-2f;
   args.warmup_steps = 3;
   args.logging_steps = 5;
-  args.save_strategy = save_steps > 0 ? "steps" : "no";
+  args.save_strategy = save_steps > 0 ? train::IntervalStrategy::kSteps : train::IntervalStrategy::kNo;
   args.save_steps = save_steps > 0 ? save_steps : 500;
   args.seed = 0;
   args.tokenizer = tok;

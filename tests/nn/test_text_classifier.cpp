@@ -11,7 +11,7 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 
-#include "halfgrad/autograd/ops.h"
+#include "halfgrad/autograd/all_ops.h"
 #include "halfgrad/autograd/tape.h"
 #include "halfgrad/base/error.h"
 #include "halfgrad/nn/text_classifier.h"

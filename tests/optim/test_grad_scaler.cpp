@@ -6,7 +6,7 @@
 
 #include <cmath>
 
-#include "halfgrad/autograd/ops.h"
+#include "halfgrad/autograd/all_ops.h"
 #include "halfgrad/autograd/tape.h"
 #include "halfgrad/optim/clip_grad_norm.h"
 #include "halfgrad/optim/grad_scaler.h"

@@ -10,7 +10,7 @@
 #include <memory>
 #include <set>
 
-#include "halfgrad/autograd/ops.h"
+#include "halfgrad/autograd/all_ops.h"
 #include "halfgrad/autograd/sparse_rows.h"
 #include "halfgrad/autograd/tape.h"
 #include "halfgrad/base/parallel.h"

@@ -10,7 +10,7 @@
 #include <sstream>
 
 #include "halfgrad/autograd/autocast.h"
-#include "halfgrad/autograd/ops.h"
+#include "halfgrad/autograd/all_ops.h"
 #include "halfgrad/data/dataset.h"
 #include "halfgrad/optim/mixed_precision.h"
 #include "halfgrad/precision/convert.h"
@@ -215,7 +215,7 @@ TEST_CASE("InspectorCallback writes a JSONL line per inspected step and the hist
   args.output_dir = dir.path.string();
   args.max_steps = 3;  // steps 1-3; step 2 is inspected, and step 4 is opened but never runs
   args.per_device_train_batch_size = 16;
-  args.save_strategy = "no";
+  args.save_strategy = train::IntervalStrategy::kNo;
   args.mixed_precision = {.precision = optim::Precision::kFp16, .opt_level = optim::OptLevel::kO1};
   train::Trainer trainer(model, args, train_set, nullptr, {}, {std::make_shared<InspectorCallback>(InspectorOptions{.every = 2}, args.output_dir)});
   trainer.train();

@@ -14,6 +14,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "halfgrad/autograd/all_ops.h"
 #include "halfgrad/autograd/autocast.h"
 #include "halfgrad/autograd/tape.h"
 #include "halfgrad/data/data_loader.h"
@@ -50,7 +51,7 @@ TrainingArguments o2_args(const testing::TempDir& dir) {
   a.per_device_train_batch_size = 16;
   a.per_device_eval_batch_size = 16;
   a.learning_rate = 3e-3f;
-  a.save_strategy = "no";
+  a.save_strategy = train::IntervalStrategy::kNo;
   a.seed = 3;
   a.mixed_precision = {.precision = optim::Precision::kFp16, .opt_level = optim::OptLevel::kO2};
   return a;
@@ -171,6 +172,48 @@ TEST_CASE("load_checked_weights: the one weight check, for an Accelerator-prepar
     if (name != "head.weight") CHECK(bits_of(master.to_vector()) == bits_of(saved.at(name).to_vector()));
   }
   CHECK(model.head->weight.to_vector()[3] == 65504.0f);
+}
+
+}  // namespace hg::train
+
+namespace hg::train {
+namespace {
+
+// The loss of `dataset` with the cross entropy computed inside (or outside) the autocast guard.
+double guarded_loss(nn::TextClassifier& model, const optim::MixedPrecision& mp, const data::Dataset& dataset,
+                    bool inside) {
+  const data::Tokenizer tokenizer(data::TokenizerConfig{}, false);
+  data::DataLoader loader(dataset, tokenizer, {16, false, false, 0, model.config.max_len});
+  NoGrad no_grad;
+  model.eval();
+  double sum = 0;
+  for (int64_t b = 0; b < loader.num_batches(); ++b) {
+    const data::Batch batch = loader.batch(b);
+    Tensor logits, loss;
+    {
+      Autocast guard = mp.autocast();
+      logits = model.forward(batch.ids, batch.attention_mask);
+      if (inside) loss = cross_entropy(logits, batch.labels);
+    }
+    if (!inside) loss = cross_entropy(logits, batch.labels);
+    sum += double(loss.item()) * double(batch.size());
+  }
+  model.train();
+  return sum / double(dataset.size());
+}
+
+}  // namespace
+
+TEST_CASE("evaluation computes its loss under the autocast guard: f16 accumulation sums it in f16 as training does",
+          "[train][eval]") {
+  nn::TextClassifier model(small_config(), 5);
+  const optim::MixedPrecision mp(model, {.precision = optim::Precision::kFp16, .opt_level = optim::OptLevel::kO2,
+                                         .accumulation = Accumulation::kF16});
+  const data::Dataset d = data::synthetic_dataset(48, 4, 7);
+  const double inside = guarded_loss(model, mp, d, true), outside = guarded_loss(model, mp, d, false);
+  const EvalPrediction p = run_evaluation(model, d, 16, mp, data::TokenizerConfig{});
+  CHECK(p.loss == inside);
+  CHECK(inside != outside);  // the guard's f16 sums differ from f32 ones on this data: the check above can fail
 }
 
 }  // namespace hg::train

@@ -55,7 +55,7 @@ TEST_CASE("Trainer: SIGINT stops after the step in progress and saves it, then r
   const data::Dataset d = data::synthetic_dataset(64, 2, 5);
   nn::TextClassifier model({.max_len = 16, .d_model = 8, .heads = 2, .d_ff = 16, .layers = 1, .classes = 2}, 1);
   TrainingArguments args{.output_dir = dir.path.string(), .max_steps = 50, .per_device_train_batch_size = 8,
-                         .save_strategy = "no", .mixed_precision = {.precision = optim::Precision::kFp16}};  // O2
+                         .save_strategy = train::IntervalStrategy::kNo, .mixed_precision = {.precision = optim::Precision::kFp16}};  // O2
   Trainer trainer(model, args, d, nullptr, {}, {std::make_shared<InterruptAt>(3)});
   struct sigaction before = {}, after = {};
   sigaction(SIGINT, nullptr, &before);

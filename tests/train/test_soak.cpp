@@ -47,7 +47,7 @@ TEST_CASE("soak: 300 steps of the main job's model keep resident memory flat", "
                             .classes = 7, .dropout = 0.1f},
                            0);
   TrainingArguments args{.output_dir = dir.path.string(), .max_steps = 300, .learning_rate = 1e-3f,
-                         .warmup_steps = 100, .lr_scheduler_type = "cosine", .save_strategy = "steps",
+                         .warmup_steps = 100, .lr_scheduler_type = optim::Schedule::kCosine, .save_strategy = train::IntervalStrategy::kSteps,
                          .save_steps = 50, .save_total_limit = 2,
                          .mixed_precision = {.precision = optim::Precision::kFp16, .opt_level = optim::OptLevel::kO2},
                          .seed = 0};

@@ -45,9 +45,9 @@ TrainingArguments tiny_args(const fs::path& dir, int64_t steps) {
   a.per_device_train_batch_size = 32;
   a.learning_rate = 3e-3f;
   a.warmup_steps = 5;
-  a.lr_scheduler_type = "cosine";
+  a.lr_scheduler_type = optim::Schedule::kCosine;
   a.logging_steps = 10;
-  a.save_strategy = "steps";
+  a.save_strategy = train::IntervalStrategy::kSteps;
   a.save_steps = 10;
   a.seed = 3;
   return a;
@@ -136,7 +136,7 @@ TEST_CASE("a short fp16 run learns the synthetic task", "[train]") {
   const fs::path dir = fresh_dir("learn");
   TrainingArguments args = tiny_args(dir, 150);
   args.mixed_precision = {.precision = optim::Precision::kFp16, .opt_level = optim::OptLevel::kO1};
-  args.save_strategy = "no";
+  args.save_strategy = train::IntervalStrategy::kNo;
   nn::TextClassifier model(tiny_config(0.0f), 1);
   Trainer trainer(model, args, train_set, &eval_set);
   trainer.train();
@@ -153,7 +153,7 @@ TEST_CASE("load_best_model_at_end puts the best checkpoint's weights back (fp16 
   const fs::path dir = fresh_dir("load_best");
   TrainingArguments args = tiny_args(dir, 30);
   args.mixed_precision = {.precision = optim::Precision::kFp16, .opt_level = optim::OptLevel::kO2};
-  args.eval_strategy = "steps";
+  args.eval_strategy = train::IntervalStrategy::kSteps;
   args.eval_steps = 10;
   args.load_best_model_at_end = true;
   // "Best" = lowest accuracy, so that the chosen checkpoint is an early one, not the final state.
@@ -201,7 +201,7 @@ TEST_CASE("a weight gone inf: f32 training stops with a message, fp16 skips, cou
   const data::Dataset train_set = data::synthetic_dataset(500, 4, 1);
   const fs::path dir = fresh_dir("poisoned");
   TrainingArguments args = tiny_args(dir, 40);
-  args.save_strategy = "no";
+  args.save_strategy = train::IntervalStrategy::kNo;
   args.detect_anomaly = true;
   auto poison = std::make_shared<PoisonWeightAt>();
   poison->at = 5;

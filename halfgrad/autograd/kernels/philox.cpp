@@ -5,8 +5,6 @@
 
 #include <limits>
 
-#include "halfgrad/autograd/generator.h"
-
 #undef HWY_TARGET_INCLUDE
 #define HWY_TARGET_INCLUDE "halfgrad/autograd/kernels/philox.cpp"
 #include "hwy/foreach_target.h"  // IWYU pragma: keep

@@ -23,7 +23,7 @@
 #include "halfgrad/autograd/autocast.h"
 #include "halfgrad/autograd/kernels/gemm.h"
 #include "halfgrad/autograd/kernels/gemm_bf16dot.h"
-#include "halfgrad/autograd/ops.h"
+#include "halfgrad/autograd/all_ops.h"
 #include "halfgrad/precision/bfloat16.h"
 #include "halfgrad/precision/float_format.h"
 

@@ -18,7 +18,7 @@
 
 #include "halfgrad/autograd/kernels/reference.h"
 #include "halfgrad/autograd/kernels/rows.h"
-#include "halfgrad/autograd/ops.h"
+#include "halfgrad/autograd/all_ops.h"
 #include "halfgrad/autograd/tape.h"
 #include "hwy/targets.h"
 
