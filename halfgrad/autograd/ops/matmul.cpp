@@ -6,6 +6,7 @@
 #include "halfgrad/autograd/ops/matmul.h"
 
 #include <algorithm>
+#include <memory>
 #include <vector>
 
 #include "halfgrad/autograd/autocast.h"
@@ -59,16 +60,38 @@ GemmOperand grid_row(const Tensor& t, const Layout& l, bool transposed, int64_t 
   return {t.bytes() + i * l.outer * static_cast<int64_t>(element_size(t.dtype())), t.dtype(), l.ld, transposed, l.inner};
 }
 
+// Per row i of a grid, a bound on each of a product's three dims (m, n, k), for attention over a
+// padded batch (matmul_heads*'s key_lengths): empty, or one value per grid row (values >= the dim
+// leave it whole).
+struct Limits {
+  const std::vector<int64_t>* m = nullptr;
+  const std::vector<int64_t>* n = nullptr;
+  const std::vector<int64_t>* k = nullptr;
+  static int64_t at(const std::vector<int64_t>* l, int64_t i, int64_t dim) {
+    return l == nullptr ? dim : std::min(dim, (*l)[size_t(i)]);
+  }
+};
+
 // C_ij = op(A_ij) op(B_ij) over an (outer x inner) grid: one gemm_batched call over j for each i
 // (a single batch stride cannot step over both). With enough rows for the team the rows are
 // shared out and each call runs on its thread; otherwise each call threads over its matrices.
 // Every element is one GEMM chain either way, so the bits do not depend on the threads.
+// With limits, row i computes the leading (m_i, n_i) block over the first k_i terms and sets
+// the rest of its C matrices to 0.
 void gemm_grid(float* c, const Layout& lc, const Tensor& a, const Layout& la, bool ta, const Tensor& b,
                const Layout& lb, bool tb, int64_t outer, int64_t inner, int64_t m, int64_t n, int64_t k,
-               const kernels::GemmOptions& sums) {
+               const kernels::GemmOptions& sums, const Limits& limits = {}) {
   const auto row = [&](int64_t i) {
-    kernels::gemm_batched(c + i * lc.outer, lc.ld, lc.inner, grid_row(a, la, ta, i), grid_row(b, lb, tb, i), inner, m,
-                          n, k, sums);
+    const int64_t mi = Limits::at(limits.m, i, m), ni = Limits::at(limits.n, i, n), ki = Limits::at(limits.k, i, k);
+    float* const ci = c + i * lc.outer;
+    kernels::gemm_batched(ci, lc.ld, lc.inner, grid_row(a, la, ta, i), grid_row(b, lb, tb, i), inner, mi, ni, ki, sums);
+    if (mi == m && ni == n) return;
+    for (int64_t j = 0; j < inner; ++j) {
+      for (int64_t r = 0; r < m; ++r) {
+        float* const line = ci + j * lc.inner + r * lc.ld;
+        std::fill(line + (r < mi ? ni : 0), line + n, 0.0f);
+      }
+    }
   };
   const int team = outer > 1 ? team_size(2.0 * double(m) * double(n) * double(k) * double(outer * inner), kParallelFlops) : 1;
   if (team > 1 && (outer % team == 0 || outer >= 4 * team)) {
@@ -81,27 +104,33 @@ void gemm_grid(float* c, const Layout& lc, const Tensor& a, const Layout& la, bo
 
 // y = A op(B), op(B) = B or B^T, over a grid of matrices (M,K) x op(B)(K,N) -> (M,N) in the given
 // layouts, recorded with its backward: dA = dY op(B)^T in A's layout, d op(B) = A^T dY in B's.
-// The one implementation of matmul, matmul_transposed and the head products.
+// The one implementation of matmul, matmul_transposed and the head products. `limits` bound
+// (m, n, k) per grid row: the function computed is the product of the leading blocks, zeros
+// elsewhere, and its backward is that function's (the same bounds, mapped onto each product).
 Tensor grid_product(const char* op, const Tensor& a0, const Layout& la, const Tensor& b0, const Layout& lb, bool tb,
                     const Shape& y_shape, const Layout& ly, int64_t outer, int64_t inner, int64_t m, int64_t n,
-                    int64_t k) {
+                    int64_t k, std::shared_ptr<const std::vector<int64_t>> bound = nullptr, char bound_dim = 0) {
   const DType dtype = autocast_dtype(CastPolicy::kLowerPrecision, {a0, b0});
   const Tensor a = autocast_input(a0, dtype), b = autocast_input(b0, dtype);
   const kernels::GemmOptions sums{.accumulation = active_accumulation()};
+  const std::vector<int64_t>* const lm = bound_dim == 'm' ? bound.get() : nullptr;
+  const std::vector<int64_t>* const ln = bound_dim == 'n' ? bound.get() : nullptr;
+  const std::vector<int64_t>* const lk = bound_dim == 'k' ? bound.get() : nullptr;
   Result y(y_shape);
-  gemm_grid(y.data(), ly, a, la, false, b, lb, tb, outer, inner, m, n, k, sums);
-  return record(op, y.finish(dtype), {a, b}, [a, la, b, lb, tb, ly, outer, inner, m, n, k, sums](const Tensor& dy) {
+  gemm_grid(y.data(), ly, a, la, false, b, lb, tb, outer, inner, m, n, k, sums, {lm, ln, lk});
+  return record(op, y.finish(dtype), {a, b},
+                [a, la, b, lb, tb, ly, outer, inner, m, n, k, sums, bound, lm, ln, lk](const Tensor& dy) {
     if (a.requires_grad()) {  // dA (M,K) = dY (M,N) op(B)^T
       Result da(a.shape());
-      gemm_grid(da.data(), la, dy, ly, false, b, lb, !tb, outer, inner, m, k, n, sums);
+      gemm_grid(da.data(), la, dy, ly, false, b, lb, !tb, outer, inner, m, k, n, sums, {lm, lk, ln});
       accumulate_grad(a, da.finish(a.dtype()));
     }
     if (b.requires_grad()) {  // d op(B) (K,N) = A^T dY; stored transposed: dB (N,K) = dY^T A
       Result db(b.shape());
       if (tb) {
-        gemm_grid(db.data(), lb, dy, ly, true, a, la, false, outer, inner, n, k, m, sums);
+        gemm_grid(db.data(), lb, dy, ly, true, a, la, false, outer, inner, n, k, m, sums, {ln, lk, lm});
       } else {
-        gemm_grid(db.data(), lb, a, la, true, dy, ly, false, outer, inner, k, n, m, sums);
+        gemm_grid(db.data(), lb, a, la, true, dy, ly, false, outer, inner, k, n, m, sums, {lk, ln, lm});
       }
       accumulate_grad(b, db.finish(b.dtype()));
     }
@@ -132,24 +161,37 @@ Tensor matmul_transposed(const Tensor& a, const Tensor& b) { return matmul_impl(
 
 // Head h of row (b, t) of a (B, T, H*D) tensor is columns [h*D, (h+1)*D): its (T, D) matrix starts
 // at b*T*H*D + h*D, rows H*D apart. A (B, H, Tq, Tk) tensor's (b, h) matrix is contiguous.
-Tensor matmul_heads_transposed(const Tensor& q, const Tensor& k, int64_t heads) {
+namespace {
+
+std::shared_ptr<const std::vector<int64_t>> checked_key_lengths(const std::vector<int64_t>& key_lengths, int64_t b,
+                                                                const char* op) {
+  if (key_lengths.empty()) return nullptr;
+  check(int64_t(key_lengths.size()) == b, op, ": ", key_lengths.size(), " key lengths for a batch of ", b);
+  for (const int64_t l : key_lengths) check(l >= 0, op, ": key length ", l, " < 0");
+  return std::make_shared<const std::vector<int64_t>>(key_lengths);
+}
+
+}  // namespace
+
+Tensor matmul_heads_transposed(const Tensor& q, const Tensor& k, int64_t heads, const std::vector<int64_t>& key_lengths) {
   check(q.ndim() == 3 && k.ndim() == 3 && q.shape()[0] == k.shape()[0] && q.shape()[2] == k.shape()[2],
         "matmul_heads_transposed: q and k must be (B, T, H*D) with one B and H*D, got ", q.shape(), " and ", k.shape());
   const int64_t b = q.shape()[0], tq = q.shape()[1], tk = k.shape()[1], c = q.shape()[2];
   check(heads > 0 && c % heads == 0, "matmul_heads_transposed: ", heads, " heads do not divide q's ", c, " columns");
   const int64_t d = c / heads;
   return grid_product("matmul_heads_transposed", q, {tq * c, d, c}, k, {tk * c, d, c}, true, {b, heads, tq, tk},
-                      {heads * tq * tk, tq * tk, tk}, b, heads, tq, tk, d);
+                      {heads * tq * tk, tq * tk, tk}, b, heads, tq, tk, d,
+                      checked_key_lengths(key_lengths, b, "matmul_heads_transposed"), 'n');
 }
 
-Tensor matmul_heads(const Tensor& p, const Tensor& v) {
+Tensor matmul_heads(const Tensor& p, const Tensor& v, const std::vector<int64_t>& key_lengths) {
   check(p.ndim() == 4 && v.ndim() == 3 && p.shape()[0] == v.shape()[0] && p.shape()[3] == v.shape()[1] &&
             p.shape()[1] > 0 && v.shape()[2] % p.shape()[1] == 0,
         "matmul_heads: p must be (B, H, Tq, Tk) and v (B, Tk, H*D), got ", p.shape(), " and ", v.shape());
   const int64_t b = p.shape()[0], heads = p.shape()[1], tq = p.shape()[2], tk = p.shape()[3], c = v.shape()[2];
   const int64_t d = c / heads;
   return grid_product("matmul_heads", p, {heads * tq * tk, tq * tk, tk}, v, {tk * c, d, c}, false, {b, tq, c},
-                      {tq * c, d, c}, b, heads, tq, d, tk);
+                      {tq * c, d, c}, b, heads, tq, d, tk, checked_key_lengths(key_lengths, b, "matmul_heads"), 'k');
 }
 
 namespace {

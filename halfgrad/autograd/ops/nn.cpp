@@ -517,7 +517,17 @@ Tensor multi_head_attention(const Tensor& q, const Tensor& k, const Tensor& v, i
         " columns of q, k, v");
   const int64_t b = q.shape()[0], t = q.shape()[1], d = q.shape()[2] / heads;
   const Indices masked = attention_masked(attention_mask, b, t, causal, dropout_p, gen);
-  return matmul_heads(attention_probabilities(matmul_heads_transposed(q, k, heads), d, masked, dropout_p, gen), v);
+  // Each batch element's keys up to its last real one: the padding after it is skipped by both
+  // products (matmul_heads_transposed's key_lengths: the same bits).
+  std::vector<int64_t> key_lengths;
+  if (masked.numel() > 0 && attention_mask.numel() > 0) {
+    key_lengths.assign(size_t(b), 0);
+    for (int64_t i = 0; i < b * t; ++i) {
+      if (attention_mask[i] != 0) key_lengths[size_t(i / t)] = i % t + 1;
+    }
+  }
+  const Tensor scores = matmul_heads_transposed(q, k, heads, key_lengths);
+  return matmul_heads(attention_probabilities(scores, d, masked, dropout_p, gen), v, key_lengths);
 }
 
 Tensor masked_mean(const Tensor& x, const Indices& mask) {
