@@ -26,12 +26,47 @@ GemmOperand operand(const Tensor& t, int64_t ld, bool transposed, int64_t batch_
   return {t.bytes(), t.dtype(), ld, transposed, batch_stride};
 }
 
-// An f32 scratch result of `shape`, rounded once into a tensor of `dtype` by finish().
+// An f32 scratch result of `shape`, rounded once into a tensor of `dtype` by finish(). When that
+// dtype is narrower (f16, bf16: the f32 values are dropped after the rounding) the scratch is this
+// thread's reusable buffer rather than a new tensor: attention's (B, H, T, T) products are 30-70
+// MB in f32, and fresh blocks of that size, a different one for each batch length T, cost page
+// faults (the kernel zeroing new pages was a fifth of a langid transformer step). One buffer per
+// thread, taken by one Result at a time (a second one meanwhile gets a tensor).
+thread_local std::unique_ptr<float[]> result_buffer;  // grown without copying or zeroing
+thread_local size_t result_buffer_size = 0;
+thread_local bool result_buffer_taken = false;
+
 struct Result {
-  Tensor f32;
-  Result(const Shape& shape) : f32(Tensor::empty(shape, DType::f32)) {}
-  float* data() { return f32.data<float>(); }
-  Tensor finish(DType dtype) const { return dtype == DType::f32 ? f32 : round_scoped(f32.f32(), f32.shape(), dtype); }
+  Tensor f32;  // the result when it is f32, or while the buffer is taken
+  Shape shape;
+  float* values = nullptr;
+  bool borrowed = false;
+
+  explicit Result(const Shape& s, DType out = DType::f32) : shape(s) {
+    if (out != DType::f32 && !result_buffer_taken) {
+      if (result_buffer_size < size_t(s.numel())) {
+        result_buffer.reset();
+        result_buffer.reset(new float[size_t(s.numel())]);
+        result_buffer_size = size_t(s.numel());
+      }
+      values = result_buffer.get();
+      borrowed = result_buffer_taken = true;
+    } else {
+      f32 = Tensor::empty(s, DType::f32);
+      values = f32.data<float>();
+    }
+  }
+  ~Result() {
+    if (borrowed) result_buffer_taken = false;
+  }
+  Result(const Result&) = delete;
+  Result& operator=(const Result&) = delete;
+  float* data() { return values; }
+  int64_t numel() const { return shape.numel(); }
+  Tensor finish(DType dtype) const {
+    if (!borrowed && dtype == DType::f32) return f32;
+    return round_scoped(std::span<const float>(values, size_t(shape.numel())), shape, dtype);
+  }
 };
 
 // Leading (batch) dims of a (..., R, C) shape and their product.
@@ -116,17 +151,17 @@ Tensor grid_product(const char* op, const Tensor& a0, const Layout& la, const Te
   const std::vector<int64_t>* const lm = bound_dim == 'm' ? bound.get() : nullptr;
   const std::vector<int64_t>* const ln = bound_dim == 'n' ? bound.get() : nullptr;
   const std::vector<int64_t>* const lk = bound_dim == 'k' ? bound.get() : nullptr;
-  Result y(y_shape);
+  Result y(y_shape, dtype);
   gemm_grid(y.data(), ly, a, la, false, b, lb, tb, outer, inner, m, n, k, sums, {lm, ln, lk});
   return record(op, y.finish(dtype), {a, b},
                 [a, la, b, lb, tb, ly, outer, inner, m, n, k, sums, bound, lm, ln, lk](const Tensor& dy) {
     if (a.requires_grad()) {  // dA (M,K) = dY (M,N) op(B)^T
-      Result da(a.shape());
+      Result da(a.shape(), a.dtype());
       gemm_grid(da.data(), la, dy, ly, false, b, lb, !tb, outer, inner, m, k, n, sums, {lm, lk, ln});
       accumulate_grad(a, da.finish(a.dtype()));
     }
     if (b.requires_grad()) {  // d op(B) (K,N) = A^T dY; stored transposed: dB (N,K) = dY^T A
-      Result db(b.shape());
+      Result db(b.shape(), b.dtype());
       if (tb) {
         gemm_grid(db.data(), lb, dy, ly, true, a, la, false, outer, inner, n, k, m, sums, {ln, lk, lm});
       } else {
@@ -226,7 +261,7 @@ Tensor linear_fp8(const std::shared_ptr<Fp8Scaling>& fp8, const Tensor& x0, cons
     const Fp8Operand g = fp8->quantize(key, Fp8Role::kGradOutput, dy, /*record_amax=*/true);
     auto scaled = [](Result& r, float scale_inv) {  // the GEMM of fp8 values -> the product's scale
       float* d = r.data();
-      for (int64_t i = 0, n = r.f32.numel(); i < n; ++i) d[i] *= scale_inv;
+      for (int64_t i = 0, n = r.numel(); i < n; ++i) d[i] *= scale_inv;
     };
     if (x0.requires_grad()) {  // dX (R,in) = dY (R,out) W (out,in)
       Result dx(x0.shape());
@@ -257,7 +292,7 @@ Tensor linear(const Tensor& x0, const Tensor& w0, const Tensor& bias0) {
   const Tensor x = autocast_input(x0, dtype), w = autocast_input(w0, dtype);
   const Tensor bias = bias0.defined() ? autocast_input(bias0, dtype) : Tensor();
   const Accumulation accumulation = active_accumulation();
-  Result y(x.shape().with(-1, out));
+  Result y(x.shape().with(-1, out), dtype);
   // The bias is where each f32 chain starts, before the single rounding (addmm).
   const std::vector<float> b = bias.defined() ? bias.to_vector() : std::vector<float>();
   kernels::gemm(y.data(), out, operand(x, in, false), operand(w, in, true), rows, out, in,
@@ -265,12 +300,12 @@ Tensor linear(const Tensor& x0, const Tensor& w0, const Tensor& bias0) {
   return record("linear", y.finish(dtype), {x, w, bias}, [x, w, bias, rows, in, out, accumulation](const Tensor& dy) {
     const kernels::GemmOptions sums{.accumulation = accumulation};
     if (x.requires_grad()) {  // dX (R,in) = dY (R,out) W (out,in)
-      Result dx(x.shape());
+      Result dx(x.shape(), x.dtype());
       kernels::gemm(dx.data(), in, operand(dy, out, false), operand(w, in, false), rows, in, out, sums);
       accumulate_grad(x, dx.finish(x.dtype()));
     }
     if (w.requires_grad()) {  // dW (out,in) = dY^T (out,R) X (R,in)
-      Result dw(w.shape());
+      Result dw(w.shape(), w.dtype());
       kernels::gemm(dw.data(), in, operand(dy, out, true), operand(x, in, false), out, in, rows, sums);
       accumulate_grad(w, dw.finish(w.dtype()));
     }
