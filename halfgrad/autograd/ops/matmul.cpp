@@ -9,6 +9,7 @@
 #include <memory>
 #include <vector>
 
+#include "halfgrad/autograd/allocator.h"
 #include "halfgrad/autograd/autocast.h"
 #include "halfgrad/autograd/fp8_scaling.h"
 #include "halfgrad/autograd/kernels/gemm.h"
@@ -32,8 +33,9 @@ GemmOperand operand(const Tensor& t, int64_t ld, bool transposed, int64_t batch_
 // MB in f32, and fresh blocks of that size, a different one for each batch length T, cost page
 // faults (the kernel zeroing new pages was a fifth of a langid transformer step). One buffer per
 // thread, taken by one Result at a time (a second one meanwhile gets a tensor).
-thread_local std::unique_ptr<float[]> result_buffer;  // grown without copying or zeroing
-thread_local size_t result_buffer_size = 0;
+// From the caching allocator (2 MiB pages for large blocks), grown without copying or zeroing.
+thread_local std::shared_ptr<std::byte> result_buffer;
+thread_local size_t result_buffer_size = 0;  // in floats
 thread_local bool result_buffer_taken = false;
 
 struct Result {
@@ -46,10 +48,11 @@ struct Result {
     if (out != DType::f32 && !result_buffer_taken) {
       if (result_buffer_size < size_t(s.numel())) {
         result_buffer.reset();
-        result_buffer.reset(new float[size_t(s.numel())]);
-        result_buffer_size = size_t(s.numel());
+        const size_t bytes = allocation_size(size_t(s.numel()) * sizeof(float));  // the whole size class
+        result_buffer = allocate_storage(bytes);
+        result_buffer_size = bytes / sizeof(float);
       }
-      values = result_buffer.get();
+      values = reinterpret_cast<float*>(result_buffer.get());
       borrowed = result_buffer_taken = true;
     } else {
       f32 = Tensor::empty(s, DType::f32);
