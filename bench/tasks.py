@@ -45,10 +45,11 @@ ROWS = {
     },
     # The transformer's defaults (docs/classifier.md, "Transformer recipe") on topics and order;
     # on langid the best of its sweep (BENCHMARKS.md, "Transformer recipe sweep"): the bag's char
-    # n-grams and regularisation, one layer, a narrow feed-forward block, at most 64 tokens a word.
+    # n-grams and regularisation, two layers of width 64, a narrow feed-forward block, at most 64
+    # tokens a word.
     "transformer": {
-        "langid": "--layers 1 --dropout 0.5 --lr 1e-2 --batch-size 256 --pooling mean --epochs 2 --d-ff 16"
-                  " --weight-decay 0.1 --max-len 64",
+        "langid": "--layers 2 --d-model 64 --dropout 0.5 --lr 1e-2 --batch-size 256 --pooling mean --epochs 2"
+                  " --d-ff 16 --weight-decay 0.1 --max-len 64",
         "topics": "--tokenizer sentencepiece --layers 1",
         "order": "--tokenizer words --layers 1",
     },
@@ -61,7 +62,7 @@ FASTTEXT = {  # fastText's own supervised settings per task (langid: the best of
 TORCH = {  # bench/torch_train.py: the same encoder classifier in PyTorch
     # langid: halfgrad's transformer row (hashed char n-grams, no positions, mean pooling, the row's
     # recipe; warmup 33 = 10% of 330 steps, clipping 1 and decay on matrices as halfgrad's Trainer).
-    "langid": "--task langid --tokens char-ngrams --positions none --decay matrices --clip 1 --layers 1 --d_model 32"
+    "langid": "--task langid --tokens char-ngrams --positions none --decay matrices --clip 1 --layers 2 --d_model 64"
               " --heads 4 --d_ff 16 --dropout 0.5 --lr 1e-2 --wd 0.1 --batch 256 --epochs 2 --warmup 33 --max_len 64",
     "topics": "--task topics --tokens words --layers 1 --epochs 10",
     "order": "--task order --tokens words --layers 1 --epochs 10",
