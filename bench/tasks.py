@@ -17,6 +17,7 @@ A row whose tool is missing (scikit-learn, fasttext, python3-torch) is reported 
 
 Usage: /usr/bin/python3 bench/tasks.py --halfgrad build/bin/halfgrad [--tasks langid,topics,order]
        [--rows bag,transformer,logreg,fasttext,torch] [--threads 2] [--work DIR] [--json FILE]
+       [--precision fp16,fp32]   (each halfgrad row once per precision: fp16 is the default O2)
        [--set ROW:TASK=FLAGS ...]   (replace one halfgrad row's flags, e.g. --set transformer:order="--layers 2")
 """
 import argparse
@@ -43,10 +44,12 @@ ROWS = {
         "order": "--tokenizer words",
     },
     # The transformer's defaults (docs/classifier.md, "Transformer recipe") on topics and order;
-    # on langid the best of that sweep: the bag's char n-grams and regularisation, one layer.
+    # on langid the best of its sweep (BENCHMARKS.md, "Transformer recipe sweep"): the bag's char
+    # n-grams and regularisation, two layers of width 64, a narrow feed-forward block, at most 64
+    # tokens a word.
     "transformer": {
-        "langid": "--layers 1 --dropout 0.5 --lr 1e-2 --batch-size 256 --pooling mean --epochs 2 --d-ff 64"
-                  " --weight-decay 0.1",
+        "langid": "--layers 2 --d-model 64 --dropout 0.5 --lr 1e-2 --batch-size 256 --pooling mean --epochs 2"
+                  " --d-ff 16 --weight-decay 0.1 --max-len 64",
         "topics": "--tokenizer sentencepiece --layers 1",
         "order": "--tokenizer words --layers 1",
     },
@@ -57,7 +60,10 @@ FASTTEXT = {  # fastText's own supervised settings per task (langid: the best of
     "order": "-wordNgrams 2 -dim 32 -lr 0.5 -epoch 25",
 }
 TORCH = {  # bench/torch_train.py: the same encoder classifier in PyTorch
-    "langid": "--task langid --tokens bytes --layers 1 --epochs 4",
+    # langid: halfgrad's transformer row (hashed char n-grams, no positions, mean pooling, the row's
+    # recipe; warmup 33 = 10% of 330 steps, clipping 1 and decay on matrices as halfgrad's Trainer).
+    "langid": "--task langid --tokens char-ngrams --positions none --decay matrices --clip 1 --layers 2 --d_model 64"
+              " --heads 4 --d_ff 16 --dropout 0.5 --lr 1e-2 --wd 0.1 --batch 256 --epochs 2 --warmup 33 --max_len 64",
     "topics": "--task topics --tokens words --layers 1 --epochs 10",
     "order": "--task order --tokens words --layers 1 --epochs 10",
 }
@@ -76,10 +82,10 @@ def make_data(task, halfgrad, work):
     return os.path.join(out, "train.tsv"), os.path.join(out, "test.tsv")
 
 
-def run_halfgrad(halfgrad, flags, train, test, threads, work):
+def run_halfgrad(halfgrad, flags, train, test, threads, work, precision="fp16"):
     out = tempfile.mkdtemp(dir=work)
     cmd = [halfgrad, "train", "--train", train, "--eval", test, "--output-dir", out, "--save-strategy", "no",
-           "--threads", str(threads)] + shlex.split(flags)
+           "--threads", str(threads)] + (["--precision", precision] if precision != "fp16" else []) + shlex.split(flags)
     start = time.time()
     proc = subprocess.run(cmd, capture_output=True, text=True)
     wall = time.time() - start
@@ -164,6 +170,8 @@ def main():
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--work", default="", help="data and scratch folder (default: a temporary one)")
     ap.add_argument("--json", default="", help="also write every row as JSON lines here")
+    ap.add_argument("--precision", default="fp16",
+                    help="comma list of halfgrad --precision values to run each halfgrad row at (fp16: O2)")
     ap.add_argument("--set", action="append", default=[], metavar="ROW:TASK=FLAGS",
                     help="replace a halfgrad row's flags for one task")
     args = ap.parse_args()
@@ -179,10 +187,14 @@ def main():
         train, test = make_data(task, args.halfgrad, work)
         print(f"\n## {task}  ({len(read_tsv(train)[0])} train, {len(read_tsv(test)[0])} test)")
         print(f"| model | test acc % | wall s | steps/s | command |\n|---|---|---|---|---|")
-        for row in args.rows.split(","):
+        runs = [(r, p) for r in args.rows.split(",") for p in (args.precision.split(",") if r in ROWS else [""])]
+        for row, precision in runs:
+            row_name = row
             if row in ROWS:
-                r = run_halfgrad(args.halfgrad, ROWS[row][task], train, test, args.threads, work)
+                r = run_halfgrad(args.halfgrad, ROWS[row][task], train, test, args.threads, work, precision)
                 r.setdefault("cmd", f"halfgrad train {ROWS[row][task]}")
+                r["precision"] = precision
+                row_name = row if precision == "fp16" else f"{row} {precision}"
             elif row == "logreg":
                 r = run_logreg(task, train, test)
                 r["cmd"] = "TF-IDF " + ("char_wb 1-4" if task == "langid" else "word 1-2") + " + LogisticRegression"
@@ -196,7 +208,7 @@ def main():
             results.append(r)
             note = r.get("skipped") or r.get("error")
             acc = 100 * r["acc"] if r.get("acc") is not None else None
-            print(f"| {row} | {fmt(acc, '.2f') if not note else note} | {fmt(r.get('wall'), '.1f')} | "
+            print(f"| {row_name} | {fmt(acc, '.2f') if not note else note} | {fmt(r.get('wall'), '.1f')} | "
                   f"{fmt(r.get('steps_per_s'), '.1f')} | `{r.get('cmd', '')}` |", flush=True)
     if args.json:
         with open(args.json, "w") as f:

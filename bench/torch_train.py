@@ -26,6 +26,10 @@ Loss: mean cross-entropy. No grad clipping, no label smoothing.
 Tokenisation (--tokens bytes): UTF-8 bytes (byte value = token id; byte 0 never occurs),
   truncated to max_len.  digits: pixel value v (0..16) -> token id v+1 (1..17), 64 tokens.
   --tokens words: lower-cased words in text order, ids from the training file's vocabulary.
+  --tokens char-ngrams: halfgrad's hashed char n-grams (bench/halfgrad_tokenize.py: fastText's
+  subwords of "<" + word + ">", n in 1..5, id = 1 + hash % --buckets), the same ids as `halfgrad
+  train`'s default tokenizer; with --positions none (a bag into the encoder) and --decay matrices
+  (halfgrad's AdamW: weight decay on matrices only) this is halfgrad's langid transformer.
 Batches are padded to the longest sequence in the batch (<= max_len); --fixed_pad pads
   to max_len instead (mathematically identical outputs because of masking).
 """
@@ -49,7 +53,7 @@ DEFAULT_MAX_LEN = {"langid": 32, "fortunes": 256, "digits": 65, "order": 32, "to
 
 
 # ----------------------------------------------------------------------------- data
-def load_tsv(path, max_len, names=None, pixels=False, words=None):
+def load_tsv(path, max_len, names=None, pixels=False, words=None, buckets=0):
     """Reads `label<TAB>text` lines. Text becomes UTF-8 byte ids (id = byte value; 0 is padding),
     or, with pixels=True, whitespace-separated integers shifted by one, or, with a dict `words`,
     lower-cased whitespace-separated words in text order: a word seen in the training file (the
@@ -66,6 +70,9 @@ def load_tsv(path, max_len, names=None, pixels=False, words=None):
             lab, text = line.split("\t", 1)
             if pixels:
                 toks = [int(v) + 1 for v in text.split()]
+            elif buckets:
+                from halfgrad_tokenize import char_ngram_ids
+                toks = char_ngram_ids(text, buckets, max_len=max_len)
             elif words is not None:
                 toks = []
                 for w in text.lower().split():
@@ -117,10 +124,11 @@ class Block(nn.Module):
 
 
 class Classifier(nn.Module):
-    def __init__(self, n_classes, max_len, d=128, h=4, n_layers=2, dff=512, p=0.1, vocab=256):
+    def __init__(self, n_classes, max_len, d=128, h=4, n_layers=2, dff=512, p=0.1, vocab=256, positions=True,
+                 sparse=False):
         super().__init__()
-        self.tok = nn.Embedding(vocab, d)
-        self.pos = nn.Embedding(max_len, d)
+        self.tok = nn.Embedding(vocab, d, sparse=sparse)
+        self.pos = nn.Embedding(max_len, d) if positions else None
         self.drop = nn.Dropout(p)
         self.blocks = nn.ModuleList([Block(d, h, dff, p) for _ in range(n_layers)])
         self.lnf = nn.LayerNorm(d)
@@ -150,7 +158,9 @@ class Classifier(nn.Module):
     def forward(self, ids):
         pad = ids == 0
         T = ids.shape[1]
-        x = self.tok(ids) + self.pos(torch.arange(T, device=ids.device))[None]
+        x = self.tok(ids)
+        if self.pos is not None:
+            x = x + self.pos(torch.arange(T, device=ids.device))[None]
         x = self.drop(self._tap("emb", x))
         for i, b in enumerate(self.blocks):
             x = b(x, pad, self._tap, f"L{i}")
@@ -316,8 +326,14 @@ def main():
     ap.add_argument("--test", required=True, help="test TSV (label<TAB>text)")
     ap.add_argument("--task", default="langid", choices=["langid", "fortunes", "digits", "order", "topics"],
                     help="only picks the default max_len and the token scheme")
-    ap.add_argument("--tokens", default="bytes", choices=["bytes", "words"],
-                    help="bytes (ids = UTF-8 bytes) or words (a vocabulary of the training file's words)")
+    ap.add_argument("--tokens", default="bytes", choices=["bytes", "words", "char-ngrams"],
+                    help="bytes (ids = UTF-8 bytes), words (a vocabulary of the training file's words) or "
+                         "char-ngrams (halfgrad's hashed char 1..5-grams over --buckets)")
+    ap.add_argument("--buckets", type=int, default=1 << 18, help="char-ngrams: hash buckets")
+    ap.add_argument("--positions", default="learned", choices=["learned", "none"])
+    ap.add_argument("--decay", default="all", choices=["all", "matrices"],
+                    help="weight decay on all parameters, or on matrices only (halfgrad's AdamW)")
+    ap.add_argument("--clip", type=float, default=0.0, help="gradient norm clipping (0: off; halfgrad: 1)")
     ap.add_argument("--epochs", type=int, default=5)
     ap.add_argument("--amp", default="none", choices=["none", "bf16"])
     ap.add_argument("--max_len", type=int, default=None)
@@ -362,17 +378,28 @@ def main():
     max_len = args.max_len or DEFAULT_MAX_LEN[args.task]
     pixels = args.task == "digits"
     words = {} if args.tokens == "words" else None
-    tr_ids, tr_y, names = load_tsv(args.train, max_len, pixels=pixels, words=words)
-    te_ids, te_y, _ = load_tsv(args.test, max_len, names=names, pixels=pixels, words=words)
-    vocab = len(words) + 2 if words is not None else 256
-    model = Classifier(len(names), max_len, args.d_model, args.heads, args.layers, args.d_ff, args.dropout, vocab)
+    buckets = args.buckets if args.tokens == "char-ngrams" else 0
+    tr_ids, tr_y, names = load_tsv(args.train, max_len, pixels=pixels, words=words, buckets=buckets)
+    te_ids, te_y, _ = load_tsv(args.test, max_len, names=names, pixels=pixels, words=words, buckets=buckets)
+    vocab = len(words) + 2 if words is not None else buckets + 1 if buckets else 256
+    model = Classifier(len(names), max_len, args.d_model, args.heads, args.layers, args.d_ff, args.dropout, vocab,
+                       positions=args.positions == "learned", sparse=bool(buckets))
     if args.init == "normal":
         model.init_normal(args.init_std)
     if args.load:
         model.load_state_dict(torch.load(args.load))
     n_params = sum(p.numel() for p in model.parameters())
-    opt = torch.optim.AdamW(model.parameters(), lr=args.lr, betas=(0.9, 0.999), eps=1e-8,
-                            weight_decay=args.wd)
+    # A hashed token table (char-ngrams: 2^18 rows) takes sparse row gradients and a lazy Adam
+    # (torch.optim.SparseAdam: untouched rows keep their value and moments), as halfgrad's
+    # (docs/sparse_gradients.md; SparseAdam has no weight decay); the rest AdamW.
+    dense = [p for p in model.parameters() if not (buckets and p is model.tok.weight)]
+    if args.decay == "matrices":
+        params = [{"params": [p for p in dense if p.dim() >= 2]},
+                  {"params": [p for p in dense if p.dim() < 2], "weight_decay": 0.0}]
+    else:
+        params = dense
+    opt = torch.optim.AdamW(params, lr=args.lr, betas=(0.9, 0.999), eps=1e-8, weight_decay=args.wd)
+    opt_rows = torch.optim.SparseAdam([model.tok.weight], lr=args.lr, betas=(0.9, 0.999), eps=1e-8) if buckets else None
     N = len(tr_ids)
     spe = math.ceil(N / args.batch)
     total = args.epochs * spe
@@ -421,13 +448,15 @@ def main():
             idx = perm[s: s + args.batch]
             x = make_batch([tr_ids[i] for i in idx], max_len if args.fixed_pad else None)
             y = tr_y[idx]
-            for gp in opt.param_groups:
+            for gp in opt.param_groups + (opt_rows.param_groups if opt_rows else []):
                 gp["lr"] = lr_at(step, args.lr, args.warmup, total)
             model.tap_fn = emu_tap if emu else None
             with torch.autocast("cpu", dtype=torch.bfloat16, enabled=(args.amp == "bf16")):
                 logits = model(x)
             loss = F.cross_entropy(logits.float(), y)
             opt.zero_grad(set_to_none=True)
+            if opt_rows:
+                opt_rows.zero_grad(set_to_none=True)
             if emu:
                 (loss * loss_scale).backward()
                 finite = True
@@ -449,7 +478,17 @@ def main():
                         loss_scale *= 0.5
             else:
                 loss.backward()
+                if args.clip > 0:  # the norm over every gradient, sparse rows included (as halfgrad)
+                    grads = [p.grad.coalesce().values() if p.grad.is_sparse else p.grad
+                             for p in model.parameters() if p.grad is not None]
+                    norm = torch.sqrt(sum(g.pow(2).sum() for g in grads))
+                    if norm > args.clip:
+                        for p in model.parameters():
+                            if p.grad is not None:
+                                p.grad.mul_(args.clip / (norm + 1e-6))
                 opt.step()
+                if opt_rows:
+                    opt_rows.step()
             step += 1
             tl += loss.item() * len(idx)
             tc += (logits.argmax(-1) == y).sum().item()

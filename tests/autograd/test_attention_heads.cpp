@@ -148,4 +148,41 @@ TEST_CASE("head products: shapes, Tq != Tk, and errors naming the op", "[attenti
   CHECK_THROWS_WITH(multi_head_attention(q, q, q, 3, Indices({1, 1}, {1, 2})), Catch::Contains("mask of shape"));
 }
 
+TEST_CASE("head products with key_lengths: the leading keys' bits, zeros after them, and their gradients", "[attention_heads]") {
+  // Batch element 0 keeps 4 of 7 keys, element 1 all 7. The scores' columns past a length are 0,
+  // the others the unbounded product's bits; the context reads p's first keys only, which the
+  // unbounded product over p with those columns zeroed equals bit for bit; dk and dv rows past
+  // a length are 0, and dp's columns there too.
+  Generator gen(4);
+  const std::vector<int64_t> lengths = {4, 7};
+  Tensor q = Tensor::randn({2, 5, 6}, gen).set_requires_grad(), k = Tensor::randn({2, 7, 6}, gen).set_requires_grad();
+  const Tensor full = matmul_heads_transposed(q, k, 3), bounded = matmul_heads_transposed(q, k, 3, lengths);
+  const std::vector<float> f = full.to_vector(), g = bounded.to_vector();
+  std::vector<float> zeroed = f;
+  for (size_t i = 0; i < f.size(); ++i) {
+    const int64_t b = int64_t(i) / (3 * 5 * 7), j = int64_t(i) % 7;
+    if (j >= lengths[size_t(b)]) zeroed[i] = 0.0f;
+  }
+  CHECK(g == zeroed);
+  const Tensor w = Tensor::randn({2, 3, 5, 7}, gen);
+  backward(sum(mul(bounded, w)));
+  const std::vector<float> dk = k.grad().to_vector();
+  for (int64_t j = 4; j < 7; ++j) {
+    for (int64_t c = 0; c < 6; ++c) CHECK(dk[size_t(j * 6 + c)] == 0.0f);  // element 0's keys 4..6
+  }
+  CHECK(dk[size_t(7 * 6 + 6 * 6)] != 0.0f);  // element 1's last key is real
+
+  Tensor p = Tensor::from_vector(zeroed, {2, 3, 5, 7}).set_requires_grad(), v = Tensor::randn({2, 7, 6}, gen).set_requires_grad();
+  const Tensor context = matmul_heads(p, v, lengths);
+  CHECK(bits_of(context) == bits_of(matmul_heads(p.detach(), v.detach())));
+  backward(sum(mul(context, Tensor::randn({2, 5, 6}, gen))));
+  const std::vector<float> dp = p.grad().to_vector(), dv = v.grad().to_vector();
+  for (size_t i = 0; i < dp.size(); ++i) {
+    if (i < 3 * 5 * 7 && int64_t(i) % 7 >= 4) CHECK(dp[i] == 0.0f);
+  }
+  for (int64_t j = 4; j < 7; ++j) CHECK(dv[size_t(j * 6)] == 0.0f);
+  CHECK_THROWS_WITH(matmul_heads(p, v, {4}), Catch::Contains("matmul_heads: 1 key lengths for a batch of 2"));
+  CHECK_THROWS_WITH(matmul_heads_transposed(q, k, 3, {4, -1}), Catch::Contains("key length -1 < 0"));
+}
+
 }  // namespace hg::attention_heads_test

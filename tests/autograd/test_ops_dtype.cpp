@@ -6,6 +6,7 @@
 
 #include <omp.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <functional>
@@ -269,6 +270,38 @@ TEST_CASE("scaled_masked_softmax is softmax of the scaled scores with masked key
     }
   }
   REQUIRE_THROWS_WITH(scaled_masked_softmax(x, scale, Indices(keys, {b, t})), Catch::Contains("mask of shape"));
+}
+
+TEST_CASE("scaled_masked_softmax of a padded batch equals the full rows plus a -inf bias, bit for bit", "[dtype]") {
+  // The fused op computes a padded row over its real keys only (the masked tail's weights are
+  // exactly 0, and each element keeps its lane of rows.h's sums); the reference adds the -inf
+  // bias as a tensor and runs softmax over the whole row. Lengths 37 (no padding), 19, 33
+  // (across the 32 lanes), 1 and 0 (no key: zeros); C = 37 > 32 exercises the lane tail.
+  Generator gen(9);
+  const int64_t b = 5, h = 2, t = 37;
+  const std::vector<int64_t> lengths = {37, 19, 33, 1, 0};
+  std::vector<int32_t> keys(size_t(b * t), 0);
+  std::vector<float> bias(size_t(b * h * t * t), 0.0f);
+  for (int64_t bi = 0; bi < b; ++bi) {
+    for (int64_t j = lengths[size_t(bi)]; j < t; ++j) {
+      keys[size_t(bi * t + j)] = 1;
+      for (int64_t r = 0; r < h * t; ++r) bias[size_t((bi * h * t + r) * t + j)] = -INFINITY;
+    }
+  }
+  const float scale = 0.35355339f;
+  Tensor x = Tensor::randn({b, h, t, t}, gen).set_requires_grad();
+  const Tensor dy = Tensor::randn({b, h, t, t}, gen);
+  const Tensor fused = scaled_masked_softmax(x, scale, Indices(keys, {b, 1, 1, t}));
+  backward(sum(mul(fused, dy)));
+  const std::vector<float> fused_grad = x.grad().to_vector();
+  x.zero_grad();
+  const Tensor full = softmax(add(mul_scalar(x, scale), Tensor::from_vector(bias, {b, h, t, t})));
+  backward(sum(mul(full, dy)));
+  const std::vector<float> y = fused.to_vector();
+  CHECK(y == full.to_vector());
+  CHECK(fused_grad == x.grad().to_vector());  // a masked key's gradient is 0 in both (its sign may differ)
+  CHECK(y[size_t(((3 * h) * t) * t)] == 1.0f);  // one real key: weight 1
+  CHECK(std::all_of(y.begin() + 4 * h * t * t, y.end(), [](float v) { return v == 0.0f; }));  // no key: zeros
 }
 
 }  // namespace hg

@@ -6,8 +6,10 @@
 #include "halfgrad/autograd/ops/matmul.h"
 
 #include <algorithm>
+#include <memory>
 #include <vector>
 
+#include "halfgrad/autograd/allocator.h"
 #include "halfgrad/autograd/autocast.h"
 #include "halfgrad/autograd/fp8_scaling.h"
 #include "halfgrad/autograd/kernels/gemm.h"
@@ -25,12 +27,49 @@ GemmOperand operand(const Tensor& t, int64_t ld, bool transposed, int64_t batch_
   return {t.bytes(), t.dtype(), ld, transposed, batch_stride};
 }
 
-// An f32 scratch result of `shape`, rounded once into a tensor of `dtype` by finish().
+// An f32 scratch result of `shape`, rounded once into a tensor of `dtype` by finish(). When that
+// dtype is narrower (f16, bf16: the f32 values are dropped after the rounding) the scratch is this
+// thread's reusable buffer rather than a new tensor: attention's (B, H, T, T) products are 30-70
+// MB in f32, and fresh blocks of that size, a different one for each batch length T, cost page
+// faults (the kernel zeroing new pages was a fifth of a langid transformer step). One buffer per
+// thread, taken by one Result at a time (a second one meanwhile gets a tensor).
+// From the caching allocator (2 MiB pages for large blocks), grown without copying or zeroing.
+thread_local std::shared_ptr<std::byte> result_buffer;
+thread_local size_t result_buffer_size = 0;  // in floats
+thread_local bool result_buffer_taken = false;
+
 struct Result {
-  Tensor f32;
-  Result(const Shape& shape) : f32(Tensor::empty(shape, DType::f32)) {}
-  float* data() { return f32.data<float>(); }
-  Tensor finish(DType dtype) const { return dtype == DType::f32 ? f32 : round_scoped(f32.f32(), f32.shape(), dtype); }
+  Tensor f32;  // the result when it is f32, or while the buffer is taken
+  Shape shape;
+  float* values = nullptr;
+  bool borrowed = false;
+
+  explicit Result(const Shape& s, DType out = DType::f32) : shape(s) {
+    if (out != DType::f32 && !result_buffer_taken) {
+      if (result_buffer_size < size_t(s.numel())) {
+        result_buffer.reset();
+        const size_t bytes = allocation_size(size_t(s.numel()) * sizeof(float));  // the whole size class
+        result_buffer = allocate_storage(bytes);
+        result_buffer_size = bytes / sizeof(float);
+      }
+      values = reinterpret_cast<float*>(result_buffer.get());
+      borrowed = result_buffer_taken = true;
+    } else {
+      f32 = Tensor::empty(s, DType::f32);
+      values = f32.data<float>();
+    }
+  }
+  ~Result() {
+    if (borrowed) result_buffer_taken = false;
+  }
+  Result(const Result&) = delete;
+  Result& operator=(const Result&) = delete;
+  float* data() { return values; }
+  int64_t numel() const { return shape.numel(); }
+  Tensor finish(DType dtype) const {
+    if (!borrowed && dtype == DType::f32) return f32;
+    return round_scoped(std::span<const float>(values, size_t(shape.numel())), shape, dtype);
+  }
 };
 
 // Leading (batch) dims of a (..., R, C) shape and their product.
@@ -59,16 +98,38 @@ GemmOperand grid_row(const Tensor& t, const Layout& l, bool transposed, int64_t 
   return {t.bytes() + i * l.outer * static_cast<int64_t>(element_size(t.dtype())), t.dtype(), l.ld, transposed, l.inner};
 }
 
+// Per row i of a grid, a bound on each of a product's three dims (m, n, k), for attention over a
+// padded batch (matmul_heads*'s key_lengths): empty, or one value per grid row (values >= the dim
+// leave it whole).
+struct Limits {
+  const std::vector<int64_t>* m = nullptr;
+  const std::vector<int64_t>* n = nullptr;
+  const std::vector<int64_t>* k = nullptr;
+  static int64_t at(const std::vector<int64_t>* l, int64_t i, int64_t dim) {
+    return l == nullptr ? dim : std::min(dim, (*l)[size_t(i)]);
+  }
+};
+
 // C_ij = op(A_ij) op(B_ij) over an (outer x inner) grid: one gemm_batched call over j for each i
 // (a single batch stride cannot step over both). With enough rows for the team the rows are
 // shared out and each call runs on its thread; otherwise each call threads over its matrices.
 // Every element is one GEMM chain either way, so the bits do not depend on the threads.
+// With limits, row i computes the leading (m_i, n_i) block over the first k_i terms and sets
+// the rest of its C matrices to 0.
 void gemm_grid(float* c, const Layout& lc, const Tensor& a, const Layout& la, bool ta, const Tensor& b,
                const Layout& lb, bool tb, int64_t outer, int64_t inner, int64_t m, int64_t n, int64_t k,
-               const kernels::GemmOptions& sums) {
+               const kernels::GemmOptions& sums, const Limits& limits = {}) {
   const auto row = [&](int64_t i) {
-    kernels::gemm_batched(c + i * lc.outer, lc.ld, lc.inner, grid_row(a, la, ta, i), grid_row(b, lb, tb, i), inner, m,
-                          n, k, sums);
+    const int64_t mi = Limits::at(limits.m, i, m), ni = Limits::at(limits.n, i, n), ki = Limits::at(limits.k, i, k);
+    float* const ci = c + i * lc.outer;
+    kernels::gemm_batched(ci, lc.ld, lc.inner, grid_row(a, la, ta, i), grid_row(b, lb, tb, i), inner, mi, ni, ki, sums);
+    if (mi == m && ni == n) return;
+    for (int64_t j = 0; j < inner; ++j) {
+      for (int64_t r = 0; r < m; ++r) {
+        float* const line = ci + j * lc.inner + r * lc.ld;
+        std::fill(line + (r < mi ? ni : 0), line + n, 0.0f);
+      }
+    }
   };
   const int team = outer > 1 ? team_size(2.0 * double(m) * double(n) * double(k) * double(outer * inner), kParallelFlops) : 1;
   if (team > 1 && (outer % team == 0 || outer >= 4 * team)) {
@@ -81,27 +142,33 @@ void gemm_grid(float* c, const Layout& lc, const Tensor& a, const Layout& la, bo
 
 // y = A op(B), op(B) = B or B^T, over a grid of matrices (M,K) x op(B)(K,N) -> (M,N) in the given
 // layouts, recorded with its backward: dA = dY op(B)^T in A's layout, d op(B) = A^T dY in B's.
-// The one implementation of matmul, matmul_transposed and the head products.
+// The one implementation of matmul, matmul_transposed and the head products. `limits` bound
+// (m, n, k) per grid row: the function computed is the product of the leading blocks, zeros
+// elsewhere, and its backward is that function's (the same bounds, mapped onto each product).
 Tensor grid_product(const char* op, const Tensor& a0, const Layout& la, const Tensor& b0, const Layout& lb, bool tb,
                     const Shape& y_shape, const Layout& ly, int64_t outer, int64_t inner, int64_t m, int64_t n,
-                    int64_t k) {
+                    int64_t k, std::shared_ptr<const std::vector<int64_t>> bound = nullptr, char bound_dim = 0) {
   const DType dtype = autocast_dtype(CastPolicy::kLowerPrecision, {a0, b0});
   const Tensor a = autocast_input(a0, dtype), b = autocast_input(b0, dtype);
   const kernels::GemmOptions sums{.accumulation = active_accumulation()};
-  Result y(y_shape);
-  gemm_grid(y.data(), ly, a, la, false, b, lb, tb, outer, inner, m, n, k, sums);
-  return record(op, y.finish(dtype), {a, b}, [a, la, b, lb, tb, ly, outer, inner, m, n, k, sums](const Tensor& dy) {
+  const std::vector<int64_t>* const lm = bound_dim == 'm' ? bound.get() : nullptr;
+  const std::vector<int64_t>* const ln = bound_dim == 'n' ? bound.get() : nullptr;
+  const std::vector<int64_t>* const lk = bound_dim == 'k' ? bound.get() : nullptr;
+  Result y(y_shape, dtype);
+  gemm_grid(y.data(), ly, a, la, false, b, lb, tb, outer, inner, m, n, k, sums, {lm, ln, lk});
+  return record(op, y.finish(dtype), {a, b},
+                [a, la, b, lb, tb, ly, outer, inner, m, n, k, sums, bound, lm, ln, lk](const Tensor& dy) {
     if (a.requires_grad()) {  // dA (M,K) = dY (M,N) op(B)^T
-      Result da(a.shape());
-      gemm_grid(da.data(), la, dy, ly, false, b, lb, !tb, outer, inner, m, k, n, sums);
+      Result da(a.shape(), a.dtype());
+      gemm_grid(da.data(), la, dy, ly, false, b, lb, !tb, outer, inner, m, k, n, sums, {lm, lk, ln});
       accumulate_grad(a, da.finish(a.dtype()));
     }
     if (b.requires_grad()) {  // d op(B) (K,N) = A^T dY; stored transposed: dB (N,K) = dY^T A
-      Result db(b.shape());
+      Result db(b.shape(), b.dtype());
       if (tb) {
-        gemm_grid(db.data(), lb, dy, ly, true, a, la, false, outer, inner, n, k, m, sums);
+        gemm_grid(db.data(), lb, dy, ly, true, a, la, false, outer, inner, n, k, m, sums, {ln, lk, lm});
       } else {
-        gemm_grid(db.data(), lb, a, la, true, dy, ly, false, outer, inner, k, n, m, sums);
+        gemm_grid(db.data(), lb, a, la, true, dy, ly, false, outer, inner, k, n, m, sums, {lk, ln, lm});
       }
       accumulate_grad(b, db.finish(b.dtype()));
     }
@@ -132,24 +199,37 @@ Tensor matmul_transposed(const Tensor& a, const Tensor& b) { return matmul_impl(
 
 // Head h of row (b, t) of a (B, T, H*D) tensor is columns [h*D, (h+1)*D): its (T, D) matrix starts
 // at b*T*H*D + h*D, rows H*D apart. A (B, H, Tq, Tk) tensor's (b, h) matrix is contiguous.
-Tensor matmul_heads_transposed(const Tensor& q, const Tensor& k, int64_t heads) {
+namespace {
+
+std::shared_ptr<const std::vector<int64_t>> checked_key_lengths(const std::vector<int64_t>& key_lengths, int64_t b,
+                                                                const char* op) {
+  if (key_lengths.empty()) return nullptr;
+  check(int64_t(key_lengths.size()) == b, op, ": ", key_lengths.size(), " key lengths for a batch of ", b);
+  for (const int64_t l : key_lengths) check(l >= 0, op, ": key length ", l, " < 0");
+  return std::make_shared<const std::vector<int64_t>>(key_lengths);
+}
+
+}  // namespace
+
+Tensor matmul_heads_transposed(const Tensor& q, const Tensor& k, int64_t heads, const std::vector<int64_t>& key_lengths) {
   check(q.ndim() == 3 && k.ndim() == 3 && q.shape()[0] == k.shape()[0] && q.shape()[2] == k.shape()[2],
         "matmul_heads_transposed: q and k must be (B, T, H*D) with one B and H*D, got ", q.shape(), " and ", k.shape());
   const int64_t b = q.shape()[0], tq = q.shape()[1], tk = k.shape()[1], c = q.shape()[2];
   check(heads > 0 && c % heads == 0, "matmul_heads_transposed: ", heads, " heads do not divide q's ", c, " columns");
   const int64_t d = c / heads;
   return grid_product("matmul_heads_transposed", q, {tq * c, d, c}, k, {tk * c, d, c}, true, {b, heads, tq, tk},
-                      {heads * tq * tk, tq * tk, tk}, b, heads, tq, tk, d);
+                      {heads * tq * tk, tq * tk, tk}, b, heads, tq, tk, d,
+                      checked_key_lengths(key_lengths, b, "matmul_heads_transposed"), 'n');
 }
 
-Tensor matmul_heads(const Tensor& p, const Tensor& v) {
+Tensor matmul_heads(const Tensor& p, const Tensor& v, const std::vector<int64_t>& key_lengths) {
   check(p.ndim() == 4 && v.ndim() == 3 && p.shape()[0] == v.shape()[0] && p.shape()[3] == v.shape()[1] &&
             p.shape()[1] > 0 && v.shape()[2] % p.shape()[1] == 0,
         "matmul_heads: p must be (B, H, Tq, Tk) and v (B, Tk, H*D), got ", p.shape(), " and ", v.shape());
   const int64_t b = p.shape()[0], heads = p.shape()[1], tq = p.shape()[2], tk = p.shape()[3], c = v.shape()[2];
   const int64_t d = c / heads;
   return grid_product("matmul_heads", p, {heads * tq * tk, tq * tk, tk}, v, {tk * c, d, c}, false, {b, tq, c},
-                      {tq * c, d, c}, b, heads, tq, d, tk);
+                      {tq * c, d, c}, b, heads, tq, d, tk, checked_key_lengths(key_lengths, b, "matmul_heads"), 'k');
 }
 
 namespace {
@@ -184,7 +264,7 @@ Tensor linear_fp8(const std::shared_ptr<Fp8Scaling>& fp8, const Tensor& x0, cons
     const Fp8Operand g = fp8->quantize(key, Fp8Role::kGradOutput, dy, /*record_amax=*/true);
     auto scaled = [](Result& r, float scale_inv) {  // the GEMM of fp8 values -> the product's scale
       float* d = r.data();
-      for (int64_t i = 0, n = r.f32.numel(); i < n; ++i) d[i] *= scale_inv;
+      for (int64_t i = 0, n = r.numel(); i < n; ++i) d[i] *= scale_inv;
     };
     if (x0.requires_grad()) {  // dX (R,in) = dY (R,out) W (out,in)
       Result dx(x0.shape());
@@ -215,7 +295,7 @@ Tensor linear(const Tensor& x0, const Tensor& w0, const Tensor& bias0) {
   const Tensor x = autocast_input(x0, dtype), w = autocast_input(w0, dtype);
   const Tensor bias = bias0.defined() ? autocast_input(bias0, dtype) : Tensor();
   const Accumulation accumulation = active_accumulation();
-  Result y(x.shape().with(-1, out));
+  Result y(x.shape().with(-1, out), dtype);
   // The bias is where each f32 chain starts, before the single rounding (addmm).
   const std::vector<float> b = bias.defined() ? bias.to_vector() : std::vector<float>();
   kernels::gemm(y.data(), out, operand(x, in, false), operand(w, in, true), rows, out, in,
@@ -223,12 +303,12 @@ Tensor linear(const Tensor& x0, const Tensor& w0, const Tensor& bias0) {
   return record("linear", y.finish(dtype), {x, w, bias}, [x, w, bias, rows, in, out, accumulation](const Tensor& dy) {
     const kernels::GemmOptions sums{.accumulation = accumulation};
     if (x.requires_grad()) {  // dX (R,in) = dY (R,out) W (out,in)
-      Result dx(x.shape());
+      Result dx(x.shape(), x.dtype());
       kernels::gemm(dx.data(), in, operand(dy, out, false), operand(w, in, false), rows, in, out, sums);
       accumulate_grad(x, dx.finish(x.dtype()));
     }
     if (w.requires_grad()) {  // dW (out,in) = dY^T (out,R) X (R,in)
-      Result dw(w.shape());
+      Result dw(w.shape(), w.dtype());
       kernels::gemm(dw.data(), in, operand(dy, out, true), operand(x, in, false), out, in, rows, sums);
       accumulate_grad(w, dw.finish(w.dtype()));
     }
