@@ -134,6 +134,7 @@ inline RunResult train_language_id(const data::Split& split, const RunSpec& spec
     inspector.begin_step(step);
     const Tensor loss = cross_entropy(prepared.forward(batch.ids, batch.attention_mask), batch.labels);
     r.scales.push_back(accelerator.mixed_precision().scaler().get_scale());
+    inspector.note_loss_scale(r.scales.back());
     accelerator.backward(loss);
     accelerator.clip_grad_norm(1.0f);
     const bool stepped = accelerator.step();

@@ -17,7 +17,7 @@ namespace hg {
 TEST_CASE("accumulation demo: f16 error grows with K, blocks sit between, three runs train", "[demo][program][accumulate]") {
   testing::TempDir dir("accumulation_demo");
   const testing::ProgramResult r = testing::run_program(
-      "accumulation", "--steps 1 --eval-size 1 --max-log2-k 13 --out " + dir.path.string());
+      "accumulation", "--steps 1 --eval-size 1 --max-log2-k 13 --model small --modes f32,f16,f16-blocked --out " + dir.path.string());
   INFO(r.output);
   REQUIRE(r.exit_code == 0);
   // "    8192 |  5.1e-08  0.22  2.9e-05 |  3.5e-09  0.000122  1e-05": K, then f32, f16,

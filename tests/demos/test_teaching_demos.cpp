@@ -145,6 +145,20 @@ TEST_CASE("formats demo: the value table and a short run under each autocast dty
     CHECK(v[0] < 2.5);
   }
   check_svg(dir.path / "formats-loss.svg", "class=\"series\"");
+  // What each format keeps of a gradient-like vector (columns: rms rel err, flushed, clamped): fp16's
+  // 11 bits err less than bf16's 8; e4m3 (nothing below 2^-9) flushes far more than MXFP8 e4m3,
+  // whose scale per block of 32 moves the range to the block.
+  check_svg(dir.path / "formats-keep.svg", "Range decides what is lost");
+  const std::vector<double> f16 = row(r.output, "f16"), bf16 = row(r.output, "bf16"), e4m3 = row(r.output, "e4m3"),
+                            mxfp8 = row(r.output, "mxfp8_e4m3");
+  REQUIRE(f16.size() == 3);
+  REQUIRE(bf16.size() == 3);
+  REQUIRE(e4m3.size() == 3);
+  REQUIRE(mxfp8.size() == 3);
+  CHECK(f16[0] < bf16[0]);
+  CHECK(e4m3[1] > 10 * mxfp8[1]);
+  // The last sentence agrees with loss_scaling: unscaled fp16 fails only under flush-to-zero.
+  CHECK_THAT(r.output, Catch::Contains("loss_scaling trains unscaled fp16 as well as fp32 with gradual underflow"));
 }
 
 TEST_CASE("fp8 demo: delayed scaling flushes fewer fp8 gradients and weights than scales of 1", "[demo][program]") {
