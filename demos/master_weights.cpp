@@ -123,18 +123,35 @@ void save_ratio_figure(const demos::RunResult& r, int half_ulp_log2, const std::
   plot.save(path);
 }
 
-// Mean loss curves over the seeds, one per variant; the title states the finding.
+// Each variant's mean training loss over the seeds minus the f32-master run's, per logged step:
+// the curves themselves lie within a line width of each other, their differences do not. The
+// title states the finding.
 void save_loss_figure(const std::vector<Outcome>& outcomes, const std::string& title, const std::string& path) {
-  report::SvgPlot plot({.title = title, .x_label = "optimizer step", .y_label = "mean training loss (mean of seeds)"});
-  for (const Outcome& o : outcomes) {
+  report::SvgPlot plot({.title = title, .x_label = "optimizer step",
+                        .y_label = "training loss minus f32 masters' (mean of seeds)"});
+  auto mean_curve = [](const Outcome& o) {
     std::vector<double> y(o.runs[0].losses.size(), 0.0);
     for (const demos::RunResult& r : o.runs) {
       for (size_t i = 0; i < y.size(); ++i) y[i] += r.losses[i] / double(o.runs.size());
     }
+    return y;
+  };
+  const std::vector<double> reference = mean_curve(outcomes[0]);
+  std::vector<demos::Curve> curves;
+  for (const Outcome& o : outcomes) {
+    std::vector<double> y = mean_curve(o);
+    for (size_t i = 0; i < y.size(); ++i) y[i] -= reference[i];
     char name[96];
     std::snprintf(name, sizeof name, "%s (%.1f%%)", o.variant.label.c_str(), o.accuracy());
-    plot.add_line(name, o.runs[0].log_steps, y);
+    curves.push_back({name, o.runs[0].log_steps, y});
   }
+  demos::add_curves(plot, curves);
+  double lo = 0, hi = 0;
+  for (const demos::Curve& c : curves) {
+    for (const double v : c.y) lo = std::min(lo, v), hi = std::max(hi, v);
+  }
+  const double pad = std::max(1e-3, 0.1 * (hi - lo));
+  plot.set_y_range(lo - pad, hi + pad);
   plot.save(path);
 }
 
@@ -220,8 +237,8 @@ int main(int argc, char** argv) {
     for (size_t i = 1; i < outcomes.size(); ++i) {
       const Outcome& o = outcomes[i];
       char part[200];
-      std::snprintf(part, sizeof part, "%s %s%s %+.2f points (loss %+.4f, %.0f bytes/param)", i == 1 ? "" : ";",
-                    i == 1 ? "" : "\n  ", o.variant.label.c_str(), o.accuracy() - reference, o.loss() - outcomes[0].loss(),
+      std::snprintf(part, sizeof part, "%s%s %+.2f points (loss %+.4f, %.0f bytes/param)", i == 1 ? " " : ";\n  ",
+                    o.variant.label.c_str(), o.accuracy() - reference, o.loss() - outcomes[0].loss(),
                     o.variant.bytes);
       finding_line += part;
       std::snprintf(part, sizeof part, "%s %s %+.1f", i == 1 ? "" : ",", kRoundingShort[size_t(o.variant.options.update_rounding)],
