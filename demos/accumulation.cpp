@@ -152,11 +152,12 @@ int main(int argc, char** argv) {
         100 * f16_run->test_accuracy, 100 * f32_run->test_accuracy, -gap, flags.model.c_str());
     if (std::fabs(gap) < 1.0) {
       std::printf(
-          "Harmless here, and why: the model's longest sums are its weight gradients' (batch x tokens = %lld\n"
-          "terms), and they mix signs (the output gradients do): (a) puts f16's error there at %.2g of\n"
-          "sum|x y| (f32: %.2g), a mixed-sign sum's error does not grow like K. Its same-sign sums -- layer norm's\n"
-          "variance over d_model = %lld terms, softmax's denominators over %lld positions -- are too short to\n"
-          "stagnate: f16 is off by %.2g at K = %lld. f16 fails on long same-sign sums, which this model has not.\n",
+          "Harmless here, and why: the model's longest sums are its weight gradients' (batch x tokens =\n"
+          "%lld terms), and they mix signs (the output gradients do): (a) puts f16's error there at %.2g\n"
+          "of sum|x y| (f32: %.2g); a mixed-sign sum's error does not grow like K. Its same-sign sums --\n"
+          "layer norm's variance over d_model = %lld terms, softmax's denominators over %lld positions --\n"
+          "are too short to stagnate: f16 is off by %.2g at K = %lld. f16 fails on long same-sign sums,\n"
+          "which this model does not have.\n",
           static_cast<long long>(rows), at(rows, 4), at(rows, 3), static_cast<long long>(c.d_model),
           static_cast<long long>(c.max_len), at(c.d_model, 1), static_cast<long long>(c.d_model));
       char text[160];
@@ -166,6 +167,7 @@ int main(int argc, char** argv) {
       char text[160];
       std::snprintf(text, sizeof text, "f16 accumulation costs %.1f points of test accuracy on this model", gap);
       title = text;
+      std::printf("%s.\n", text);
     }
   }
 

@@ -48,6 +48,10 @@ TEST_CASE("accumulation demo: f16 error grows with K, blocks sit between, three 
   for (const char* run : {"accumulate f32", "accumulate f16", "accumulate f16-blocked"}) {
     CHECK_THAT(r.output, Catch::Contains(std::string("trained ") + run));
   }
+  // The finding compares the f16 run with the f32 run and says whether f16 accumulation mattered.
+  CHECK(std::regex_search(r.output, std::regex(R"(Finding: f16 accumulation reached [0-9.]+% test accuracy against [0-9.]+% with f32)")));
+  CHECK((r.output.find("Harmless here, and why:") != std::string::npos) !=
+        (r.output.find("costs") != std::string::npos));
   for (const char* figure : {"accumulation-dot.svg", "accumulation-loss.svg"}) {
     const std::string svg = testing::read_bytes(dir.path / figure);
     CHECK_THAT(svg, Catch::StartsWith("<?xml"));
