@@ -230,14 +230,14 @@ inline std::string joined(const std::vector<std::string>& names) {
 }
 
 // Adds the curves to `plot`, drawing once, and naming together ("f32, fp16 and fp16 scaled
-// coincide"), the curves that a reader could not tell apart: same x, and y within 1/150 of the
-// y range of all curves at every point (about 2 pixels of a default figure).
+// coincide"), the curves that a reader could not tell apart: same x, and y within 1/100 of the
+// y range of all curves at every point (about 3 pixels of a default figure).
 inline void add_curves(report::SvgPlot& plot, const std::vector<Curve>& curves) {
   double lo = std::numeric_limits<double>::infinity(), hi = -lo;
   for (const Curve& c : curves) {
     for (const double y : c.y) lo = std::min(lo, y), hi = std::max(hi, y);
   }
-  const double tolerance = (hi - lo) / 150;
+  const double tolerance = (hi - lo) / 100;
   std::vector<bool> drawn(curves.size(), false);
   for (size_t i = 0; i < curves.size(); ++i) {
     if (drawn[i]) continue;
