@@ -52,7 +52,7 @@ std::vector<double> row(const std::string& output, const std::string& label) {
 TEST_CASE("loss_scaling demo: flush-to-zero loses more activation gradients than subnormals do", "[demo][program]") {
   testing::TempDir dir("loss_scaling_demo");
   const testing::ProgramResult r =
-      testing::run_program("loss_scaling", "--steps 8 --eval-size 20 --out " + dir.path.string());
+      testing::run_program("loss_scaling", "--steps 8 --eval-size 20 --model small --out " + dir.path.string());
   REQUIRE(r.exit_code == 0);
   CHECK_THAT(r.output, Catch::Contains("Loss scaling multiplies the loss by S"));
   // columns: final loss, test acc, zero grads, zero act.g, act.g ->0, skipped, final scale
@@ -89,7 +89,7 @@ TEST_CASE("loss_scaling demo: flush-to-zero loses more activation gradients than
 TEST_CASE("master_weights demo: pure 16-bit runs beside f32 masters, with bytes and lost updates", "[demo][program]") {
   testing::TempDir dir("master_weights_demo");
   const testing::ProgramResult r =
-      testing::run_program("master_weights", "--steps 6 --seeds 1 --eval-size 20 --out " + dir.path.string());
+      testing::run_program("master_weights", "--steps 6 --seeds 1 --eval-size 20 --model small --out " + dir.path.string());
   INFO(r.output);
   REQUIRE(r.exit_code == 0);
   // bf16 keeps 8 significant bits: 1 + 2^-9 is below half its ulp at 1 (2^-8), 1 + 2^-7 is the next
@@ -165,7 +165,7 @@ TEST_CASE("fp8 demo: delayed scaling flushes fewer fp8 gradients and weights tha
   testing::TempDir dir("fp8_demo");
   // Steps 0 and 2 inspected: at step 0 every scale is still 1, at step 2 the delayed scales apply.
   const testing::ProgramResult r = testing::run_program(
-      "fp8", "--steps 3 --seeds 1 --inspect-every 2 --eval-size 20 --out " + dir.path.string());
+      "fp8", "--steps 3 --seeds 1 --inspect-every 2 --eval-size 20 --model small --out " + dir.path.string());
   INFO(r.output);
   REQUIRE(r.exit_code == 0);
   CHECK_THAT(r.output, Catch::Contains("Transformer Engine multiplies each GEMM operand by\nits own scale"));
