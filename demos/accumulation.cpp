@@ -3,12 +3,13 @@
 // f16 pairs, accumulated in f32, in f16 (rounded after every addition) and in f16 blocks of 32
 // with an f32 carry, against a double reference, for K = 2^4 .. 2^16 (log-log figure). (b) The
 // classifier trained from one seed with each accumulation (fp16 O2, dynamic loss scaling): loss
-// curves, accuracy, skipped steps. Writes both figures as SVG. The training runs default to the
-// small model (--model small): the f16-accumulating GEMM (kernels/accumulate.h) is exact, not
-// fast -- 5 to 10 times slower than the packed f32 GEMM -- and the main model's three runs would
-// exceed the demos' 3-minute budget.
+// curves, accuracy, skipped steps, and why the result is what it is: the lengths and signs of the
+// model's sums against (a). Writes both figures as SVG. The training runs take the main model, f32
+// and f16 by default (--modes adds f16-blocked): the f16-accumulating GEMM (kernels/accumulate.h)
+// is exact, not fast -- 5 to 10 times slower than the packed f32 GEMM.
 #include <CLI/CLI.hpp>
 #include <cmath>
+#include <algorithm>
 #include <cstdio>
 #include <random>
 
@@ -55,9 +56,14 @@ double dot_error(int64_t k, bool positive, Accumulation mode, uint64_t seed) {
 
 int main(int argc, char** argv) {
   CLI::App app{"accumulation: f32 against f16 accumulation, in a dot product and in training"};
-  demos::DemoFlags flags{.steps = 300, .model = "small"};
+  demos::DemoFlags flags{.steps = 300};
   int max_log2_k = 16;
+  std::vector<std::string> modes = {"f32", "f16"};
   demos::add_demo_flags(app, flags);
+  app.add_option("--modes", modes, "accumulations of the training runs (b)")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"f32", "f16", "f16-blocked"}))
+      ->delimiter(',');
   app.add_option("--max-log2-k", max_log2_k, "the longest dot product of (a) is 2^N terms")
       ->capture_default_str()
       ->check(CLI::Range(4, 20));
@@ -104,6 +110,7 @@ int main(int argc, char** argv) {
   const data::Split split = demos::language_id_split(flags);
   std::vector<demos::RunResult> runs;
   for (const Accumulation mode : kModes) {
+    if (std::find(modes.begin(), modes.end(), optim::accumulation_name(mode)) == modes.end()) continue;
     const demos::RunSpec spec{.label = std::string("accumulate ") + optim::accumulation_name(mode),
                               .mixed_precision = {.precision = optim::Precision::kFp16, .accumulation = mode}};
     runs.push_back(demos::train_language_id(split, spec, {.steps = flags.steps, .seed = flags.seed, .model = flags.model}));
@@ -120,12 +127,49 @@ int main(int argc, char** argv) {
   }
   const size_t last = log_k.size() - 1;
   std::printf(
-      "\nAt K = %lld positive f16 products summed in f16 are off by %.0f%% (f32: %.1g, f16 blocks of %lld:\n"
-      "%.1g); in training, f16 accumulation reached %.1f%% test accuracy against %.1f%% with f32 and\n"
-      "%.1f%% with f16 blocks and an f32 carry.\n",
+      "\nAt K = %lld positive f16 products summed in f16 are off by %.0f%% (f32: %.1g, f16 blocks of %lld: %.1g).\n",
       static_cast<long long>(int64_t{1} << int(log_k[last])), 100 * errors[1][last], errors[0][last],
-      static_cast<long long>(kernels::kF16AccumulationBlock), errors[2][last], 100 * runs[1].test_accuracy,
-      100 * runs[0].test_accuracy, 100 * runs[2].test_accuracy);
+      static_cast<long long>(kernels::kF16AccumulationBlock), errors[2][last]);
+  const demos::RunResult* f32_run = nullptr;
+  const demos::RunResult* f16_run = nullptr;
+  for (const demos::RunResult& r : runs) {
+    if (r.label == "accumulate f32") f32_run = &r;
+    if (r.label == "accumulate f16") f16_run = &r;
+  }
+  std::string title = "Training loss by accumulation (fp16 O2)";
+  if (f32_run != nullptr && f16_run != nullptr) {
+    const double gap = 100 * (f32_run->test_accuracy - f16_run->test_accuracy);
+    const nn::ClassifierConfig c = demos::language_id_config(7, flags.model);
+    const int64_t rows = 64 * c.max_len;  // batch x tokens: the weight gradients' sums
+    // (a)'s errors at the model's sum lengths (K = 2^e, e = 4 + index), when the table reaches them.
+    auto at = [&](int64_t k, size_t series) {
+      const int e = int(std::lround(std::log2(double(k))));
+      return e >= 4 && e <= int(log_k.back()) ? errors[series][size_t(e - 4)] : NAN;
+    };
+    std::printf(
+        "Finding: f16 accumulation reached %.2f%% test accuracy against %.2f%% with f32 (%+.2f points) on the\n"
+        "%s model.\n",
+        100 * f16_run->test_accuracy, 100 * f32_run->test_accuracy, -gap, flags.model.c_str());
+    if (std::fabs(gap) < 1.0) {
+      std::printf(
+          "Harmless here, and why: the model's longest sums are its weight gradients' (batch x tokens =\n"
+          "%lld terms), and they mix signs (the output gradients do): (a) puts f16's error there at %.2g\n"
+          "of sum|x y| (f32: %.2g); a mixed-sign sum's error does not grow like K. Its same-sign sums --\n"
+          "layer norm's variance over d_model = %lld terms, softmax's denominators over %lld positions --\n"
+          "are too short to stagnate: f16 is off by %.2g at K = %lld. f16 fails on long same-sign sums,\n"
+          "which this model does not have.\n",
+          static_cast<long long>(rows), at(rows, 4), at(rows, 3), static_cast<long long>(c.d_model),
+          static_cast<long long>(c.max_len), at(c.d_model, 1), static_cast<long long>(c.d_model));
+      char text[160];
+      std::snprintf(text, sizeof text, "f16 accumulation is harmless on this model (%+.2f points): its long sums mix signs", -gap);
+      title = text;
+    } else {
+      char text[160];
+      std::snprintf(text, sizeof text, "f16 accumulation costs %.1f points of test accuracy on this model", gap);
+      title = text;
+      std::printf("%s.\n", text);
+    }
+  }
 
   report::SvgPlot dots({.title = "Dot product of K f16 pairs: error / sum|x y|", .x_label = "log2 K",
                         .y_label = "error (mean of 8 trials)", .log2_y = true});
@@ -141,9 +185,8 @@ int main(int argc, char** argv) {
   for (const double e : log_k) ku.push_back(std::exp2(e) * u);
   dots.add_line("K u (bound)", log_k, ku);
   dots.save(flags.path("accumulation-dot.svg"));
-  report::SvgPlot losses({.title = "Training loss by accumulation (fp16 O2)", .x_label = "step",
-                          .y_label = "loss (mean of 25 steps)"});
-  for (const demos::RunResult& r : runs) losses.add_line(r.label, r.log_steps, r.losses);
+  report::SvgPlot losses({.title = title, .x_label = "step", .y_label = "loss (mean of 25 steps)"});
+  demos::add_loss_curves(losses, runs);
   losses.save(flags.path("accumulation-loss.svg"));
   std::printf("\nwrote %s, %s\n", flags.path("accumulation-dot.svg").c_str(), flags.path("accumulation-loss.svg").c_str());
   return 0;

@@ -8,6 +8,7 @@
 
 #include <omp.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -40,8 +41,9 @@ struct RunSpec {
   optim::MixedPrecisionOptions mixed_precision;  // the Accelerator's (f32 by default)
   bool track_weight_changes = false;   // share of model weight elements an optimizer step changed
   // At every optimizer step, every element's update u (the change of the optimizer's f32
-  // parameter, the master under O2) against the f16 weight w it started from. Needs f32
-  // optimizer parameters (f32 or O2 runs): in pure fp16 a lost update leaves no trace.
+  // parameter, the master under O2 or bf16) against the 16-bit weight w it started from (bf16
+  // for a bf16 run, else f16). Needs f32 optimizer parameters (f32 masters): in pure 16-bit
+  // training a lost update leaves no trace.
   bool track_updates = false;
 };
 
@@ -69,13 +71,16 @@ struct RunResult {
   std::string first_anomaly;                  // of the first skipped step, if any
   std::vector<double> weights_unchanged;      // per step, with track_weight_changes
   // With track_updates: log2 histogram of |u| / |w| (u = 0 in its zero bin, u != 0 to w = 0 in
-  // its inf bin); nonzero updates, and those a pure fp16 step would lose: f16(w + u) == w, the
-  // f32 sum rounded once, as Optimizer::step rounds an f16 parameter.
+  // its inf bin); nonzero updates, and those a pure 16-bit step would lose: r(w + u) == w, the
+  // f32 sum rounded once to nearest, as Optimizer::step rounds a 16-bit parameter.
   precision::Log2Histogram update_ratios;
   int64_t updates = 0, updates_lost_in_f16 = 0;
   // fp8 mode: every scaled GEMM operand over the inspected steps (amax, last scale, flushed and
   // saturated counts), in first-seen order.
   std::vector<Fp8Cast> fp8;
+  // fp8 mode: the same per inspected step (its step number in fp8_steps), for the scales over time.
+  std::vector<double> fp8_steps;
+  std::vector<std::vector<Fp8Cast>> fp8_by_step;
   double seconds = 0;
 };
 
@@ -129,6 +134,7 @@ inline RunResult train_language_id(const data::Split& split, const RunSpec& spec
     inspector.begin_step(step);
     const Tensor loss = cross_entropy(prepared.forward(batch.ids, batch.attention_mask), batch.labels);
     r.scales.push_back(accelerator.mixed_precision().scaler().get_scale());
+    inspector.note_loss_scale(r.scales.back());
     accelerator.backward(loss);
     accelerator.clip_grad_norm(1.0f);
     const bool stepped = accelerator.step();
@@ -152,13 +158,15 @@ inline RunResult train_language_id(const data::Split& split, const RunSpec& spec
       for (size_t i = 0; i < params.size(); ++i) {
         const std::vector<float> after = params[i].to_vector();
         const std::vector<float>& master = masters_before[i];
+        const precision::FloatFormat format =
+            spec.mixed_precision.precision == optim::Precision::kBf16 ? precision::kBFloat16 : precision::kBinary16;
         std::vector<float> w = master, u(w.size()), sum(w.size());
-        precision::round_to(precision::kBinary16, w);
+        precision::round_to(format, w);
         for (size_t j = 0; j < w.size(); ++j) {
           u[j] = after[j] - master[j];  // exact while the step changes the master by less than a factor 2 (Sterbenz)
           sum[j] = w[j] + u[j];
         }
-        precision::round_to(precision::kBinary16, sum);
+        precision::round_to(format, sum);
         for (size_t j = 0; j < w.size(); ++j) {
           r.update_ratios.add(u[j] == 0.0f   ? 0.0f
                               : w[j] == 0.0f ? std::numeric_limits<float>::infinity()
@@ -189,6 +197,11 @@ inline RunResult train_language_id(const data::Split& split, const RunSpec& spec
   r.act_grad_zero = share(activations.input.zero, activations.total());
   r.act_grad_fp16_underflow = share(activations.underflow, activations.total());
   r.fp8 = report::merged_fp8(inspector.steps());
+  for (const report::StepNumerics& s : inspector.steps()) {
+    if (s.fp8.empty()) continue;
+    r.fp8_steps.push_back(double(s.step));
+    r.fp8_by_step.push_back(s.fp8);
+  }
   const train::EvalPrediction eval =
       train::run_evaluation(model, split.test, 256, accelerator.mixed_precision());
   int64_t correct = 0;
@@ -201,6 +214,48 @@ inline RunResult train_language_id(const data::Split& split, const RunSpec& spec
 inline RunResult train_language_id(const data::Split& split, const RunSpec& spec, const RunSettings& settings) {
   nn::TextClassifier model(language_id_config(int64_t(split.train.label_names.size()), settings.model), settings.seed);
   return train_language_id(split, spec, settings, model);
+}
+
+// One curve of a figure.
+struct Curve {
+  std::string name;
+  std::vector<double> x, y;
+};
+
+// "a", "a and b", "a, b and c".
+inline std::string joined(const std::vector<std::string>& names) {
+  std::string out;
+  for (size_t i = 0; i < names.size(); ++i) out += (i == 0 ? "" : i + 1 == names.size() ? " and " : ", ") + names[i];
+  return out;
+}
+
+// Adds the curves to `plot`, drawing once, and naming together ("f32, fp16 and fp16 scaled
+// coincide"), the curves that a reader could not tell apart: same x, and y within 1/100 of the
+// y range of all curves at every point (about 3 pixels of a default figure).
+inline void add_curves(report::SvgPlot& plot, const std::vector<Curve>& curves) {
+  double lo = std::numeric_limits<double>::infinity(), hi = -lo;
+  for (const Curve& c : curves) {
+    for (const double y : c.y) lo = std::min(lo, y), hi = std::max(hi, y);
+  }
+  const double tolerance = (hi - lo) / 100;
+  std::vector<bool> drawn(curves.size(), false);
+  for (size_t i = 0; i < curves.size(); ++i) {
+    if (drawn[i]) continue;
+    std::vector<std::string> names = {curves[i].name};
+    for (size_t j = i + 1; j < curves.size(); ++j) {
+      bool same = !drawn[j] && curves[j].x == curves[i].x;
+      for (size_t k = 0; same && k < curves[i].y.size(); ++k) same = std::fabs(curves[j].y[k] - curves[i].y[k]) <= tolerance;
+      if (same) names.push_back(curves[j].name), drawn[j] = true;
+    }
+    plot.add_line(names.size() == 1 ? names[0] : joined(names) + " coincide", curves[i].x, curves[i].y);
+  }
+}
+
+// The runs' loss curves, through add_curves.
+inline void add_loss_curves(report::SvgPlot& plot, const std::vector<RunResult>& runs) {
+  std::vector<Curve> curves;
+  for (const RunResult& r : runs) curves.push_back({r.label, r.log_steps, r.losses});
+  add_curves(plot, curves);
 }
 
 // The common flags of every teaching demo, and the setup they imply.

@@ -314,7 +314,13 @@ void print_real_gradients(const hg::demos::DemoFlags& flags, double figure_scale
   std::snprintf(scaled_name, sizeof scaled_name, "scaled by 2^%g", std::log2(figure_scale));
   std::snprintf(scaled_label, sizeof scaled_label, "2^%g", std::log2(figure_scale));
   std::snprintf(note, sizeof note, "%.1f%% become zero in fp16", percent(a.underflow, a.total()));
-  hg::report::histogram_figure("Activation gradients of the classifier (one batch)", {"unscaled", scaled_name},
+  const NumericsStats sa = scaled.numerics.merged(TensorKind::kActivationGrad);
+  char histogram_title[200];
+  std::snprintf(histogram_title, sizeof histogram_title,
+                "Unscaled, %.2f%% of the activation gradients become zero in fp16 and %.0f%% subnormal; %s, %.2f%% and %.2f%%",
+                percent(a.underflow, a.total()), percent(a.subnormal, a.total()), scaled_name, percent(sa.underflow, sa.total()),
+                percent(sa.subnormal, sa.total()));
+  hg::report::histogram_figure(histogram_title, {"unscaled", scaled_name},
                               {a.input, scaled.numerics.merged(TensorKind::kActivationGrad).input}, note)
       .save(flags.path("underflow-histogram.svg"));
 
@@ -384,8 +390,18 @@ void print_real_gradients(const hg::demos::DemoFlags& flags, double figure_scale
     }
   }
   const double n_ops = double(ops.size()), n = double(names.size());
-  hg::report::SvgPlot bars({.title = "Gradients that become zero in fp16: activation gradients per op (forward order), "
-                                     "weight gradients per tensor",
+  size_t worst = 0;
+  double largest_scaled = 0;  // of any op's activation gradients, at the figure's scale (%)
+  for (size_t i = 0; i < ops.size(); ++i) {
+    worst = ops[i].flushed * ops[worst].count > ops[worst].flushed * ops[i].count ? i : worst;
+    largest_scaled = std::max(largest_scaled, percent(ops[i].flushed_scaled, ops[i].count));
+  }
+  char bars_title[200];
+  std::snprintf(bars_title, sizeof bars_title,
+                "Unscaled, fp16 flushes up to %.1f%% of an op's activation gradients (%s); %s, at most %.2f%%",
+                ops.empty() ? 0.0 : percent(ops[worst].flushed, ops[worst].count), ops.empty() ? "" : ops[worst].name.c_str(),
+                scaled_name, largest_scaled);
+  hg::report::SvgPlot bars({.title = bars_title,
                             .y_label = "share flushed to zero (log2 axis; 2^-10 ~ 0.1%)",
                             .log2_y = true,
                             .width = std::max(720, 260 + 14 * int(n)),

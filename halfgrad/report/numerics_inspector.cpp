@@ -126,6 +126,10 @@ void NumericsInspector::note_wire(const WireNumerics& wire) {
   if (current_ != nullptr) current_->ddp_wire = wire;
 }
 
+void NumericsInspector::note_loss_scale(double scale) {
+  if (current_ != nullptr) current_->loss_scale = scale;
+}
+
 const StepNumerics* NumericsInspector::end_step(bool skipped) {
   StepNumerics* step = current_;
   current_ = nullptr;
@@ -185,11 +189,16 @@ void NumericsInspector::observe(TensorNumerics& entry, const Tensor& values) {
 }
 
 std::string numerics_table(const StepNumerics& step) {
-  std::string out = "numerics at step " + std::to_string(step.step) + (step.skipped ? " (skipped)" : "") + "\n";
+  char line[320];
+  std::snprintf(line, sizeof line, "numerics at step %lld%s, gradients scaled by the loss scale %g\n",
+                static_cast<long long>(step.step), step.skipped ? " (skipped)" : "", step.loss_scale);
+  std::string out = line;
+  out +=
+      "  (zero%: exactly 0; ->0%: nonzero values its cast to its dtype, or to fp16 if f32, made 0; subn%: subnormal "
+      "after it; headroom: doublings from absmax to fp16's max 65504)\n";
   if (!step.anomaly.empty()) out += "  first inf/NaN: " + step.anomaly + "\n";
   const bool mx = std::any_of(step.tensors.begin(), step.tensors.end(),
                               [](const TensorNumerics& t) { return t.mxfp8.has_value(); });
-  char line[320];
   std::snprintf(line, sizeof line, "  %-40s %-8s %-5s %9s %9s %6s %6s %6s %7s %8s", "tensor", "kind", "dtype", "absmax",
                 "min|x|>0", "zero%", "->0%", "subn%", "nan/inf", "headroom");
   out += line;
@@ -260,7 +269,7 @@ nlohmann::json numerics_json(const StepNumerics& step) {
       }
     }
   }
-  nlohmann::json j = {{"step", step.step}, {"skipped", step.skipped}, {"anomaly", step.anomaly}, {"tensors", tensors}};
+  nlohmann::json j = {{"step", step.step}, {"skipped", step.skipped}, {"anomaly", step.anomaly}, {"loss_scale", step.loss_scale}, {"tensors", tensors}};
   for (const Fp8Cast& f : step.fp8) {
     j["fp8"].push_back({{"key", f.key},
                         {"role", fp8_role_name(f.role)},
@@ -334,6 +343,7 @@ void InspectorCallback::on_step_end(const train::TrainerState& state, const nloh
                            .subnormal = it->at("subnormal").get<uint64_t>(),
                            .overflowed = it->at("overflowed").get<uint64_t>()});
   }
+  if (const auto it = step_info.find("scale"); it != step_info.end()) inspector_->note_loss_scale(it->get<double>());
   if (const StepNumerics* step = inspector_->end_step(!step_info.at("stepped").get<bool>())) {
     std::printf("%s", numerics_table(*step).c_str());
     std::ofstream out(std::filesystem::path(output_dir_) / "numerics.jsonl", std::ios::app);
@@ -354,7 +364,10 @@ void InspectorCallback::on_train_end(const train::TrainerState&) {
     char text[96];
     std::snprintf(text, sizeof text, "%.1f%% exactly zero, %.1f%% more become zero in fp16",
                   100 * share(grads.input.zero, grads.total()), 100 * share(grads.underflow, grads.total()));
-    histogram_figure("activation gradients at step " + std::to_string(steps.back().step), {"activation gradients"},
+    char title[128];
+    std::snprintf(title, sizeof title, "Activation gradients at step %lld, scaled by S = %g (the loss scale)",
+                  static_cast<long long>(steps.back().step), steps.back().loss_scale);
+    histogram_figure(title, {"activation gradients"},
                      {grads.input}, text)
         .save((std::filesystem::path(output_dir_) / "numerics-grad-histogram.svg").string());
   }

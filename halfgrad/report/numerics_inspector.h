@@ -83,6 +83,9 @@ struct StepNumerics {
   // step merged, in the order first cast.
   std::vector<Fp8Cast> fp8;
   std::optional<WireNumerics> ddp_wire;  // set by the Trainer's step_info under mpirun, 16-bit wire
+  // The loss scale the step's backward ran with (note_loss_scale): every gradient it holds is
+  // that many times the true one.
+  double loss_scale = 1;
   // Every tensor of `kind` merged.
   precision::NumericsStats merged(TensorKind kind) const;
   // The record of tensor `name` of `kind`, or null when the step saw none.
@@ -111,6 +114,8 @@ class NumericsInspector {
   void begin_step(int64_t step);
   // Records the gradient wire cast of the step being inspected (no-op when none is).
   void note_wire(const WireNumerics& wire);
+  // Records the loss scale of the step being inspected (no-op when none is).
+  void note_loss_scale(double scale);
   // Closes the step; `skipped`: the loss scaler skipped it (then the anomaly, if any, is named).
   // Returns the step's record if it was inspected, else nullptr.
   const StepNumerics* end_step(bool skipped);
@@ -143,7 +148,8 @@ class NumericsInspector {
 // The fp8 records of several steps merged per operand (Fp8Cast::merge), in first-seen order.
 std::vector<Fp8Cast> merged_fp8(std::span<const StepNumerics> steps);
 
-// The per-tensor table of one step: name, kind, dtype, abs-max, abs-min-nonzero, then the
+// The per-tensor table of one step, under a header that names the loss scale and a one-line
+// legend of the columns: name, kind, dtype, abs-max, abs-min-nonzero, then the
 // shares (%) exactly zero before the cast, flushed to zero by it, subnormal after it, inf/NaN,
 // and the headroom to fp16's max in doublings, e.g.
 //   encoder.layers.0.attn.k_proj.bias  grad  f32  5.61e-04  7.15e-06  0.00  0.00  31.25  0.00  26.8

@@ -14,6 +14,9 @@ namespace hg::report {
 namespace {
 
 constexpr double kLeft = 70, kRight = 190, kTop = 40, kBottom = 50;
+// Characters per line before a title (font size 15, about 8.3 px a character in 720 px) or a
+// legend entry (font size 12, about 6.6 px a character in the legend's 158 px) wraps.
+constexpr size_t kTitleChars = 80, kLegendChars = 24;
 constexpr const char* kColors[] = {"#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b", "#17becf"};
 constexpr const char* kRegionFills[] = {"#e8e8e8", "#fbe3c8", "#d9ead3", "#f4cccc"};
 
@@ -42,6 +45,30 @@ std::vector<double> ticks(double lo, double hi, bool integer) {
   std::vector<double> out;
   for (double t = std::ceil(lo / step) * step; t <= hi + 1e-9 * (hi - lo); t += step) out.push_back(t);
   return out;
+}
+
+// `text` broken at spaces into lines of at most `width` characters (a longer word stands alone).
+std::vector<std::string> wrap(const std::string& text, size_t width) {
+  std::vector<std::string> lines(1);
+  size_t start = 0;
+  while (start <= text.size()) {
+    size_t end = text.find(' ', start);
+    if (end == std::string::npos) end = text.size();
+    const std::string word = text.substr(start, end - start);
+    if (!lines.back().empty() && lines.back().size() + 1 + word.size() > width) lines.emplace_back();
+    lines.back() += (lines.back().empty() ? "" : " ") + word;
+    start = end + 1;
+  }
+  return lines;
+}
+
+// <text> of `lines`, the first at (x, y), each next one `spacing` px lower.
+std::string text_lines(const std::vector<std::string>& lines, double x, double y, double spacing, const std::string& attributes) {
+  std::string s = "<text x=\"" + num(x) + "\" y=\"" + num(y) + "\"" + attributes + ">";
+  for (size_t i = 0; i < lines.size(); ++i) {
+    s += i == 0 ? xml_escape(lines[i]) : "<tspan x=\"" + num(x) + "\" dy=\"" + num(spacing) + "\">" + xml_escape(lines[i]) + "</tspan>";
+  }
+  return s + "</text>\n";
 }
 
 }  // namespace
@@ -132,15 +159,21 @@ std::pair<double, double> SvgPlot::y_range() const {
       hi = std::max(hi, y_value(y));
     }
   }
+  // Region labels stand at the top of the plot: room above the data keeps them clear of it.
+  bool labels = false;
+  for (const Region& r : regions_) labels = labels || !r.label.empty();
   if (options_.log2_y) {
     lo = std::floor(lo) - (zero_floor() ? 1 : 0);
-    hi = std::ceil(hi);
+    hi = std::ceil(hi) + (labels ? 1 : 0);
   } else {
-    hi = hi > lo ? hi + 0.05 * (hi - lo) : hi;
+    hi = hi > lo ? hi + (labels ? 0.15 : 0.05) * (hi - lo) : hi;
   }
   if (!(lo < hi)) return {std::isfinite(lo) ? lo - 1 : 0.0, std::isfinite(lo) ? lo + 1 : 1.0};
   return {lo, hi};
 }
+
+// A title longer than a line wraps, and the plot starts lower by the added lines.
+double SvgPlot::top_margin() const { return kTop + 18 * double(wrap(options_.title, kTitleChars).size() - 1); }
 
 double SvgPlot::pixel_x(double x) const {
   const auto [lo, hi] = x_range();
@@ -157,8 +190,8 @@ double SvgPlot::bottom_margin() const {
 
 double SvgPlot::pixel_y(double y) const {
   const auto [lo, hi] = y_range();
-  const double h = options_.height - kTop - bottom_margin();
-  return kTop + h - (y_value(y) - lo) / (hi - lo) * h;
+  const double top = top_margin(), h = options_.height - top - bottom_margin();
+  return top + h - (y_value(y) - lo) / (hi - lo) * h;
 }
 
 std::string SvgPlot::svg() const {
@@ -167,32 +200,32 @@ std::string SvgPlot::svg() const {
   // does not allow for bindings yet.
   const std::pair<double, double> y_axis = y_range();
   const double ylo = y_axis.first, yhi = y_axis.second;
-  const double w = options_.width, h = options_.height, right = w - kRight, bottom = h - bottom_margin();
+  const double w = options_.width, h = options_.height, right = w - kRight, bottom = h - bottom_margin(),
+               top = top_margin();  // below a wrapped title
   // pixel_y of a value already on the axis scale (log2 applied)
-  auto py = [&](double v) { return kTop + (bottom - kTop) * (yhi - v) / (yhi - ylo); };
+  auto py = [&](double v) { return top + (bottom - top) * (yhi - v) / (yhi - ylo); };
   std::string s = "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"" +
                   num(w) + "\" height=\"" + num(h) + "\" viewBox=\"0 0 " + num(w) + " " + num(h) +
                   "\" font-family=\"sans-serif\" font-size=\"12\">\n";
   s += "<rect x=\"0\" y=\"0\" width=\"" + num(w) + "\" height=\"" + num(h) + "\" fill=\"white\"/>\n";
-  s += "<defs><clipPath id=\"plot\"><rect x=\"" + num(kLeft) + "\" y=\"" + num(kTop) + "\" width=\"" +
-       num(right - kLeft) + "\" height=\"" + num(bottom - kTop) + "\"/></clipPath></defs>\n";
-  s += "<text x=\"" + num(w / 2) + "\" y=\"22\" text-anchor=\"middle\" font-size=\"15\">" + xml_escape(options_.title) +
-       "</text>\n";
+  s += "<defs><clipPath id=\"plot\"><rect x=\"" + num(kLeft) + "\" y=\"" + num(top) + "\" width=\"" +
+       num(right - kLeft) + "\" height=\"" + num(bottom - top) + "\"/></clipPath></defs>\n";
+  s += text_lines(wrap(options_.title, kTitleChars), w / 2, 22, 18, " text-anchor=\"middle\" font-size=\"15\"");
 
   for (size_t i = 0; i < regions_.size(); ++i) {
     const Region& r = regions_[i];
     const double x0 = pixel_x(std::max(r.x0, xlo)), x1 = pixel_x(std::min(r.x1, xhi));
     if (x1 <= x0) continue;
-    s += "<rect class=\"region\" x=\"" + num(x0) + "\" y=\"" + num(kTop) + "\" width=\"" + num(x1 - x0) +
-         "\" height=\"" + num(bottom - kTop) + "\" fill=\"" + kRegionFills[i % 4] + "\"/>\n";
-    s += "<text x=\"" + num((x0 + x1) / 2) + "\" y=\"" + num(kTop + 14) + "\" text-anchor=\"middle\" font-size=\"11\">" +
+    s += "<rect class=\"region\" x=\"" + num(x0) + "\" y=\"" + num(top) + "\" width=\"" + num(x1 - x0) +
+         "\" height=\"" + num(bottom - top) + "\" fill=\"" + kRegionFills[i % 4] + "\"/>\n";
+    s += "<text x=\"" + num((x0 + x1) / 2) + "\" y=\"" + num(top + 14) + "\" text-anchor=\"middle\" font-size=\"11\">" +
          xml_escape(r.label) + "</text>\n";
   }
 
   // Axes, ticks and grid.
   s += "<g stroke=\"#888\" stroke-width=\"1\">\n";
   s += "<line x1=\"" + num(kLeft) + "\" y1=\"" + num(bottom) + "\" x2=\"" + num(right) + "\" y2=\"" + num(bottom) + "\"/>\n";
-  s += "<line x1=\"" + num(kLeft) + "\" y1=\"" + num(kTop) + "\" x2=\"" + num(kLeft) + "\" y2=\"" + num(bottom) + "\"/>\n";
+  s += "<line x1=\"" + num(kLeft) + "\" y1=\"" + num(top) + "\" x2=\"" + num(kLeft) + "\" y2=\"" + num(bottom) + "\"/>\n";
   s += "</g>\n<g font-size=\"11\">\n";
   if (!categories_.empty()) {
     for (size_t i = 0; i < categories_.size(); ++i) {
@@ -220,8 +253,8 @@ std::string SvgPlot::svg() const {
   s += "</g>\n";
   s += "<text x=\"" + num((kLeft + right) / 2) + "\" y=\"" + num(h - 8) + "\" text-anchor=\"middle\">" +
        xml_escape(options_.x_label) + "</text>\n";
-  s += "<text x=\"16\" y=\"" + num((kTop + bottom) / 2) + "\" text-anchor=\"middle\" transform=\"rotate(-90 16 " +
-       num((kTop + bottom) / 2) + ")\">" + xml_escape(options_.y_label) + "</text>\n";
+  s += "<text x=\"16\" y=\"" + num((top + bottom) / 2) + "\" text-anchor=\"middle\" transform=\"rotate(-90 16 " +
+       num((top + bottom) / 2) + ")\">" + xml_escape(options_.y_label) + "</text>\n";
 
   // Series, clipped to the plot area.
   int bar_series = 0, bar_index = 0;
@@ -241,14 +274,14 @@ std::string SvgPlot::svg() const {
                num(r) + "\" fill=\"" + color + "\"/>\n";
           continue;
         }
-        const double top = py(y_value(series.y[j]));
-        s += "<rect class=\"bar\" x=\"" + num(x0) + "\" y=\"" + num(std::min(top, base)) + "\" width=\"" + num(x1 - x0) +
-             "\" height=\"" + num(std::abs(base - top)) + "\" fill=\"" + color + "\"/>\n";
+        const double bar_top = py(y_value(series.y[j]));
+        s += "<rect class=\"bar\" x=\"" + num(x0) + "\" y=\"" + num(std::min(bar_top, base)) + "\" width=\"" + num(x1 - x0) +
+             "\" height=\"" + num(std::abs(base - bar_top)) + "\" fill=\"" + color + "\"/>\n";
       }
       ++bar_index;
     } else if (series.markers) {
       for (double x : series.x) {
-        s += "<line class=\"marker\" x1=\"" + num(pixel_x(x)) + "\" y1=\"" + num(kTop) + "\" x2=\"" + num(pixel_x(x)) +
+        s += "<line class=\"marker\" x1=\"" + num(pixel_x(x)) + "\" y1=\"" + num(top) + "\" x2=\"" + num(pixel_x(x)) +
              "\" y2=\"" + num(bottom) + "\" stroke=\"" + color + "\" stroke-dasharray=\"4 3\"/>\n";
       }
     } else {
@@ -267,11 +300,13 @@ std::string SvgPlot::svg() const {
   for (const Text& t : texts_) {
     s += "<text x=\"" + num(pixel_x(t.x)) + "\" y=\"" + num(pixel_y(t.y)) + "\">" + xml_escape(t.text) + "</text>\n";
   }
-  // Legend: one row per series, right of the plot.
+  // Legend: one entry per series, right of the plot; a long name wraps onto more lines.
+  double y = top + 10;
   for (size_t i = 0; i < series_.size(); ++i) {
-    const double y = kTop + 10 + 18 * double(i);
+    const std::vector<std::string> lines = wrap(series_[i].name, kLegendChars);
     s += "<rect x=\"" + num(right + 12) + "\" y=\"" + num(y - 8) + "\" width=\"14\" height=\"8\" fill=\"" + kColors[i % 7] +
-         "\"/>\n<text x=\"" + num(right + 32) + "\" y=\"" + num(y) + "\">" + xml_escape(series_[i].name) + "</text>\n";
+         "\"/>\n" + text_lines(lines, right + 32, y, 14, "");
+    y += 18 + 14 * double(lines.size() - 1);
   }
   s += "</svg>\n";
   return s;

@@ -65,6 +65,7 @@ class SvgPlot {
   std::pair<double, double> x_range() const;
   std::pair<double, double> y_range() const;
   double bottom_margin() const;
+  double top_margin() const;
   double y_value(double y) const;  // log2 when the axis is log2
   bool zero_floor() const;         // a log2 axis with bars of value 0, drawn on its floor
 

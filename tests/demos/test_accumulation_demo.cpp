@@ -17,7 +17,7 @@ namespace hg {
 TEST_CASE("accumulation demo: f16 error grows with K, blocks sit between, three runs train", "[demo][program][accumulate]") {
   testing::TempDir dir("accumulation_demo");
   const testing::ProgramResult r = testing::run_program(
-      "accumulation", "--steps 1 --eval-size 1 --max-log2-k 13 --out " + dir.path.string());
+      "accumulation", "--steps 1 --eval-size 1 --max-log2-k 13 --model small --modes f32,f16,f16-blocked --out " + dir.path.string());
   INFO(r.output);
   REQUIRE(r.exit_code == 0);
   // "    8192 |  5.1e-08  0.22  2.9e-05 |  3.5e-09  0.000122  1e-05": K, then f32, f16,
@@ -48,6 +48,10 @@ TEST_CASE("accumulation demo: f16 error grows with K, blocks sit between, three 
   for (const char* run : {"accumulate f32", "accumulate f16", "accumulate f16-blocked"}) {
     CHECK_THAT(r.output, Catch::Contains(std::string("trained ") + run));
   }
+  // The finding compares the f16 run with the f32 run and says whether f16 accumulation mattered.
+  CHECK(std::regex_search(r.output, std::regex(R"(Finding: f16 accumulation reached [0-9.]+% test accuracy against [0-9.]+% with f32)")));
+  CHECK((r.output.find("Harmless here, and why:") != std::string::npos) !=
+        (r.output.find("costs") != std::string::npos));
   for (const char* figure : {"accumulation-dot.svg", "accumulation-loss.svg"}) {
     const std::string svg = testing::read_bytes(dir.path / figure);
     CHECK_THAT(svg, Catch::StartsWith("<?xml"));

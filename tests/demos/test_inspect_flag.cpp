@@ -21,8 +21,11 @@ TEST_CASE("halfgrad train --inspect writes the numerics table, JSONL and figure"
                       " --save-strategy no --threads 1 --inspect 3 --output-dir " + (dir / "out"));
   INFO(r.output);
   REQUIRE(r.exit_code == 0);
-  CHECK_THAT(r.output, Catch::Contains("numerics at step 3"));
+  // The command's default, fp16 O2 with dynamic loss scaling from 2^16: every gradient the table
+  // shows is 65536 times the true one, and the header says so (no step overflows in 6).
+  CHECK_THAT(r.output, Catch::Contains("numerics at step 3, gradients scaled by the loss scale 65536\n"));
   CHECK_THAT(r.output, Catch::Contains("numerics at step 6"));
+  CHECK_THAT(r.output, Catch::Contains("headroom: doublings from absmax to fp16's max 65504"));
   CHECK_THAT(r.output, Catch::Contains("head.weight"));
   std::istringstream lines(testing::read_bytes(dir.path / "out" / "numerics.jsonl"));
   int n = 0;
@@ -32,7 +35,9 @@ TEST_CASE("halfgrad train --inspect writes the numerics table, JSONL and figure"
     CHECK(j.at("tensors").size() > 10);
   }
   CHECK(n == 2);
-  CHECK_THAT(testing::read_bytes(dir.path / "out" / "numerics-grad-histogram.svg"), Catch::EndsWith("</svg>\n"));
+  const std::string svg = testing::read_bytes(dir.path / "out" / "numerics-grad-histogram.svg");
+  CHECK_THAT(svg, Catch::EndsWith("</svg>\n"));
+  CHECK_THAT(svg, Catch::Contains("scaled by S = 65536 (the loss scale)"));
 }
 
 TEST_CASE("halfgrad train --inspect-mx adds what MXFP8 and MXFP4 keep of each tensor", "[demo][cli]") {

@@ -2,10 +2,12 @@
 // (seconds), prints its explanation and tables, writes its SVG figures, and the numbers it
 // prints say what the demo claims. The exact values are not pinned (they depend on every
 // kernel); the relations are: flush-to-zero zeroes more activation gradients than gradual
-// underflow, 1 + 2^-11 stays 1 in fp16, 70000 overflows fp16 but not bf16, delayed scaling
-// flushes fewer fp8 values than scales of 1.
+// underflow and a loss scale undoes that, 1 + 2^-9 stays 1 in bf16 and bf16 loses more small
+// updates than fp16, 70000 overflows fp16 but not bf16, delayed scaling flushes fewer fp8 values
+// than scales of 1 and e4m3 gradients lose more than e5m2 ones.
 #include <catch2/catch.hpp>
 
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <regex>
@@ -50,74 +52,77 @@ std::vector<double> row(const std::string& output, const std::string& label) {
 TEST_CASE("loss_scaling demo: flush-to-zero loses more activation gradients than subnormals do", "[demo][program]") {
   testing::TempDir dir("loss_scaling_demo");
   const testing::ProgramResult r =
-      testing::run_program("loss_scaling", "--steps 8 --eval-size 20 --out " + dir.path.string());
+      testing::run_program("loss_scaling", "--steps 8 --eval-size 20 --model small --out " + dir.path.string());
   REQUIRE(r.exit_code == 0);
   CHECK_THAT(r.output, Catch::Contains("Loss scaling multiplies the loss by S"));
   // columns: final loss, test acc, zero grads, zero act.g, act.g ->0, skipped, final scale
   const std::vector<double> f32 = row(r.output, "f32"), plain = row(r.output, "fp16, no scaling"),
                             ftz = row(r.output, "fp16, no scaling, FTZ"), dynamic = row(r.output, "fp16, dynamic"),
-                            fixed = row(r.output, "fp16, static 1024");
-  REQUIRE(f32.size() == 7);
-  REQUIRE(plain.size() == 7);
-  REQUIRE(ftz.size() == 7);
-  REQUIRE(dynamic.size() == 7);
-  REQUIRE(fixed.size() == 7);
-  for (const auto& v : {f32, plain, ftz, dynamic, fixed}) {
+                            fixed = row(r.output, "fp16, static 1024"), ftz_scaled = row(r.output, "fp16, dynamic, FTZ"),
+                            from32 = row(r.output, "fp16, dynamic from 2^32");
+  for (const auto& v : {f32, plain, ftz, dynamic, fixed, ftz_scaled, from32}) {
+    REQUIRE(v.size() == 7);
     CHECK(v[0] > 0.5);  // a cross-entropy over 7 classes after 8 steps: near log 7 = 1.95
     CHECK(v[0] < 2.5);
     CHECK(v[1] >= 0.0);
     CHECK(v[1] <= 100.0);
   }
-  CHECK(ftz[3] > plain[3]);      // zero activation-gradient share: FTZ flushes the subnormals
-  CHECK(plain[3] > dynamic[3]);  // and the unscaled run loses more than the scaled one
-  CHECK(f32[4] > 0.0);           // some f32 activation gradients lie below fp16's range
-  CHECK(plain[6] == 1.0);        // no scaler: scale 1
+  CHECK(ftz[3] > plain[3]);        // zero activation-gradient share: FTZ flushes the subnormals
+  CHECK(plain[3] > dynamic[3]);    // and the unscaled run loses more than the scaled one
+  CHECK(ftz_scaled[3] < ftz[3]);   // the scale lifts them above fp16's subnormals: FTZ keeps them
+  CHECK(f32[4] > 0.0);             // some f32 activation gradients lie below fp16's range
+  CHECK(plain[6] == 1.0);          // no scaler: scale 1
   CHECK(fixed[6] == 1024.0);
+  // Gradients times 2^32 exceed fp16's 65504 (a loss near 2 has output gradients near 1/64):
+  // the first step overflows, is skipped and halves the scale; every skip halves it once (no
+  // growth within 2000 steps). "final scale" is the one the last step ran with: the halvings of
+  // the skips before it, all of them or all but the last step's own.
+  CHECK(from32[5] >= 1.0);
+  const double last = std::log2(from32[6]);  // printed with %g: 6 digits
+  CHECK((last == Approx(32 - from32[5]).margin(1e-5) || last == Approx(33 - from32[5]).margin(1e-5)));
+  CHECK_THAT(r.output, Catch::Contains("Without flush-to-zero no failure was found on this model"));
   check_svg(dir.path / "loss_scaling-loss.svg", "class=\"series\"");
-  check_svg(dir.path / "loss_scaling-scale.svg", ">2^");
+  check_svg(dir.path / "loss_scaling-scale.svg", "log2 (loss scale)");
+  check_svg(dir.path / "loss_scaling-scale.svg", "class=\"marker\"");  // the skipped steps
 }
 
-TEST_CASE("master_weights demo: small updates vanish in fp16 and the counts agree", "[demo][program]") {
+TEST_CASE("master_weights demo: pure 16-bit runs beside f32 masters, with bytes and lost updates", "[demo][program]") {
   testing::TempDir dir("master_weights_demo");
   const testing::ProgramResult r =
-      testing::run_program("master_weights", "--steps 8 --eval-size 20 --out " + dir.path.string());
+      testing::run_program("master_weights", "--steps 6 --seeds 1 --eval-size 20 --model small --out " + dir.path.string());
+  INFO(r.output);
   REQUIRE(r.exit_code == 0);
-  CHECK(std::regex_search(r.output, std::regex(R"(1 \+ 2\^-11\s+1\s+update lost)")));
-  CHECK(std::regex_search(r.output, std::regex(R"(1 \+ 1e-4\s+1\s+update lost)")));
-  CHECK(std::regex_search(r.output, std::regex(R"(1 \+ 2\^-10\s+1.000976562\s+update kept)")));
-  // columns: final loss, test acc, f16 weights unchanged per step
-  const std::vector<double> pure = row(r.output, "pure fp16"), o2 = row(r.output, "O2, f32 masters");
-  REQUIRE(pure.size() == 3);
-  REQUIRE(o2.size() == 3);
-  for (const auto& v : {pure, o2}) {
-    CHECK(v[2] > 0.0);  // LayerNorm gains at 1 cannot move by a step of about lr = 1e-5
-    CHECK(v[2] < 100.0);
+  // bf16 keeps 8 significant bits: 1 + 2^-9 is below half its ulp at 1 (2^-8), 1 + 2^-7 is the next
+  // value; fp16 (11 bits) keeps 1 + 2^-9, and 1 + 2^-11 is its tie that rounds to 1.
+  CHECK(std::regex_search(r.output, std::regex(R"(1 \+ 2\^-9\s+1\s+update lost\s+1.001953125\s+update kept)")));
+  CHECK(std::regex_search(r.output, std::regex(R"(1 \+ 2\^-7\s+1.0078125\s+update kept)")));
+  CHECK(std::regex_search(r.output, std::regex(R"(1 \+ 2\^-11\s+1\s+update lost\s+1\s+update lost)")));
+  // columns: bytes, test acc, final loss, vs masters, per-seed test acc
+  std::vector<double> lost;
+  for (const std::string f : {"bf16", "fp16"}) {
+    const std::vector<double> masters = row(r.output, f + ", f32 masters"), nearest = row(r.output, "pure " + f + ", nearest"),
+                              sr = row(r.output, "pure " + f + ", stochastic"), kahan = row(r.output, "pure " + f + ", Kahan");
+    for (const auto& v : {masters, nearest, sr, kahan}) {
+      REQUIRE(v.size() == 5);
+      CHECK(v[2] > 0.5);  // a cross-entropy over 7 classes after 6 steps: near log 7 = 1.95
+      CHECK(v[2] < 2.5);
+      CHECK(v[3] == Approx(v[1] - masters[1]).margin(0.011));  // vs masters, both printed to 0.005
+      CHECK(v[4] == v[1]);                                       // one seed: the mean is that seed
+    }
+    CHECK(masters[0] == (f == "bf16" ? 4.0 : 6.0));  // f32 weights; f16 model + f32 master
+    CHECK(nearest[0] == 2.0);
+    CHECK(sr[0] == 2.0);
+    CHECK(kahan[0] == 4.0);  // the 16-bit compensation buffer
+    std::smatch m;
+    REQUIRE(std::regex_search(r.output, m, std::regex("nonzero updates \\(seed 0\\), ([0-9.]+)% are below half an ulp of the " + f)));
+    lost.push_back(std::stod(m[1]));
+    CHECK_THAT(r.output, Catch::Contains("Finding (" + f + ", mean of 1 seeds"));
+    check_svg(dir.path / ("master_weights-" + f + "-loss.svg"), "Pure " + f + " vs f32 masters");
+    check_svg(dir.path / ("master_weights-" + f + "-update-ratio.svg"), "round away in " + f);
   }
-  // O2's updates by |u|/|w|: each row names a band, then its share in %.
-  auto share = [&](const std::string& band) {
-    const std::vector<double> v = row(r.output, band);
-    REQUIRE(v.size() == 1);
-    return v[0];
-  };
-  const double below = share("below 2^-12 (always lost)"), either = share("2^-12 to 2^-11 (either)"),
-               kept = share("2^-11 and above (kept, w normal)"), zero_w = share("w = 0"),
-               lost = share("lost in f16, counted exactly");
-  // The bands split every nonzero update: the shares add up to 100% (4 values printed to 0.005).
-  CHECK(below + either + kept + zero_w == Approx(100.0).margin(0.02));
-  // |u| < 2^-12 |w| is below half an ulp for every f16 w (ulp(w)/|w| > 2^-11), so the exact count
-  // holds at least that band. Adam's step is at most about lr = 1e-5, and 4% of weights drawn
-  // with std 0.02 exceed 2^12 lr = 0.041, so some updates are lost from the first step on.
-  CHECK(lost > 0.0);
-  CHECK(lost >= below - 0.01);
-  // The finding repeats the table's numbers.
-  std::smatch finding;
-  REQUIRE(std::regex_search(r.output, finding,
-                            std::regex(R"(Finding: at AdamW lr 1e-05, ([0-9.]+)% of O2's updates[\s\S]*ends ([0-9.]+) accuracy points (below|above) O2)")));
-  CHECK(std::stod(finding[1]) == lost);
-  const double gap = (finding[3] == "below" ? 1 : -1) * std::stod(finding[2]);
-  CHECK(gap == Approx(o2[1] - pure[1]).margin(0.011));  // three values printed to 0.005
-  check_svg(dir.path / "master_weights-loss.svg", "class=\"series\"");
-  check_svg(dir.path / "master_weights-update-ratio.svg", "round away in f16");
+  // bf16's relative half-ulp is 2^3 times fp16's, so of the same kind of updates it loses more.
+  CHECK(lost[0] > lost[1]);
+  CHECK(lost[1] > 0.0);
 }
 
 TEST_CASE("formats demo: the value table and a short run under each autocast dtype", "[demo][program]") {
@@ -140,37 +145,53 @@ TEST_CASE("formats demo: the value table and a short run under each autocast dty
     CHECK(v[0] < 2.5);
   }
   check_svg(dir.path / "formats-loss.svg", "class=\"series\"");
+  // What each format keeps of a gradient-like vector (columns: rms rel err, flushed, clamped): fp16's
+  // 11 bits err less than bf16's 8; e4m3 (nothing below 2^-9) flushes far more than MXFP8 e4m3,
+  // whose scale per block of 32 moves the range to the block.
+  check_svg(dir.path / "formats-keep.svg", "Range decides what is lost");
+  const std::vector<double> f16 = row(r.output, "f16"), bf16 = row(r.output, "bf16"), e4m3 = row(r.output, "e4m3"),
+                            mxfp8 = row(r.output, "mxfp8_e4m3");
+  REQUIRE(f16.size() == 3);
+  REQUIRE(bf16.size() == 3);
+  REQUIRE(e4m3.size() == 3);
+  REQUIRE(mxfp8.size() == 3);
+  CHECK(f16[0] < bf16[0]);
+  CHECK(e4m3[1] > 10 * mxfp8[1]);
+  // The last sentence agrees with loss_scaling: unscaled fp16 fails only under flush-to-zero.
+  CHECK_THAT(r.output, Catch::Contains("loss_scaling trains unscaled fp16 as well as fp32 with gradual underflow"));
 }
 
 TEST_CASE("fp8 demo: delayed scaling flushes fewer fp8 gradients and weights than scales of 1", "[demo][program]") {
   testing::TempDir dir("fp8_demo");
   // Steps 0 and 2 inspected: at step 0 every scale is still 1, at step 2 the delayed scales apply.
   const testing::ProgramResult r = testing::run_program(
-      "fp8", "--steps 3 --inspect-every 2 --eval-size 20 --out " + dir.path.string());
+      "fp8", "--steps 3 --seeds 1 --inspect-every 2 --eval-size 20 --model small --out " + dir.path.string());
   INFO(r.output);
   REQUIRE(r.exit_code == 0);
-  CHECK_THAT(r.output, Catch::Contains("Transformer\nEngine multiplies each GEMM operand by its own scale"));
-  // columns: final loss, test acc, x ->0%, W ->0%, dY ->0%, saturated ("n/a" without fp8 casts)
-  const std::vector<double> f32 = row(r.output, "f32"), bf16 = row(r.output, "bf16"),
-                            plain = row(r.output, "fp8, no scaling"), scaled = row(r.output, "fp8, delayed scaling");
-  REQUIRE(f32.size() == 2);
-  REQUIRE(bf16.size() == 2);
-  REQUIRE(plain.size() == 6);
-  REQUIRE(scaled.size() == 6);
-  for (const auto& v : {f32, bf16, plain, scaled}) {
+  CHECK_THAT(r.output, Catch::Contains("Transformer Engine multiplies each GEMM operand by\nits own scale"));
+  // columns: final loss, test acc, x ->0%, W ->0%, dY ->0%, saturated ("n/a" without fp8 casts), per-seed acc
+  const std::vector<double> bf16 = row(r.output, "bf16"), hybrid = row(r.output, "hybrid, no scaling"),
+                            hybrid_scaled = row(r.output, "hybrid, delayed scaling"),
+                            plain = row(r.output, "e4m3, no scaling"), scaled = row(r.output, "e4m3, delayed scaling");
+  REQUIRE(bf16.size() == 3);
+  for (const auto& v : {hybrid, hybrid_scaled, plain, scaled}) REQUIRE(v.size() == 7);
+  for (const auto& v : {bf16, hybrid, hybrid_scaled, plain, scaled}) {
     CHECK(v[0] > 0.5);  // a cross-entropy over 7 classes after 3 steps: near log 7 = 1.95
     CHECK(v[0] < 2.5);
   }
-  CHECK(plain[4] > 1.0);         // e5m2 holds nothing below 2^-16: unscaled gradients are lost
-  CHECK(scaled[4] < plain[4]);   // the grad_output scales lift them into range
-  CHECK(scaled[3] < plain[3]);   // and the weight scales lift small weights above e4m3's 2^-9
-  CHECK(plain[5] == 0.0);        // nothing reaches 448 unscaled
+  CHECK(hybrid[4] > 1.0);                // e5m2 holds nothing below 2^-16: unscaled gradients are lost
+  CHECK(hybrid_scaled[4] < hybrid[4]);   // the grad_output scales lift them into range
+  CHECK(plain[4] > hybrid[4]);           // e4m3 holds nothing below 2^-9: it loses more than e5m2
+  CHECK(scaled[4] < plain[4]);
+  CHECK(scaled[3] < plain[3]);           // and the weight scales lift small weights above e4m3's 2^-9
+  CHECK(plain[5] == 0.0);                // nothing reaches 448 unscaled
   // Per tensor: the classifier head's output gradient, and the finding in one sentence.
   const std::regex head_row(R"(\nhead\s+grad_output\s+[0-9.]+\s+[0-9.]+\s+[0-9.]+\s+[0-9.]+\s+\d)");
   CHECK(std::regex_search(r.output, head_row));
-  CHECK_THAT(r.output, Catch::Contains("Finding: without scaling, fp8 flushed"));
+  CHECK_THAT(r.output, Catch::Contains("Finding (mean of 1 seeds): with e4m3 gradients and no scaling, fp8 flushed"));
   check_svg(dir.path / "fp8-loss.svg", "class=\"series\"");
   check_svg(dir.path / "fp8-lost.svg", "class=\"bar\"");
+  check_svg(dir.path / "fp8-scale.svg", "log2 (scale of dY)");
 }
 
 }  // namespace hg

@@ -71,13 +71,19 @@ TEST_CASE("NumericsInspector reports parameter gradients, activations and activa
   const precision::NumericsStats merged = step->merged(TensorKind::kParamGrad);
   CHECK(merged.underflow == 4);
   const std::string table = numerics_table(*step);
-  CHECK_THAT(table, Catch::Contains("numerics at step 0"));
+  CHECK_THAT(table, Catch::Contains("numerics at step 0, gradients scaled by the loss scale 1\n"));
+  CHECK_THAT(table, Catch::Contains("->0%: nonzero values its cast") && Catch::Contains("headroom: doublings"));
   CHECK_THAT(table, Catch::Contains("mul_scalar#0"));
   CHECK_THAT(table, !Catch::Contains("mx8"));  // MX figures are opt-in
   CHECK_FALSE(grad.mxfp8.has_value());
   const nlohmann::json j = numerics_json(*step);
   CHECK(j.at("tensors").size() == step->tensors.size());
   CHECK(j.at("tensors").at(0).contains("histogram"));
+  CHECK(j.at("loss_scale") == 1.0);
+  StepNumerics scaled = *step;  // as the Trainer's callback notes it from the step's info
+  scaled.loss_scale = 1024;
+  CHECK_THAT(numerics_table(scaled), Catch::Contains("gradients scaled by the loss scale 1024\n"));
+  CHECK(numerics_json(scaled).at("loss_scale") == 1024.0);
 }
 
 TEST_CASE("NumericsInspector with mx reports what MXFP8 and MXFP4 blocks would keep", "[inspector][mx]") {
@@ -230,7 +236,7 @@ TEST_CASE("InspectorCallback writes a JSONL line per inspected step and the hist
   }
   CHECK(steps == std::vector<int64_t>{2});
   const std::string svg = testing::read_bytes(dir.path / "numerics-grad-histogram.svg");
-  CHECK_THAT(svg, Catch::Contains("activation gradients at step 2"));
+  CHECK_THAT(svg, Catch::Contains("Activation gradients at step 2, scaled by S = "));
   CHECK_THAT(svg, Catch::Contains("</svg>"));
   CHECK_THAT(svg, Catch::Contains("exactly zero"));
 }
