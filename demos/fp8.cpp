@@ -88,6 +88,22 @@ double saturated_at(const demos::RunResult& r, size_t i) {
   return total ? 100.0 * double(part) / double(total) : NAN;
 }
 
+// Of the inspected steps of r, those on which any cast saturated, and the largest share (%) of a
+// step's cast values saturated.
+struct SaturatedSteps {
+  int steps = 0;
+  double worst = 0;
+};
+SaturatedSteps saturated_steps(const demos::RunResult& r) {
+  SaturatedSteps out;
+  for (size_t i = 0; i < r.fp8_steps.size(); ++i) {
+    const double s = saturated_at(r, i);
+    out.steps += s > 0 ? 1 : 0;
+    out.worst = std::max(out.worst, std::isnan(s) ? 0.0 : s);
+  }
+  return out;
+}
+
 // Saturation against the amax history: per run (first seed), the inspected steps on which any
 // cast saturated, the worst step's share, the overall share per role, and the test accuracy of
 // every seed; then the tensors the short history saturated most. Returns the finding sentence.
@@ -102,13 +118,7 @@ std::string print_saturation(const std::vector<std::vector<demos::RunResult>>& r
               "test acc", "per seed (test acc)");
   for (size_t k : {longer, shorter}) {
     const demos::RunResult& r = runs[k][0];
-    int steps = 0;
-    double worst = 0;
-    for (size_t i = 0; i < r.fp8_steps.size(); ++i) {
-      const double s = saturated_at(r, i);
-      steps += s > 0 ? 1 : 0;
-      worst = std::max(worst, std::isnan(s) ? 0.0 : s);
-    }
+    const auto [steps, worst] = saturated_steps(r);
     std::string accuracies;
     for (const demos::RunResult& x : runs[k]) accuracies += " " + percent(100 * x.test_accuracy) + "%";
     char count[32];
@@ -131,15 +141,11 @@ std::string print_saturation(const std::vector<std::vector<demos::RunResult>>& r
   std::printf("(steps w. sat.: inspected steps of the first seed on which any cast saturated; worst sat%%: that\n"
               " step's share of all cast values; x, W, dY sat%%: over the inspected steps; test acc: mean of the seeds)\n\n");
 
-  const double sat_short = std::max({lost_share(runs[shorter][0], Fp8Role::kInput, true),
-                                     lost_share(runs[shorter][0], Fp8Role::kWeight, true),
-                                     lost_share(runs[shorter][0], Fp8Role::kGradOutput, true)});
-  const double sat_long = std::max({lost_share(runs[longer][0], Fp8Role::kInput, true),
-                                    lost_share(runs[longer][0], Fp8Role::kWeight, true),
-                                    lost_share(runs[longer][0], Fp8Role::kGradOutput, true)});
+  const SaturatedSteps sat_short = saturated_steps(runs[shorter][0]), sat_long = saturated_steps(runs[longer][0]);
+  const size_t inspected = runs[shorter][0].fp8_steps.size();
   const double acc_short = mean_accuracy(runs[shorter]), acc_long = mean_accuracy(runs[longer]);
   char text[640];
-  if (sat_short == 0) {
+  if (sat_short.steps == 0) {
     std::snprintf(text, sizeof text,
                   "no value saturated with history %lld either (%.2f%% test accuracy, %.2f%% with history %lld):\n"
                   "on this model no tensor's amax grows past the power-of-two scale's headroom (1 to 2x) from one\n"
@@ -147,12 +153,13 @@ std::string print_saturation(const std::vector<std::vector<demos::RunResult>>& r
                   static_cast<long long>(short_history), acc_short, acc_long, static_cast<long long>(history));
   } else {
     std::snprintf(text, sizeof text,
-                  "history %lld saturated up to %.4f%% of a role's values (history %lld: %.4f%%)\n"
-                  "and reached %.2f%% test accuracy against %.2f%% with history %lld: %s",
-                  static_cast<long long>(short_history), sat_short, static_cast<long long>(history), sat_long, acc_short,
-                  acc_long, static_cast<long long>(history),
+                  "history %lld saturated values on %d of %zu inspected steps (history %lld: %d), at most\n"
+                  "%.4f%% of a step's values (%.4f%%), and reached %.2f%% test accuracy against %.2f%% with\n"
+                  "history %lld: %s",
+                  static_cast<long long>(short_history), sat_short.steps, inspected, static_cast<long long>(history),
+                  sat_long.steps, sat_short.worst, sat_long.worst, acc_short, acc_long, static_cast<long long>(history),
                   std::fabs(acc_short - acc_long) < 1.0
-                      ? "harmless here:\nthe clamped values are too few for training to notice"
+                      ? "harmless here, the\nclamped values are too few for training to notice"
                       : acc_long > acc_short ? "saturation costs accuracy here, and the longer history recovers it"
                                              : "the shorter history trains better here, saturation notwithstanding");
   }
