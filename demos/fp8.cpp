@@ -153,13 +153,13 @@ std::string print_saturation(const std::vector<std::vector<demos::RunResult>>& r
                   static_cast<long long>(short_history), acc_short, acc_long, static_cast<long long>(history));
   } else {
     std::snprintf(text, sizeof text,
-                  "history %lld saturated values on %d of %zu inspected steps (history %lld: %d), at most\n"
-                  "%.4f%% of a step's values (%.4f%%), and reached %.2f%% test accuracy against %.2f%% with\n"
+                  "history %lld saturated values on %d of %zu\ninspected steps (history %lld: %d), at most "
+                  "%.4f%% of a step's values (%.4f%%), and reached\n%.2f%% test accuracy against %.2f%% with "
                   "history %lld: %s",
                   static_cast<long long>(short_history), sat_short.steps, inspected, static_cast<long long>(history),
                   sat_long.steps, sat_short.worst, sat_long.worst, acc_short, acc_long, static_cast<long long>(history),
                   std::fabs(acc_short - acc_long) < 1.0
-                      ? "harmless here, the\nclamped values are too few for training to notice"
+                      ? "harmless here, the clamped\nvalues are too few for training to notice"
                       : acc_long > acc_short ? "saturation costs accuracy here, and the longer history recovers it"
                                              : "the shorter history trains better here, saturation notwithstanding");
   }
