@@ -4,7 +4,8 @@
 // kernel); the relations are: flush-to-zero zeroes more activation gradients than gradual
 // underflow and a loss scale undoes that, 1 + 2^-9 stays 1 in bf16 and bf16 loses more small
 // updates than fp16, 70000 overflows fp16 but not bf16, delayed scaling flushes fewer fp8 values
-// than scales of 1 and e4m3 gradients lose more than e5m2 ones.
+// than scales of 1, e4m3 gradients lose more than e5m2 ones and unscaled e4m3 weight gradients
+// err more against bf16 than scaled ones.
 #include <catch2/catch.hpp>
 
 #include <cmath>
@@ -189,9 +190,48 @@ TEST_CASE("fp8 demo: delayed scaling flushes fewer fp8 gradients and weights tha
   const std::regex head_row(R"(\nhead\s+grad_output\s+[0-9.]+\s+[0-9.]+\s+[0-9.]+\s+[0-9.]+\s+\d)");
   CHECK(std::regex_search(r.output, head_row));
   CHECK_THAT(r.output, Catch::Contains("Finding (mean of 1 seeds): with e4m3 gradients and no scaling, fp8 flushed"));
+  // Saturation with an amax history of 1 step: the run trains (same columns as above), and of its
+  // two inspected steps only step 2 can saturate -- step 0 casts with scale 1, and nothing of this
+  // model reaches 448 unscaled (plain[5] above). Columns: steps with saturation "k of n", the worst
+  // step's share, x, W, dY shares (%), test acc.
+  const std::vector<double> short_history = row(r.output, "e4m3, history 1");
+  REQUIRE(short_history.size() == 7);
+  CHECK(short_history[0] > 0.5);
+  CHECK(short_history[0] < 2.5);
+  std::smatch m;
+  const std::regex saturation_row(
+      R"(\ne4m3, history 1\s+(\d+) of (\d+)\s+([0-9.]+)\s+([0-9.]+)\s+([0-9.]+)\s+([0-9.]+)\s+([0-9.]+)%)");
+  REQUIRE(std::regex_search(r.output, m, saturation_row));
+  CHECK(std::stoi(m[2]) == 2);
+  CHECK(std::stoi(m[1]) <= 1);
+  for (int i = 3; i <= 6; ++i) {
+    CHECK(std::stod(m[i]) >= 0.0);
+    CHECK(std::stod(m[i]) <= 100.0);
+  }
+  CHECK_THAT(r.output, Catch::Contains("Finding (saturation, mean of 1 seeds): "));
+  // Weight-gradient error against bf16 per linear layer (columns: hybrid 1, hybrid ds, e4m3 1,
+  // e4m3 ds): every fp8 recipe differs from bf16 (e4m3 keeps 4 significant bits, e5m2 3, bf16 8),
+  // and unscaled e4m3, which flushes the output gradients below 2^-9, errs more than scaled e4m3,
+  // whose own error is the rounding of 4 bits (2^-4 per element at most, less after the sums).
+  const size_t table = r.output.find("\nlayer  ");
+  REQUIRE(table != std::string::npos);
+  std::istringstream lines(r.output.substr(r.output.find('\n', table + 1) + 1));
+  int layers = 0;
+  for (std::string line; std::getline(lines, line) && !line.empty(); ++layers) {
+    INFO(line);
+    const std::regex errors(R"(^\S+\s+([0-9.]+)\s+([0-9.]+)\s+([0-9.]+)\s+([0-9.]+)$)");
+    REQUIRE(std::regex_search(line, m, errors));
+    for (int i = 1; i <= 4; ++i) CHECK(std::stod(m[i]) > 0.0);
+    CHECK(std::stod(m[3]) > std::stod(m[4]));
+    CHECK(std::stod(m[4]) < 0.25);
+  }
+  CHECK(layers == 7);  // the small model's q, k, v and out projections, two feed-forward layers, the head
+  CHECK_THAT(r.output, Catch::Contains("Finding (gradients): the relative error of a layer's weight gradient"));
   check_svg(dir.path / "fp8-loss.svg", "class=\"series\"");
   check_svg(dir.path / "fp8-lost.svg", "class=\"bar\"");
   check_svg(dir.path / "fp8-scale.svg", "log2 (scale of dY)");
+  check_svg(dir.path / "fp8-saturation.svg", "values saturated (%)");
+  check_svg(dir.path / "fp8-grad-error.svg", "class=\"bar\"");
 }
 
 }  // namespace hg
