@@ -298,31 +298,32 @@ void report_gradient_errors(const std::vector<std::vector<double>>& errors, cons
   plot.save(path);
 }
 
-}  // namespace
-
-int main(int argc, char** argv) {
-  CLI::App app{"fp8: fp8 GEMMs without scaling and with delayed per-tensor scaling, against bf16"};
+// The demo's settings beyond the common demo flags.
+struct Fp8Options {
   demos::DemoFlags flags{.steps = 300};
   int64_t history = 16, short_history = 1, inspect_every = 10, calibration_batches = 4;
   int seeds = 2;
-  demos::add_demo_flags(app, flags);
-  app.add_option("--inspect-every", inspect_every, "count what the fp8 casts lost on every n-th step")
+};
+
+void add_fp8_flags(CLI::App& app, Fp8Options& o) {
+  demos::add_demo_flags(app, o.flags);
+  app.add_option("--inspect-every", o.inspect_every, "count what the fp8 casts lost on every n-th step")
       ->capture_default_str()
       ->check(CLI::PositiveNumber);
-  app.add_option("--amax-history-len", history, "the delayed-scaling runs' amax history (TE's default: 1024)")
+  app.add_option("--amax-history-len", o.history, "the delayed-scaling runs' amax history (TE's default: 1024)")
       ->capture_default_str()
       ->check(CLI::Range(int64_t{1}, int64_t{65536}));
-  app.add_option("--short-history", short_history, "the saturation run's amax history (too short: saturates)")
+  app.add_option("--short-history", o.short_history, "the saturation run's amax history (too short: saturates)")
       ->capture_default_str()
       ->check(CLI::Range(int64_t{1}, int64_t{65536}));
-  app.add_option("--calibration-batches", calibration_batches,
+  app.add_option("--calibration-batches", o.calibration_batches,
                  "batches that fill the amax histories before the one whose weight gradients are compared")
       ->capture_default_str()
       ->check(CLI::Range(int64_t{1}, int64_t{1024}));
-  app.add_option("--seeds", seeds, "seeds of each run: --seed, --seed + 1, ...")->capture_default_str()->check(CLI::Range(1, 16));
-  CLI11_PARSE(app, argc, argv);
-  flags.apply();
+  app.add_option("--seeds", o.seeds, "seeds of each run: --seed, --seed + 1, ...")->capture_default_str()->check(CLI::Range(1, 16));
+}
 
+void print_intro(const Fp8Options& o) {
   std::printf(
       "fp8 has 8 bits: e4m3 (max 448, smallest subnormal 2^-9) and e5m2 (max 57344, smallest 2^-16).\n"
       "That range is too narrow to hold a tensor as it is: weights near 0.05 keep 1 or 2 bits,\n"
@@ -336,14 +337,16 @@ int main(int argc, char** argv) {
       "with delayed scaling (history %lld, max, power-of-two scales) -- and e4m3 once more with a history\n"
       "of %lld step(s), too short to foresee a growing amax. Then it compares each linear layer's weight\n"
       "gradient under each fp8 recipe with bf16's, on one batch.\n\n",
-      static_cast<long long>(flags.steps), static_cast<unsigned long long>(flags.seed),
-      static_cast<unsigned long long>(flags.seed + uint64_t(seeds) - 1), static_cast<long long>(history),
-      static_cast<long long>(short_history));
-  const data::Split split = demos::language_id_split(flags);
+      static_cast<long long>(o.flags.steps), static_cast<unsigned long long>(o.flags.seed),
+      static_cast<unsigned long long>(o.flags.seed + uint64_t(o.seeds) - 1), static_cast<long long>(o.history),
+      static_cast<long long>(o.short_history));
+}
+
+// specs[5], the saturation run, differs from specs[4] only in its history.
+std::vector<demos::RunSpec> fp8_specs(int64_t history, int64_t short_history) {
   using optim::Precision;
   using Format = Fp8Recipe::Format;
-  // specs[5], the saturation run, differs from specs[4] only in its history.
-  const std::vector<demos::RunSpec> specs = {
+  return {
       {.label = "bf16", .mixed_precision = {.precision = Precision::kBf16}},
       {.label = "hybrid, no scaling", .mixed_precision = {.precision = Precision::kFp8, .fp8 = {.scale = Fp8Recipe::Scale::kNone}}},
       {.label = "hybrid, delayed scaling", .mixed_precision = {.precision = Precision::kFp8, .fp8 = {.amax_history_len = history}}},
@@ -354,24 +357,9 @@ int main(int argc, char** argv) {
       {.label = "e4m3, history " + std::to_string(short_history),
        .mixed_precision = {.precision = Precision::kFp8, .fp8 = {.format = Format::kE4M3, .amax_history_len = short_history}}},
   };
-  std::optional<nn::TextClassifier> bf16_model;  // the first seed's bf16 run, for the gradient errors
-  std::vector<std::vector<demos::RunResult>> runs;  // per spec, per seed
-  for (const demos::RunSpec& spec : specs) {
-    runs.emplace_back();
-    for (int s = 0; s < seeds; ++s) {
-      const demos::RunSettings settings{
-          .steps = flags.steps, .seed = flags.seed + uint64_t(s), .inspect_every = inspect_every, .model = flags.model};
-      if (runs.size() == 1 && s == 0) {
-        bf16_model.emplace(demos::language_id_config(int64_t(split.train.label_names.size()), flags.model), settings.seed);
-        runs.back().push_back(demos::train_language_id(split, spec, settings, *bf16_model));
-      } else {
-        runs.back().push_back(demos::train_language_id(split, spec, settings));
-      }
-      std::printf("  trained %-24s seed %d %6.1f s\n", spec.label.c_str(), int(flags.seed) + s, runs.back().back().seconds);
-      std::fflush(stdout);
-    }
-  }
+}
 
+void print_run_table(const std::vector<std::vector<demos::RunResult>>& runs, int64_t inspect_every) {
   std::printf("\n%-24s %10s %9s %9s %9s %9s %9s  %s\n", "run", "final loss", "test acc", "x ->0%", "W ->0%", "dY ->0%",
               "saturated", "per seed (test acc)");
   for (const std::vector<demos::RunResult>& per_seed : runs) {
@@ -397,6 +385,68 @@ int main(int argc, char** argv) {
       " inspected steps of the first seed (one in %lld, from step 0, where every scale is still 1);\n"
       " saturated: the largest share clamped to the format's max. n/a: no fp8 casts.)\n\n",
       static_cast<long long>(inspect_every));
+
+}
+
+void save_fp8_figures(const std::vector<std::vector<demos::RunResult>>& runs, const std::vector<demos::RunSpec>& specs,
+                      const std::vector<std::string>& names, const std::vector<std::vector<double>>& dy,
+                      const demos::DemoFlags& flags) {
+  const double bf16 = mean_accuracy(runs[0]), e4m3_plain = mean_accuracy(runs[3]), e4m3_scaled = mean_accuracy(runs[4]);
+  const demos::RunResult& scaled = runs[4][0];
+  char title[160];
+  std::snprintf(title, sizeof title, "Unscaled e4m3 gradients end at %.0f%%; delayed scaling recovers %.0f%% (bf16 %.0f%%)",
+                e4m3_plain, e4m3_scaled, bf16);
+  report::SvgPlot losses({.title = title, .x_label = "step", .y_label = "loss (mean of 25 steps, first seed)"});
+  std::vector<demos::RunResult> first;
+  for (const auto& per_seed : runs) first.push_back(per_seed[0]);
+  demos::add_loss_curves(losses, first);
+  losses.save(flags.path("fp8-loss.svg"));
+  report::SvgPlot lost({.title = "Output gradients flushed to zero by the fp8 cast, per linear layer",
+                        .x_label = "linear layer (backward order)",
+                        .y_label = "flushed (%)"});
+  lost.set_categories(names);
+  for (size_t k = 0; k < 4; ++k) lost.add_bars(specs[k + 1].label, dy[k]);
+  lost.save(flags.path("fp8-lost.svg"));
+  save_scale_figure(scaled, flags.path("fp8-scale.svg"));
+  save_saturation_figure(runs, 4, 5, flags.path("fp8-saturation.svg"));
+  std::printf("\nwrote %s, %s, %s, %s, %s\n", flags.path("fp8-loss.svg").c_str(), flags.path("fp8-lost.svg").c_str(),
+              flags.path("fp8-scale.svg").c_str(), flags.path("fp8-saturation.svg").c_str(),
+              flags.path("fp8-grad-error.svg").c_str());
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"fp8: fp8 GEMMs without scaling and with delayed per-tensor scaling, against bf16"};
+  Fp8Options o;
+  add_fp8_flags(app, o);
+  CLI11_PARSE(app, argc, argv);
+  o.flags.apply();
+  const demos::DemoFlags& flags = o.flags;
+  const int64_t history = o.history, short_history = o.short_history, inspect_every = o.inspect_every;
+  const int seeds = o.seeds;
+  print_intro(o);
+  const data::Split split = demos::language_id_split(flags);
+  const std::vector<demos::RunSpec> specs = fp8_specs(history, short_history);
+  std::optional<nn::TextClassifier> bf16_model;  // the first seed's bf16 run, for the gradient errors
+  std::vector<std::vector<demos::RunResult>> runs;  // per spec, per seed
+  for (const demos::RunSpec& spec : specs) {
+    runs.emplace_back();
+    for (int s = 0; s < seeds; ++s) {
+      const demos::RunSettings settings{
+          .steps = flags.steps, .seed = flags.seed + uint64_t(s), .inspect_every = inspect_every, .model = flags.model};
+      if (runs.size() == 1 && s == 0) {
+        bf16_model.emplace(demos::language_id_config(int64_t(split.train.label_names.size()), flags.model), settings.seed);
+        runs.back().push_back(demos::train_language_id(split, spec, settings, *bf16_model));
+      } else {
+        runs.back().push_back(demos::train_language_id(split, spec, settings));
+      }
+      std::printf("  trained %-24s seed %d %6.1f s\n", spec.label.c_str(), int(flags.seed) + s, runs.back().back().seconds);
+      std::fflush(stdout);
+    }
+  }
+
+  print_run_table(runs, inspect_every);
 
   const demos::RunResult &plain = runs[3][0], &scaled = runs[4][0];
   std::printf("e4m3 gradients, per tensor, at the inspected steps (->0%% flushed, sat%% saturated; scale: the last one used)\n");
@@ -446,27 +496,9 @@ int main(int argc, char** argv) {
   for (const Fp8Cast& c : runs[4][0].fp8) {
     if (c.role == Fp8Role::kInput) layers.push_back(c.key);
   }
-  report_gradient_errors(gradient_errors(split, *bf16_model, specs, kVariants, layers, flags.seed, calibration_batches),
+  report_gradient_errors(gradient_errors(split, *bf16_model, specs, kVariants, layers, flags.seed, o.calibration_batches),
                          specs, layers, flags.path("fp8-grad-error.svg"));
 
-  char title[160];
-  std::snprintf(title, sizeof title, "Unscaled e4m3 gradients end at %.0f%%; delayed scaling recovers %.0f%% (bf16 %.0f%%)",
-                e4m3_plain, e4m3_scaled, bf16);
-  report::SvgPlot losses({.title = title, .x_label = "step", .y_label = "loss (mean of 25 steps, first seed)"});
-  std::vector<demos::RunResult> first;
-  for (const auto& per_seed : runs) first.push_back(per_seed[0]);
-  demos::add_loss_curves(losses, first);
-  losses.save(flags.path("fp8-loss.svg"));
-  report::SvgPlot lost({.title = "Output gradients flushed to zero by the fp8 cast, per linear layer",
-                        .x_label = "linear layer (backward order)",
-                        .y_label = "flushed (%)"});
-  lost.set_categories(names);
-  for (size_t k = 0; k < 4; ++k) lost.add_bars(specs[k + 1].label, dy[k]);
-  lost.save(flags.path("fp8-lost.svg"));
-  save_scale_figure(scaled, flags.path("fp8-scale.svg"));
-  save_saturation_figure(runs, 4, 5, flags.path("fp8-saturation.svg"));
-  std::printf("\nwrote %s, %s, %s, %s, %s\n", flags.path("fp8-loss.svg").c_str(), flags.path("fp8-lost.svg").c_str(),
-              flags.path("fp8-scale.svg").c_str(), flags.path("fp8-saturation.svg").c_str(),
-              flags.path("fp8-grad-error.svg").c_str());
+  save_fp8_figures(runs, specs, names, dy, flags);
   return 0;
 }
