@@ -17,10 +17,9 @@ trap 'rm -f "$tests_unit" "$library_unit"' EXIT
   find tests -name '*.cpp' ! -path 'tests/mpi/*' ! -name main.cpp ! -name test_convert.cpp | LC_ALL=C sort |
     while read -r f; do echo "#include \"$PWD/$f\""; done
 } >"$tests_unit"
-# The library's files but the Highway kernel files (HALFGRAD_KERNEL_SOURCES) and the MPI
-# communicator, which compile alone.
-kernels='precision/convert|autograd/kernels/(gemm|elementwise|rows|accumulate|philox)|dist/mpi_communicator'
-find halfgrad -name '*.cpp' | LC_ALL=C sort | grep -vE "halfgrad/($kernels)\.cpp$" |
+# The library's files but those that compile alone: the Highway kernel files (they include
+# themselves once per target through HWY_TARGET_INCLUDE) and the MPI communicator.
+find halfgrad -name '*.cpp' ! -name mpi_communicator.cpp | LC_ALL=C sort | xargs grep -L HWY_TARGET_INCLUDE |
   while read -r f; do echo "#include \"$PWD/$f\""; done >"$library_unit"
 flags=(-fsyntax-only -std=gnu++20 -fopenmp -I"$PWD" -Ibuild/include -Ibuild/generated
        $(pkg-config --cflags sentencepiece) -Wall -Wextra -Wno-psabi -Wno-missing-field-initializers)
