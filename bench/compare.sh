@@ -4,7 +4,7 @@
 # same machine load, and a ratio table at the end.
 #
 #   bash bench/compare.sh [--configs "S M"] [--threads "1 2"] [--rounds 3] [--steps 30] [--warmup 5]
-#                         [--bf16-steps N] [--no-torch] [--busy]
+#                         [--bf16-steps N] [--no-torch] [--busy] [--target AVX2]
 #
 # Each round runs, per config and thread count: bench_step in f32, fp16-O1, fp16-O2 and bf16, then
 # torch_step.py --malloc tuned in fp32 twice, with OPENBLAS_CORETYPE unset (OpenBLAS picks its
@@ -22,13 +22,18 @@
 # and, when several thread settings ran, the speed-up of each over the first (1 thread by default)
 # per precision. A setting is a count or "auto" (bench_step --threads auto: halfgrad/base/adaptive_threads.h
 # picks all cores or 1 per step; PyTorch is not run for it).
+# --target AVX2 times, on an AVX-512 CPU, the code an AVX2-only CPU runs: bench_step's Highway
+# kernels limited to AVX2 and below (bench/targets.h) with the exact bf16 path
+# (HALFGRAD_EXACT_BF16=1: no VDPBF16PS), and PyTorch with ATEN_CPU_CAPABILITY=avx2,
+# DNNL_MAX_CPU_ISA=AVX2 (oneDNN) and OPENBLAS_CORETYPE=Haswell in both of its fp32 runs. The
+# caches, ports and clock are still this CPU's: a stand-in for an AVX2 machine, not one.
 # --no-torch runs bench_step alone. --busy keeps the last CPU busy with a spinning shell loop
 # (taskset) for the whole run, as another program on a shared machine would: the case where a
 # second thread must not make the step slower than one thread.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-configs="S M" threads="1 2" rounds=3 steps=30 warmup=5 bf16_steps= run_torch=1 busy=0
+configs="S M" threads="1 2" rounds=3 steps=30 warmup=5 bf16_steps= run_torch=1 busy=0 target=best
 while [[ $# -gt 0 ]]; do
   case "$1" in
     --configs) configs="$2"; shift 2 ;;
@@ -39,6 +44,7 @@ while [[ $# -gt 0 ]]; do
     --bf16-steps) bf16_steps="$2"; shift 2 ;;
     --no-torch) run_torch=0; shift ;;
     --busy) busy=1; shift ;;
+    --target) target="$2"; shift 2 ;;
     *) echo "compare.sh: unknown argument $1" >&2; exit 2 ;;
   esac
 done
@@ -62,13 +68,20 @@ if ((busy)); then
 fi
 
 coretype=${OPENBLAS_CORETYPE:-Haswell}  # what some machines here export; the AVX2 kernels
+case $target in
+  best) ;;
+  AVX2)
+    export HALFGRAD_EXACT_BF16=1 ATEN_CPU_CAPABILITY=avx2 DNNL_MAX_CPU_ISA=AVX2 ONEDNN_MAX_CPU_ISA=AVX2
+    echo "# target AVX2: bench_step --target AVX2, torch limited to AVX2 (OpenBLAS Haswell in both fp32 runs)" >&2 ;;
+  *) echo "compare.sh: --target takes best or AVX2 (PyTorch has no other limit to match)" >&2; exit 2 ;;
+esac
 torch() {  # torch <config> <threads> <dtype> <coretype label> <steps> <warmup>
   local out ms
-  if [[ $4 == unset ]]; then
+  if [[ $4 == unset && $target == best ]]; then
     out=$(env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE /usr/bin/python3 "$torch_step" --config "$1" --threads "$2" \
           --dtype "$3" --malloc tuned --steps "$5" --warmup "$6" 2>/dev/null)
   else
-    out=$(OPENBLAS_CORETYPE=$4 /usr/bin/python3 "$torch_step" --config "$1" --threads "$2" --dtype "$3" --malloc tuned \
+    out=$(OPENBLAS_CORETYPE=$([[ $4 == unset ]] && echo Haswell || echo "$4") /usr/bin/python3 "$torch_step" --config "$1" --threads "$2" --dtype "$3" --malloc tuned \
           --steps "$5" --warmup "$6" 2>/dev/null)
   fi
   ms=${out#ms_per_step=}
@@ -80,7 +93,8 @@ for ((r = 1; r <= rounds; ++r)); do
   for c in $configs; do
     for t in $threads; do
       for p in f32 fp16-O1 fp16-O2 bf16; do
-        "$bench" --config "$c" --threads "$t" --precision "$p" --steps "$steps" --warmup "$warmup" | tee -a "$log"
+        "$bench" --config "$c" --threads "$t" --precision "$p" --steps "$steps" --warmup "$warmup" --target "$target" |
+          tee -a "$log"
       done
       ((run_torch)) || continue
       [[ $t =~ ^[0-9]+$ ]] || continue  # torch_step.py takes a count: "auto" is bench_step's alone

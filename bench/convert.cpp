@@ -20,6 +20,7 @@
 #include <string>
 #include <vector>
 
+#include "bench/targets.h"
 #include "halfgrad/precision/convert.h"
 
 namespace {
@@ -77,16 +78,9 @@ int main(int argc, char** argv) {
   app.add_option("--target", target, "Highway target: best, AVX3, AVX2, SSE4, SCALAR");
   CLI11_PARSE(app, argc, argv);
 
-  if (target != "best") {
-    int64_t chosen = 0;
-    for (const int64_t t : hwy::SupportedAndGeneratedTargets()) {
-      if (target == hwy::TargetName(t)) chosen = t;
-    }
-    if (chosen == 0) {
-      std::fprintf(stderr, "bench_convert: target %s is not compiled in or not supported here\n", target.c_str());
-      return 2;
-    }
-    hwy::SetSupportedTargetsForTest(chosen);
+  if (!hg::bench::restrict_targets(target, false)) {
+    std::fprintf(stderr, "bench_convert: target %s is not compiled in or not supported here\n", target.c_str());
+    return 2;
   }
   const std::string target_name = hwy::TargetName(hwy::SupportedAndGeneratedTargets().front());
 

@@ -24,6 +24,7 @@
 #include <string>
 #include <vector>
 
+#include "bench/targets.h"
 #include "halfgrad/autograd/allocator.h"
 #include "halfgrad/autograd/all_ops.h"
 #include "halfgrad/base/adaptive_threads.h"
@@ -92,7 +93,13 @@ int main(int argc, char** argv) {
       ->check(CLI::IsMember({"auto"}) | CLI::Range(1, 1024));
   app.add_option("--steps", steps, "timed steps")->check(CLI::PositiveNumber);
   app.add_option("--warmup", warmup, "untimed steps first")->check(CLI::NonNegativeNumber);
+  std::string target = "best";
+  app.add_option("--target", target, "the best Highway target to use (AVX2: the AVX2 code paths on an AVX-512 CPU)");
   CLI11_PARSE(app, argc, argv);
+  if (!hg::bench::restrict_targets(target, true)) {
+    std::fprintf(stderr, "bench_step: target %s is not compiled in or not supported here\n", target.c_str());
+    return 2;
+  }
   hg::use_default_wait_policy(argv);  // re-executes once unless OMP_WAIT_POLICY/GOMP_SPINCOUNT are set
   std::optional<hg::AdaptiveThreads> adaptive;  // fed every step, --warmup's included (it has its own warm-up)
   if (threads == "auto") {
@@ -150,6 +157,7 @@ int main(int argc, char** argv) {
                         {"peak_rss_mb", peak_rss_mb()},
                         {"peak_tensor_mb", double(hg::allocator_stats().peak_in_use_bytes) / (1 << 20)},
                         {"wait_policy", hg::thread_wait_policy()},
+                        {"target", hwy::TargetName(hwy::SupportedAndGeneratedTargets().front())},
                         {"loss_first", first_loss},
                         {"loss_last", last_loss}};
   if (adaptive) {  // every step's team, --warmup's included: {"2": 30, "1": 5}
