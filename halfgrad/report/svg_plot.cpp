@@ -194,121 +194,153 @@ double SvgPlot::pixel_y(double y) const {
   return top + h - (y_value(y) - lo) / (hi - lo) * h;
 }
 
-std::string SvgPlot::svg() const {
-  const auto [xlo, xhi] = x_range();
-  // Not a structured binding: the lambda below captures these, which clang 14 (the fuzz build)
-  // does not allow for bindings yet.
-  const std::pair<double, double> y_axis = y_range();
-  const double ylo = y_axis.first, yhi = y_axis.second;
-  const double w = options_.width, h = options_.height, right = w - kRight, bottom = h - bottom_margin(),
-               top = top_margin();  // below a wrapped title
-  // pixel_y of a value already on the axis scale (log2 applied)
-  auto py = [&](double v) { return top + (bottom - top) * (yhi - v) / (yhi - ylo); };
-  std::string s = "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"" +
-                  num(w) + "\" height=\"" + num(h) + "\" viewBox=\"0 0 " + num(w) + " " + num(h) +
-                  "\" font-family=\"sans-serif\" font-size=\"12\">\n";
-  s += "<rect x=\"0\" y=\"0\" width=\"" + num(w) + "\" height=\"" + num(h) + "\" fill=\"white\"/>\n";
-  s += "<defs><clipPath id=\"plot\"><rect x=\"" + num(kLeft) + "\" y=\"" + num(top) + "\" width=\"" +
-       num(right - kLeft) + "\" height=\"" + num(bottom - top) + "\"/></clipPath></defs>\n";
-  s += text_lines(wrap(options_.title, kTitleChars), w / 2, 22, 18, " text-anchor=\"middle\" font-size=\"15\"");
+// The plot area in pixels and the axis ranges, fixed once per drawing.
+struct SvgPlot::Frame {
+  double xlo, xhi, ylo, yhi;           // axis ranges (y on the axis scale: log2 applied)
+  double w, h, right, bottom, top;     // image size and plot area edges (top below a wrapped title)
+  double py(double v) const { return top + (bottom - top) * (yhi - v) / (yhi - ylo); }  // v on the axis scale
+};
 
+SvgPlot::Frame SvgPlot::frame() const {
+  const auto [xlo, xhi] = x_range();
+  const auto [ylo, yhi] = y_range();
+  const double w = options_.width, h = options_.height;
+  return {xlo, xhi, ylo, yhi, w, h, w - kRight, h - bottom_margin(), top_margin()};
+}
+
+std::string SvgPlot::svg() const {
+  const Frame f = frame();
+  std::string s = "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"" +
+                  num(f.w) + "\" height=\"" + num(f.h) + "\" viewBox=\"0 0 " + num(f.w) + " " + num(f.h) +
+                  "\" font-family=\"sans-serif\" font-size=\"12\">\n";
+  s += "<rect x=\"0\" y=\"0\" width=\"" + num(f.w) + "\" height=\"" + num(f.h) + "\" fill=\"white\"/>\n";
+  s += "<defs><clipPath id=\"plot\"><rect x=\"" + num(kLeft) + "\" y=\"" + num(f.top) + "\" width=\"" +
+       num(f.right - kLeft) + "\" height=\"" + num(f.bottom - f.top) + "\"/></clipPath></defs>\n";
+  s += text_lines(wrap(options_.title, kTitleChars), f.w / 2, 22, 18, " text-anchor=\"middle\" font-size=\"15\"");
+  s += draw_regions(f) + draw_axes(f) + draw_series(f);
+  for (const Text& t : texts_) {
+    s += "<text x=\"" + num(pixel_x(t.x)) + "\" y=\"" + num(pixel_y(t.y)) + "\">" + xml_escape(t.text) + "</text>\n";
+  }
+  s += draw_legend(f);
+  s += "</svg>\n";
+  return s;
+}
+
+std::string SvgPlot::draw_regions(const Frame& f) const {
+  std::string s;
   for (size_t i = 0; i < regions_.size(); ++i) {
     const Region& r = regions_[i];
-    const double x0 = pixel_x(std::max(r.x0, xlo)), x1 = pixel_x(std::min(r.x1, xhi));
+    const double x0 = pixel_x(std::max(r.x0, f.xlo)), x1 = pixel_x(std::min(r.x1, f.xhi));
     if (x1 <= x0) continue;
-    s += "<rect class=\"region\" x=\"" + num(x0) + "\" y=\"" + num(top) + "\" width=\"" + num(x1 - x0) +
-         "\" height=\"" + num(bottom - top) + "\" fill=\"" + kRegionFills[i % 4] + "\"/>\n";
-    s += "<text x=\"" + num((x0 + x1) / 2) + "\" y=\"" + num(top + 14) + "\" text-anchor=\"middle\" font-size=\"11\">" +
-         xml_escape(r.label) + "</text>\n";
+    s += "<rect class=\"region\" x=\"" + num(x0) + "\" y=\"" + num(f.top) + "\" width=\"" + num(x1 - x0) +
+         "\" height=\"" + num(f.bottom - f.top) + "\" fill=\"" + kRegionFills[i % 4] + "\"/>\n";
+    s += "<text x=\"" + num((x0 + x1) / 2) + "\" y=\"" + num(f.top + 14) +
+         "\" text-anchor=\"middle\" font-size=\"11\">" + xml_escape(r.label) + "</text>\n";
   }
+  return s;
+}
 
-  // Axes, ticks and grid.
-  s += "<g stroke=\"#888\" stroke-width=\"1\">\n";
-  s += "<line x1=\"" + num(kLeft) + "\" y1=\"" + num(bottom) + "\" x2=\"" + num(right) + "\" y2=\"" + num(bottom) + "\"/>\n";
-  s += "<line x1=\"" + num(kLeft) + "\" y1=\"" + num(top) + "\" x2=\"" + num(kLeft) + "\" y2=\"" + num(bottom) + "\"/>\n";
+// Axes, x ticks (or category names), y ticks with their grid lines, and the axis labels.
+std::string SvgPlot::draw_axes(const Frame& f) const {
+  std::string s = "<g stroke=\"#888\" stroke-width=\"1\">\n";
+  s += "<line x1=\"" + num(kLeft) + "\" y1=\"" + num(f.bottom) + "\" x2=\"" + num(f.right) + "\" y2=\"" +
+       num(f.bottom) + "\"/>\n";
+  s += "<line x1=\"" + num(kLeft) + "\" y1=\"" + num(f.top) + "\" x2=\"" + num(kLeft) + "\" y2=\"" + num(f.bottom) +
+       "\"/>\n";
   s += "</g>\n<g font-size=\"11\">\n";
   if (!categories_.empty()) {
     for (size_t i = 0; i < categories_.size(); ++i) {
       const double x = pixel_x(double(i));
-      s += "<text x=\"" + num(x + 4) + "\" y=\"" + num(bottom + 6) + "\" text-anchor=\"end\" transform=\"rotate(-90 " +
-           num(x + 4) + " " + num(bottom + 6) + ")\">" + xml_escape(categories_[i]) + "</text>\n";
+      s += "<text x=\"" + num(x + 4) + "\" y=\"" + num(f.bottom + 6) + "\" text-anchor=\"end\" transform=\"rotate(-90 " +
+           num(x + 4) + " " + num(f.bottom + 6) + ")\">" + xml_escape(categories_[i]) + "</text>\n";
     }
   } else {
-    for (double t : ticks(xlo, xhi, false)) {
-      s += "<text x=\"" + num(pixel_x(t)) + "\" y=\"" + num(bottom + 16) + "\" text-anchor=\"middle\">" +
+    for (double t : ticks(f.xlo, f.xhi, false)) {
+      s += "<text x=\"" + num(pixel_x(t)) + "\" y=\"" + num(f.bottom + 16) + "\" text-anchor=\"middle\">" +
            tick_label(t) + "</text>\n";
     }
   }
   const bool zero_at_floor = zero_floor();
   if (zero_at_floor) {
-    s += "<text x=\"" + num(kLeft - 6) + "\" y=\"" + num(bottom + 4) + "\" text-anchor=\"end\">0</text>\n";
+    s += "<text x=\"" + num(kLeft - 6) + "\" y=\"" + num(f.bottom + 4) + "\" text-anchor=\"end\">0</text>\n";
   }
-  for (double t : ticks(ylo, yhi, options_.log2_y)) {
-    if (zero_at_floor && t < ylo + 0.5) continue;  // the floor reads 0
+  for (double t : ticks(f.ylo, f.yhi, options_.log2_y)) {
+    if (zero_at_floor && t < f.ylo + 0.5) continue;  // the floor reads 0
     const std::string label = options_.log2_y ? "2^" + tick_label(t) : tick_label(t);
-    s += "<line x1=\"" + num(kLeft) + "\" y1=\"" + num(py(t)) + "\" x2=\"" + num(right) + "\" y2=\"" + num(py(t)) +
-         "\" stroke=\"#eee\"/>\n";
-    s += "<text x=\"" + num(kLeft - 6) + "\" y=\"" + num(py(t) + 4) + "\" text-anchor=\"end\">" + label + "</text>\n";
+    s += "<line x1=\"" + num(kLeft) + "\" y1=\"" + num(f.py(t)) + "\" x2=\"" + num(f.right) + "\" y2=\"" +
+         num(f.py(t)) + "\" stroke=\"#eee\"/>\n";
+    s += "<text x=\"" + num(kLeft - 6) + "\" y=\"" + num(f.py(t) + 4) + "\" text-anchor=\"end\">" + label + "</text>\n";
   }
   s += "</g>\n";
-  s += "<text x=\"" + num((kLeft + right) / 2) + "\" y=\"" + num(h - 8) + "\" text-anchor=\"middle\">" +
+  s += "<text x=\"" + num((kLeft + f.right) / 2) + "\" y=\"" + num(f.h - 8) + "\" text-anchor=\"middle\">" +
        xml_escape(options_.x_label) + "</text>\n";
-  s += "<text x=\"16\" y=\"" + num((top + bottom) / 2) + "\" text-anchor=\"middle\" transform=\"rotate(-90 16 " +
-       num((top + bottom) / 2) + ")\">" + xml_escape(options_.y_label) + "</text>\n";
+  s += "<text x=\"16\" y=\"" + num((f.top + f.bottom) / 2) + "\" text-anchor=\"middle\" transform=\"rotate(-90 16 " +
+       num((f.top + f.bottom) / 2) + ")\">" + xml_escape(options_.y_label) + "</text>\n";
+  return s;
+}
 
-  // Series, clipped to the plot area.
+// Every series, clipped to the plot area: bars, vertical markers or a polyline.
+std::string SvgPlot::draw_series(const Frame& f) const {
   int bar_series = 0, bar_index = 0;
   for (const Series& series : series_) bar_series += series.bars ? 1 : 0;
-  s += "<g clip-path=\"url(#plot)\">\n";
+  std::string s = "<g clip-path=\"url(#plot)\">\n";
   for (size_t i = 0; i < series_.size(); ++i) {
     const Series& series = series_[i];
     const char* color = kColors[i % 7];
     if (series.bars) {
-      const double width = 0.8 / bar_series, base = py(options_.log2_y ? ylo : std::max(ylo, 0.0));
-      for (size_t j = 0; j < series.x.size(); ++j) {
-        const double x0 = pixel_x(series.x[j] - 0.4 + width * bar_index), x1 = pixel_x(series.x[j] - 0.4 + width * (bar_index + 1));
-        if (std::isnan(series.y[j])) continue;
-        if (options_.log2_y && series.y[j] == 0) {
-          const double r = std::min(3.0, (x1 - x0) / 2);  // resting on the floor
-          s += "<circle class=\"zero\" cx=\"" + num((x0 + x1) / 2) + "\" cy=\"" + num(base - r) + "\" r=\"" +
-               num(r) + "\" fill=\"" + color + "\"/>\n";
-          continue;
-        }
-        const double bar_top = py(y_value(series.y[j]));
-        s += "<rect class=\"bar\" x=\"" + num(x0) + "\" y=\"" + num(std::min(bar_top, base)) + "\" width=\"" + num(x1 - x0) +
-             "\" height=\"" + num(std::abs(base - bar_top)) + "\" fill=\"" + color + "\"/>\n";
-      }
-      ++bar_index;
+      s += draw_bars(f, series, color, 0.8 / bar_series, bar_index++);
     } else if (series.markers) {
       for (double x : series.x) {
-        s += "<line class=\"marker\" x1=\"" + num(pixel_x(x)) + "\" y1=\"" + num(top) + "\" x2=\"" + num(pixel_x(x)) +
-             "\" y2=\"" + num(bottom) + "\" stroke=\"" + color + "\" stroke-dasharray=\"4 3\"/>\n";
+        s += "<line class=\"marker\" x1=\"" + num(pixel_x(x)) + "\" y1=\"" + num(f.top) + "\" x2=\"" +
+             num(pixel_x(x)) + "\" y2=\"" + num(f.bottom) + "\" stroke=\"" + color + "\" stroke-dasharray=\"4 3\"/>\n";
       }
     } else {
       std::string points;
       for (size_t j = 0; j < series.x.size(); ++j) {
         const double v = y_value(series.y[j]);
         if (!std::isfinite(v)) continue;
-        points += num(pixel_x(series.x[j])) + "," + num(py(v)) + " ";
-        if (series.steps) points += num(pixel_x(series.x[j] + 1)) + "," + num(py(v)) + " ";
+        points += num(pixel_x(series.x[j])) + "," + num(f.py(v)) + " ";
+        if (series.steps) points += num(pixel_x(series.x[j] + 1)) + "," + num(f.py(v)) + " ";
       }
       s += "<polyline class=\"series\" fill=\"none\" stroke=\"" + std::string(color) +
            "\" stroke-width=\"1.8\" points=\"" + points + "\"/>\n";
     }
   }
-  s += "</g>\n";
-  for (const Text& t : texts_) {
-    s += "<text x=\"" + num(pixel_x(t.x)) + "\" y=\"" + num(pixel_y(t.y)) + "\">" + xml_escape(t.text) + "</text>\n";
+  return s + "</g>\n";
+}
+
+// One bar series: the index-th of the groups beside each category, `width` of a category wide.
+std::string SvgPlot::draw_bars(const Frame& f, const Series& series, const char* color, double width,
+                               int index) const {
+  std::string s;
+  const double base = f.py(options_.log2_y ? f.ylo : std::max(f.ylo, 0.0));
+  for (size_t j = 0; j < series.x.size(); ++j) {
+    const double x0 = pixel_x(series.x[j] - 0.4 + width * index);
+    const double x1 = pixel_x(series.x[j] - 0.4 + width * (index + 1));
+    if (std::isnan(series.y[j])) continue;
+    if (options_.log2_y && series.y[j] == 0) {
+      const double r = std::min(3.0, (x1 - x0) / 2);  // resting on the floor
+      s += "<circle class=\"zero\" cx=\"" + num((x0 + x1) / 2) + "\" cy=\"" + num(base - r) + "\" r=\"" + num(r) +
+           "\" fill=\"" + color + "\"/>\n";
+      continue;
+    }
+    const double bar_top = f.py(y_value(series.y[j]));
+    s += "<rect class=\"bar\" x=\"" + num(x0) + "\" y=\"" + num(std::min(bar_top, base)) + "\" width=\"" +
+         num(x1 - x0) + "\" height=\"" + num(std::abs(base - bar_top)) + "\" fill=\"" + color + "\"/>\n";
   }
-  // Legend: one entry per series, right of the plot; a long name wraps onto more lines.
-  double y = top + 10;
+  return s;
+}
+
+// Legend: one entry per series, right of the plot; a long name wraps onto more lines.
+std::string SvgPlot::draw_legend(const Frame& f) const {
+  std::string s;
+  double y = f.top + 10;
   for (size_t i = 0; i < series_.size(); ++i) {
     const std::vector<std::string> lines = wrap(series_[i].name, kLegendChars);
-    s += "<rect x=\"" + num(right + 12) + "\" y=\"" + num(y - 8) + "\" width=\"14\" height=\"8\" fill=\"" + kColors[i % 7] +
-         "\"/>\n" + text_lines(lines, right + 32, y, 14, "");
+    s += "<rect x=\"" + num(f.right + 12) + "\" y=\"" + num(y - 8) + "\" width=\"14\" height=\"8\" fill=\"" +
+         kColors[i % 7] + "\"/>\n" + text_lines(lines, f.right + 32, y, 14, "");
     y += 18 + 14 * double(lines.size() - 1);
   }
-  s += "</svg>\n";
   return s;
 }
 

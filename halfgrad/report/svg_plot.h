@@ -62,6 +62,13 @@ class SvgPlot {
     double x, y;
     std::string text;
   };
+  struct Frame;  // the plot area and ranges of one drawing (svg_plot.cpp)
+  Frame frame() const;
+  std::string draw_regions(const Frame& f) const;
+  std::string draw_axes(const Frame& f) const;
+  std::string draw_series(const Frame& f) const;
+  std::string draw_bars(const Frame& f, const Series& series, const char* color, double width, int index) const;
+  std::string draw_legend(const Frame& f) const;
   std::pair<double, double> x_range() const;
   std::pair<double, double> y_range() const;
   double bottom_margin() const;
