@@ -116,31 +116,25 @@ struct Encoded {
   MaskOf<DU> overflow;
 };
 
-// f32 (bit patterns in u32 lanes) -> F, rounded as `plan` says; with kStochastic, lane j rounds
-// away from zero iff frac32 + random[j] >= 2^32 (rounding.h). The same algorithm as encode<F>:
-// the significand is shifted so that F's last kept bit is bit 0 (further right for F's
-// subnormals), the discarded fraction decides the rounding, and adding q to (exponent field - 1)
-// << M yields the encoding, carries included. Integer-only, so it is exact on every target.
+// |x| (f32 bit patterns in u32 lanes, sign cleared) cut to F: `truncated` is the encoding of |x|
+// rounded toward zero (exponent field and mantissa), `fraction` the discarded bits (the top 32 of
+// them, MSB = one half). The significand is shifted so that F's last kept bit is bit 0 (further
+// right for F's subnormals), as encode<F> does.
+template <class DU>
+struct Truncated {
+  hn::VFromD<DU> truncated, fraction;
+};
+
 template <FloatFormat F, bool kStochastic, class DU>
-HWY_INLINE Encoded<DU> EncodeCore(DU du, hn::VFromD<DU> bits, hn::VFromD<DU> random,
-                                  const detail::EncodePlan& plan) {
-  static_assert(F.exponent_bits <= 8 && F.mantissa_bits < 23, "F must be narrower than f32");
+HWY_INLINE Truncated<DU> TruncateCore(DU du, hn::VFromD<DU> abs) {
   using VU = hn::VFromD<DU>;
   const hn::RebindToSigned<DU> di;
   constexpr int M = F.mantissa_bits;
   constexpr int kShift = 23 - M;  // f32 mantissa bits below F's last one, for F's normals
-
-  const VU abs = hn::And(bits, hn::Set(du, 0x7FFFFFFFu));
-  const VU sign32 = hn::Xor(bits, abs);
-  const auto negative = hn::RebindMask(du, hn::Lt(hn::BitCast(di, bits), hn::Zero(di)));
-
-  VU truncated;  // the encoding of |x| rounded toward zero (exponent field and mantissa)
-  VU fraction;   // the discarded bits: top 32 of them, MSB = one half
   if constexpr (F.exponent_bits == 8) {
     // f32's exponent range: every f32 value, subnormals included, keeps its scale, so the
     // encoding is f32's top bits and the discarded bits are exact for every mode.
-    truncated = hn::ShiftRight<kShift>(abs);
-    fraction = hn::ShiftLeft<32 - kShift>(abs);
+    return {hn::ShiftRight<kShift>(abs), hn::ShiftLeft<32 - kShift>(abs)};
   } else {
     const VU one = hn::Set(du, 1);
     const VU field = hn::ShiftRight<23>(abs);  // 255 for inf/NaN: replaced at the end
@@ -152,7 +146,7 @@ HWY_INLINE Encoded<DU> EncodeCore(DU du, hn::VFromD<DU> bits, hn::VFromD<DU> ran
         du, hn::Max(hn::Sub(hn::Set(di, 128 - F.exponent_bias), hn::BitCast(di, field_scale)),
                     hn::Zero(di)));
     const VU shift = hn::Add(below, hn::Set(du, kShift));
-    VU q;
+    VU q, fraction;
     if constexpr (kStochastic) {
       // The exact top 32 bits of the fraction (encode<F>'s fraction >> 32): the random bits
       // are added to them, so shifts up to 32 + 24 matter; counts stay below 32 for SSE4/SCALAR.
@@ -172,21 +166,18 @@ HWY_INLINE Encoded<DU> EncodeCore(DU du, hn::VFromD<DU> bits, hn::VFromD<DU> ran
     // subnormal q of 2^M becomes the smallest normal by itself (as in encode<F>).
     const VU field_minus_one =
         hn::Add(hn::Add(field_scale, below), hn::Set(du, uint32_t(F.exponent_bias - 128)));
-    truncated = hn::Add(hn::ShiftLeft<M>(field_minus_one), q);
+    return {hn::Add(hn::ShiftLeft<M>(field_minus_one), q), fraction};
   }
+}
 
-  MaskOf<DU> away;
-  if constexpr (kStochastic) {
-    away = hn::Gt(fraction, hn::Not(random));  // unsigned: fraction + random >= 2^32
-  } else {
-    const VU limit = hn::Sub(hn::IfThenElse(negative, hn::Set(du, plan.limit_negative),
-                                            hn::Set(du, plan.limit_positive)),
-                             hn::And(truncated, hn::Set(du, plan.nearest_even)));
-    const VU biased_fraction = hn::Xor(fraction, hn::Set(du, 0x80000000u));
-    away = hn::RebindMask(du, hn::Gt(hn::BitCast(di, biased_fraction), hn::BitCast(di, limit)));
-  }
-  const VU magnitude = hn::Sub(truncated, hn::VecFromMask(du, away));  // mask lanes are -1
-
+// The rounded magnitude (F's encoding, finite inputs) -> the result: overflow to `plan`'s
+// overflow value, flushing below `plan.flush_below`, inf and NaN inputs, and the sign. A NaN keeps
+// the top bits of its payload and is quieted (as F16C does); e4m3 has a single NaN.
+template <FloatFormat F, class DU>
+HWY_INLINE Encoded<DU> FinishEncode(DU du, hn::VFromD<DU> abs, hn::VFromD<DU> sign32, MaskOf<DU> negative,
+                                    hn::VFromD<DU> magnitude, const detail::EncodePlan& plan) {
+  using VU = hn::VFromD<DU>;
+  const hn::RebindToSigned<DU> di;
   const auto finite = hn::RebindMask(du, hn::Lt(hn::BitCast(di, abs), hn::Set(di, 0x7F800000)));
   const auto over = hn::RebindMask(
       du, hn::Gt(hn::BitCast(di, magnitude), hn::Set(di, int32_t(F.max_finite_bits()))));
@@ -197,17 +188,43 @@ HWY_INLINE Encoded<DU> EncodeCore(DU du, hn::VFromD<DU> bits, hn::VFromD<DU> ran
   result = hn::IfThenZeroElse(
       hn::RebindMask(du, hn::Lt(hn::BitCast(di, magnitude), hn::Set(di, int32_t(plan.flush_below)))),
       result);
-
-  // inf and NaN inputs. A NaN keeps the top bits of its payload and is quieted (as F16C does);
-  // e4m3 has a single NaN.
   VU nan = hn::Set(du, F.nan_bits());
   if constexpr (F.has_inf()) {
-    nan = hn::Or(nan, hn::ShiftRight<kShift>(hn::And(abs, hn::Set(du, 0x7FFFFFu))));
+    nan = hn::Or(nan, hn::ShiftRight<23 - F.mantissa_bits>(hn::And(abs, hn::Set(du, 0x7FFFFFu))));
   }
   const auto is_nan = hn::RebindMask(du, hn::Gt(hn::BitCast(di, abs), hn::Set(di, 0x7F800000)));
   result = hn::IfThenElse(finite, result,
                           hn::IfThenElse(is_nan, nan, hn::Set(du, plan.inf_magnitude)));
   return {hn::Or(result, hn::ShiftRight<32 - F.storage_bits()>(sign32)), hn::And(over, finite)};
+}
+
+// f32 (bit patterns in u32 lanes) -> F, rounded as `plan` says; with kStochastic, lane j rounds
+// away from zero iff frac32 + random[j] >= 2^32 (rounding.h). The same algorithm as encode<F>
+// (TruncateCore, then the rounding decision on the discarded bits, then FinishEncode).
+// Integer-only, so it is exact on every target.
+template <FloatFormat F, bool kStochastic, class DU>
+HWY_INLINE Encoded<DU> EncodeCore(DU du, hn::VFromD<DU> bits, hn::VFromD<DU> random,
+                                  const detail::EncodePlan& plan) {
+  static_assert(F.exponent_bits <= 8 && F.mantissa_bits < 23, "F must be narrower than f32");
+  using VU = hn::VFromD<DU>;
+  const hn::RebindToSigned<DU> di;
+  const VU abs = hn::And(bits, hn::Set(du, 0x7FFFFFFFu));
+  const VU sign32 = hn::Xor(bits, abs);
+  const auto negative = hn::RebindMask(du, hn::Lt(hn::BitCast(di, bits), hn::Zero(di)));
+  const Truncated<DU> cut = TruncateCore<F, kStochastic>(du, abs);
+
+  MaskOf<DU> away;
+  if constexpr (kStochastic) {
+    away = hn::Gt(cut.fraction, hn::Not(random));  // unsigned: fraction + random >= 2^32
+  } else {
+    const VU limit = hn::Sub(hn::IfThenElse(negative, hn::Set(du, plan.limit_negative),
+                                            hn::Set(du, plan.limit_positive)),
+                             hn::And(cut.truncated, hn::Set(du, plan.nearest_even)));
+    const VU biased_fraction = hn::Xor(cut.fraction, hn::Set(du, 0x80000000u));
+    away = hn::RebindMask(du, hn::Gt(hn::BitCast(di, biased_fraction), hn::BitCast(di, limit)));
+  }
+  const VU magnitude = hn::Sub(cut.truncated, hn::VecFromMask(du, away));  // mask lanes are -1
+  return FinishEncode<F>(du, abs, sign32, negative, magnitude, plan);
 }
 
 // F's bit patterns (low bits of u32 lanes, nothing above them) -> their exact f32 values, as
