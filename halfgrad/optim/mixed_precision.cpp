@@ -269,8 +269,8 @@ MixedPrecisionOptions mixed_precision_from_json(const nlohmann::json& j, const s
   return o;
 }
 
-MixedPrecision::MixedPrecision(nn::Module& model, const MixedPrecisionOptions& options)
-    : model_(model), options_(options.resolved()), scaler_(scaler_options(options_)) {
+ForwardPrecision::ForwardPrecision(nn::Module& model, const MixedPrecisionOptions& options)
+    : model_(model), options_(options.resolved()) {
   switch (options_.precision) {
     case Precision::kNo: break;
     case Precision::kBf16:
@@ -279,12 +279,7 @@ MixedPrecision::MixedPrecision(nn::Module& model, const MixedPrecisionOptions& o
       break;
     case Precision::kFp16:
       autocast_ = DType::f16;
-      if (options_.opt_level == OptLevel::kO2) {
-        model.to(DType::f16);
-        if (options_.master_weights == MasterWeightsKind::kF32) {
-          masters_ = std::make_unique<MasterWeights>(model.parameters());
-        }
-      }
+      if (options_.opt_level == OptLevel::kO2) model.to(DType::f16);
       break;
     case Precision::kFp8:
       autocast_ = DType::bf16;
@@ -294,7 +289,7 @@ MixedPrecision::MixedPrecision(nn::Module& model, const MixedPrecisionOptions& o
   }
 }
 
-nn::NamedTensors MixedPrecision::optimizer_parameters() const {
+nn::NamedTensors ForwardPrecision::optimizer_parameters() const {
   nn::NamedTensors named = model_.named_parameters();
   if (masters_) {
     for (size_t i = 0; i < named.size(); ++i) named[i].second = masters_->masters()[i];
@@ -302,10 +297,19 @@ nn::NamedTensors MixedPrecision::optimizer_parameters() const {
   return named;
 }
 
-Autocast MixedPrecision::autocast() const {
+Autocast ForwardPrecision::autocast() const {
   return Autocast(autocast_.value_or(DType::f16), autocast_.has_value(), *options_.normalization_outputs, fp8_,
                   options_.accumulation);
 }
+
+MixedPrecision::MixedPrecision(nn::Module& model, const MixedPrecisionOptions& options)
+    : ForwardPrecision(model, options), scaler_(scaler_options(options_)) {
+  if (options_.precision == Precision::kFp16 && options_.opt_level == OptLevel::kO2 &&
+      options_.master_weights == MasterWeightsKind::kF32) {
+    masters_ = std::make_unique<MasterWeights>(model.parameters());  // f32 copies of the f16 model
+  }
+}
+
 void MixedPrecision::unscale_gradients(Optimizer& optimizer) {
   if (unscaled_) return;
   if (masters_) masters_->copy_grads_to_masters();
