@@ -81,6 +81,12 @@ struct MixedPrecisionOptions {
   // half an ulp; stochastic and kahan keep them). fp16 with none is "pure fp16".
   MasterWeightsKind master_weights = MasterWeightsKind::kF32;
   UpdateRounding update_rounding = UpdateRounding::kNearest;  // master_weights none only
+  // How bf16 x bf16 GEMMs with f32 sums are summed (halfgrad/autograd/kernels/gemm_bf16dot.h):
+  // auto (VDPBF16PS where the CPU has it: another order, subnormals flushed), exact (the f32
+  // chain of every other GEMM, on every CPU) or emulated (VDPBF16PS's bits in scalar code, on any
+  // CPU: slow). bf16 and fp8 only (their autocast dtype is bf16). The environment variable
+  // HALFGRAD_EXACT_BF16, when set, overrides it for the process.
+  Bf16Dot bf16_dot = Bf16Dot::kAuto;
 
   // These options with every unset field replaced by the mode's value, and the fields the mode
   // ignores at one value (opt level O2 unless fp16, loss scaling none unless fp16,
@@ -96,6 +102,10 @@ struct MixedPrecisionOptions {
   void validate() const;
   bool operator==(const MixedPrecisionOptions&) const = default;
 };
+
+// The bf16 GEMM's summations `bf16_dot` may take, as --bf16-dot and the JSON key "bf16_dot" spell them.
+inline constexpr EnumNames<Bf16Dot, 3> kBf16DotNames{
+    {{{Bf16Dot::kAuto, "auto"}, {Bf16Dot::kExact, "exact"}, {Bf16Dot::kEmulated, "emulated"}}}};
 
 // The roundings `rounding` may take, as --rounding and the JSON key "rounding" spell them.
 inline constexpr EnumNames<precision::Rounding, 3> kRoundingNames{{{{precision::Rounding::kNearestEven, "nearest"},
@@ -123,8 +133,9 @@ inline const char* accumulation_name(Accumulation accumulation) {
 // and "normalization_outputs" (kNormalizationOutputsNames); "accumulate" (kAccumulationNames) only
 // when not f32; in fp8 mode only, "fp8": true with the recipe as "fp8_format" (kFp8FormatNames),
 // "fp8_amax_history_len", "fp8_amax_compute_algo" (kFp8AmaxAlgoNames), "fp8_margin" and
-// "fp8_scale" (kFp8ScaleNames); "rounding" (kRoundingNames) only when not nearest and
-// "flush_subnormals": true only when set. Written resolved, so a checkpoint states what it ran.
+// "fp8_scale" (kFp8ScaleNames); "rounding" (kRoundingNames) only when not nearest,
+// "flush_subnormals": true only when set, and "bf16_dot" (kBf16DotNames) only when not auto.
+// Written resolved, so a checkpoint states what it ran.
 // The keys, their types and both directions are one table (kMixedPrecisionKeys, mixed_precision.cpp).
 nlohmann::json mixed_precision_to_json(const MixedPrecisionOptions& options);
 // Whether `key` is one of the keys above.
