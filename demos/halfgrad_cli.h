@@ -51,6 +51,7 @@ struct TrainOptions {
   std::string rounding = "nearest";  // --rounding, into args.mixed_precision.rounding
   bool flush_subnormals = false;     // --flush-subnormals, into args.mixed_precision.flush_subnormals
   std::string master_weights = "f32", update_rounding = "nearest";  // --master-weights, --update-rounding
+  std::string bf16_dot = "auto";  // --bf16-dot, into args.mixed_precision.bf16_dot
   bool fp16 = false, bf16 = false;
   // --precision fp8's delayed-scaling recipe (Fp8Recipe's fields, TE's defaults).
   std::string fp8_format = "hybrid", fp8_amax_compute_algo = "max", fp8_scale = "pow2";
@@ -150,6 +151,12 @@ inline void add_precision_flags(CLI::App& app, TrainOptions& o) {
                      " (with --master-weights none: how each updated 16-bit weight is written)")
       ->capture_default_str()
       ->check(CLI::IsMember(optim::kUpdateRoundingNames.names()));
+  app.add_option("--bf16-dot", o.bf16_dot,
+                 optim::kBf16DotNames.listed() +
+                     " (bf16, fp8: bf16 GEMMs on VDPBF16PS where the CPU has it, the exact f32 chain, or the "
+                     "instruction's bits emulated)")
+      ->capture_default_str()
+      ->check(CLI::IsMember(optim::kBf16DotNames.names()));
   app.add_option("--fp8-format", o.fp8_format,
                  kFp8FormatNames.listed() + " (fp8: e4m3 forward and e5m2 gradients, or e4m3 for both)")
       ->capture_default_str();
@@ -365,6 +372,7 @@ inline void resolve_precision(const GivenFlags& given, TrainOptions& o) {
   a.mixed_precision.master_weights = optim::kMasterWeightsNames.parse(o.master_weights, "master_weights (--master-weights)");
   a.mixed_precision.update_rounding =
       optim::kUpdateRoundingNames.parse(o.update_rounding, "update_rounding (--update-rounding)");
+  a.mixed_precision.bf16_dot = optim::kBf16DotNames.parse(o.bf16_dot, "bf16_dot (--bf16-dot)");
   a.mixed_precision.validate();
 }
 

@@ -12,6 +12,7 @@ struct Autocast::State {
   NormalizationOutputs normalizations;
   std::shared_ptr<Fp8Scaling> fp8;
   Accumulation accumulation;
+  Bf16Dot bf16_dot;
   // Weight casts of this region, keyed by (tensor, target dtype); the cached cast stays on the
   // tape, so every use of it sends its gradient back through one cast node. An entry from an
   // earlier tape generation (a backward ran, and an optimizer may have changed the weight
@@ -29,8 +30,9 @@ thread_local Autocast::State* t_state = nullptr;
 }
 
 Autocast::Autocast(DType dtype, bool enabled, NormalizationOutputs normalizations, std::shared_ptr<Fp8Scaling> fp8,
-                   Accumulation accumulation)
-    : state_(std::make_unique<State>(State{dtype, enabled, normalizations, std::move(fp8), accumulation, {}})),
+                   Accumulation accumulation, Bf16Dot bf16_dot)
+    : state_(std::make_unique<State>(
+          State{dtype, enabled, normalizations, std::move(fp8), accumulation, bf16_dot, {}})),
       previous_(t_state) {
   t_state = state_.get();
 }
@@ -50,6 +52,8 @@ std::shared_ptr<Fp8Scaling> active_fp8() {
 Accumulation active_accumulation() {
   return t_state != nullptr && t_state->enabled ? t_state->accumulation : Accumulation::kF32;
 }
+
+Bf16Dot active_bf16_dot() { return t_state != nullptr && t_state->enabled ? t_state->bf16_dot : Bf16Dot::kAuto; }
 
 DType promote(DType a, DType b) { return a == b ? a : DType::f32; }
 

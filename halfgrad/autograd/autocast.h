@@ -26,13 +26,14 @@ enum class CastPolicy { kLowerPrecision, kFloat32, kNormalization, kPromote };
 enum class NormalizationOutputs { kFloat32, kInputDtype };
 
 using kernels::Accumulation;
+using kernels::Bf16Dot;
 
 class Autocast {
  public:
   explicit Autocast(DType dtype = DType::f16, bool enabled = true,
                     NormalizationOutputs normalizations = NormalizationOutputs::kFloat32,
                     std::shared_ptr<Fp8Scaling> fp8 = nullptr,
-                    Accumulation accumulation = Accumulation::kF32);
+                    Accumulation accumulation = Accumulation::kF32, Bf16Dot bf16_dot = Bf16Dot::kAuto);
   ~Autocast();
   Autocast(const Autocast&) = delete;
   Autocast& operator=(const Autocast&) = delete;
@@ -54,6 +55,9 @@ std::shared_ptr<Fp8Scaling> active_fp8();
 // How the sums of ops run now accumulate: the innermost enabled guard's, else kF32. An op reads
 // it once, when it runs, and its backward closure captures that value.
 Accumulation active_accumulation();
+// How bf16 x bf16 products are summed (kernels/gemm_bf16dot.h): the innermost enabled guard's
+// request, else kAuto; read and captured as active_accumulation is.
+Bf16Dot active_bf16_dot();
 // Casts `input` for an op of `policy`: a no-op when the dtype already matches; cached for
 // weights inside an autocast region.
 Tensor autocast_input(const Tensor& input, DType target);

@@ -18,6 +18,7 @@ struct ModelConfig {
   nn::ClassifierConfig classifier;
   std::vector<std::string> labels;
   data::TokenizerConfig tokenizer;
+  bool operator==(const ModelConfig&) const = default;  // the resume check (Trainer)
 };
 
 // The fields of a classifier config its tokenizer decides (set config.pooling first): vocab, the

@@ -43,6 +43,7 @@ struct ClassifierConfig {
   // Throws hg::Error naming the first field that is out of range (e.g. heads not dividing
   // d_model).
   void validate() const;
+  bool operator==(const ClassifierConfig&) const = default;
 };
 
 class TextClassifier : public Module {

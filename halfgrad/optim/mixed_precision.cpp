@@ -93,6 +93,9 @@ void MixedPrecisionOptions::validate() const {
   check(master_weights == MasterWeightsKind::kF32 || precision == Precision::kBf16 ||
             (precision == Precision::kFp16 && opt_level == OptLevel::kO2),
         "master_weights (--master-weights) none applies to fp16 O2 and bf16 only: the other modes keep an f32 model");
+  check(bf16_dot == Bf16Dot::kAuto || precision == Precision::kBf16 || precision == Precision::kFp8,
+        "bf16_dot (--bf16-dot) ", kBf16DotNames.name(bf16_dot),
+        " applies to bf16 and fp8 only: the other modes have no bf16 x bf16 products");
   check(update_rounding == UpdateRounding::kNearest || master_weights == MasterWeightsKind::kNone,
         "update_rounding (--update-rounding) ", kUpdateRoundingNames.name(update_rounding),
         " applies with --master-weights none only: f32 master weights take every update exactly");
@@ -213,6 +216,11 @@ const JsonKey kMixedPrecisionKeys[] = {
        }
      },
      [](const Json& v, const std::string& at, O& o) { o.update_rounding = as_enum(kUpdateRoundingNames, v, at); }},
+    {"bf16_dot",
+     [](const O& o, Json& j) {
+       if (o.bf16_dot != Bf16Dot::kAuto) j["bf16_dot"] = std::string(kBf16DotNames.name(o.bf16_dot));
+     },
+     [](const Json& v, const std::string& at, O& o) { o.bf16_dot = as_enum(kBf16DotNames, v, at); }},
     {"fp8_format", [](const O& o, Json& j) { if (fp8(o)) j["fp8_format"] = std::string(kFp8FormatNames.name(o.fp8.format)); },
      [](const Json& v, const std::string& at, O& o) { o.fp8.format = as_enum(kFp8FormatNames, v, at); }},
     {"fp8_amax_history_len", [](const O& o, Json& j) { if (fp8(o)) j["fp8_amax_history_len"] = o.fp8.amax_history_len; },
@@ -269,8 +277,8 @@ MixedPrecisionOptions mixed_precision_from_json(const nlohmann::json& j, const s
   return o;
 }
 
-MixedPrecision::MixedPrecision(nn::Module& model, const MixedPrecisionOptions& options)
-    : model_(model), options_(options.resolved()), scaler_(scaler_options(options_)) {
+ForwardPrecision::ForwardPrecision(nn::Module& model, const MixedPrecisionOptions& options)
+    : model_(model), options_(options.resolved()) {
   switch (options_.precision) {
     case Precision::kNo: break;
     case Precision::kBf16:
@@ -279,12 +287,7 @@ MixedPrecision::MixedPrecision(nn::Module& model, const MixedPrecisionOptions& o
       break;
     case Precision::kFp16:
       autocast_ = DType::f16;
-      if (options_.opt_level == OptLevel::kO2) {
-        model.to(DType::f16);
-        if (options_.master_weights == MasterWeightsKind::kF32) {
-          masters_ = std::make_unique<MasterWeights>(model.parameters());
-        }
-      }
+      if (options_.opt_level == OptLevel::kO2) model.to(DType::f16);
       break;
     case Precision::kFp8:
       autocast_ = DType::bf16;
@@ -294,7 +297,7 @@ MixedPrecision::MixedPrecision(nn::Module& model, const MixedPrecisionOptions& o
   }
 }
 
-nn::NamedTensors MixedPrecision::optimizer_parameters() const {
+nn::NamedTensors ForwardPrecision::optimizer_parameters() const {
   nn::NamedTensors named = model_.named_parameters();
   if (masters_) {
     for (size_t i = 0; i < named.size(); ++i) named[i].second = masters_->masters()[i];
@@ -302,10 +305,19 @@ nn::NamedTensors MixedPrecision::optimizer_parameters() const {
   return named;
 }
 
-Autocast MixedPrecision::autocast() const {
+Autocast ForwardPrecision::autocast() const {
   return Autocast(autocast_.value_or(DType::f16), autocast_.has_value(), *options_.normalization_outputs, fp8_,
-                  options_.accumulation);
+                  options_.accumulation, options_.bf16_dot);
 }
+
+MixedPrecision::MixedPrecision(nn::Module& model, const MixedPrecisionOptions& options)
+    : ForwardPrecision(model, options), scaler_(scaler_options(options_)) {
+  if (options_.precision == Precision::kFp16 && options_.opt_level == OptLevel::kO2 &&
+      options_.master_weights == MasterWeightsKind::kF32) {
+    masters_ = std::make_unique<MasterWeights>(model.parameters());  // f32 copies of the f16 model
+  }
+}
+
 void MixedPrecision::unscale_gradients(Optimizer& optimizer) {
   if (unscaled_) return;
   if (masters_) masters_->copy_grads_to_masters();

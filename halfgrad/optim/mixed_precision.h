@@ -81,6 +81,12 @@ struct MixedPrecisionOptions {
   // half an ulp; stochastic and kahan keep them). fp16 with none is "pure fp16".
   MasterWeightsKind master_weights = MasterWeightsKind::kF32;
   UpdateRounding update_rounding = UpdateRounding::kNearest;  // master_weights none only
+  // How bf16 x bf16 GEMMs with f32 sums are summed (halfgrad/autograd/kernels/gemm_bf16dot.h):
+  // auto (VDPBF16PS where the CPU has it: another order, subnormals flushed), exact (the f32
+  // chain of every other GEMM, on every CPU) or emulated (VDPBF16PS's bits in scalar code, on any
+  // CPU: slow). bf16 and fp8 only (their autocast dtype is bf16). The environment variable
+  // HALFGRAD_EXACT_BF16, when set, overrides it for the process.
+  Bf16Dot bf16_dot = Bf16Dot::kAuto;
 
   // These options with every unset field replaced by the mode's value, and the fields the mode
   // ignores at one value (opt level O2 unless fp16, loss scaling none unless fp16,
@@ -96,6 +102,10 @@ struct MixedPrecisionOptions {
   void validate() const;
   bool operator==(const MixedPrecisionOptions&) const = default;
 };
+
+// The bf16 GEMM's summations `bf16_dot` may take, as --bf16-dot and the JSON key "bf16_dot" spell them.
+inline constexpr EnumNames<Bf16Dot, 3> kBf16DotNames{
+    {{{Bf16Dot::kAuto, "auto"}, {Bf16Dot::kExact, "exact"}, {Bf16Dot::kEmulated, "emulated"}}}};
 
 // The roundings `rounding` may take, as --rounding and the JSON key "rounding" spell them.
 inline constexpr EnumNames<precision::Rounding, 3> kRoundingNames{{{{precision::Rounding::kNearestEven, "nearest"},
@@ -123,8 +133,9 @@ inline const char* accumulation_name(Accumulation accumulation) {
 // and "normalization_outputs" (kNormalizationOutputsNames); "accumulate" (kAccumulationNames) only
 // when not f32; in fp8 mode only, "fp8": true with the recipe as "fp8_format" (kFp8FormatNames),
 // "fp8_amax_history_len", "fp8_amax_compute_algo" (kFp8AmaxAlgoNames), "fp8_margin" and
-// "fp8_scale" (kFp8ScaleNames); "rounding" (kRoundingNames) only when not nearest and
-// "flush_subnormals": true only when set. Written resolved, so a checkpoint states what it ran.
+// "fp8_scale" (kFp8ScaleNames); "rounding" (kRoundingNames) only when not nearest,
+// "flush_subnormals": true only when set, and "bf16_dot" (kBf16DotNames) only when not auto.
+// Written resolved, so a checkpoint states what it ran.
 // The keys, their types and both directions are one table (kMixedPrecisionKeys, mixed_precision.cpp).
 nlohmann::json mixed_precision_to_json(const MixedPrecisionOptions& options);
 // Whether `key` is one of the keys above.
@@ -145,17 +156,56 @@ struct StepResult {
   float scale = 1;       // the loss scale this step used
 };
 
-class MixedPrecision {
+// The numerics of a mode's forward passes: the model converted to the dtype it computes in (f16
+// under fp16 O2, the 16-bit dtype without master weights), the autocast guard, evaluation's
+// rounding and the fp8 scales. What inference builds (halfgrad/train/evaluation.h): no f32
+// masters, no loss scaler. MixedPrecision adds training's parts to it.
+class ForwardPrecision {
  public:
-  // Converts the model's parameters for the mode (f16 for O2, the 16-bit dtype without masters). Throws hg::Error
-  // for invalid options (MixedPrecisionOptions::validate).
-  MixedPrecision(nn::Module& model, const MixedPrecisionOptions& options);
+  // Converts the model's parameters for the mode. Throws hg::Error for invalid options
+  // (MixedPrecisionOptions::validate).
+  ForwardPrecision(nn::Module& model, const MixedPrecisionOptions& options);
+  virtual ~ForwardPrecision() = default;
+  ForwardPrecision(const ForwardPrecision&) = delete;
+  ForwardPrecision& operator=(const ForwardPrecision&) = delete;
 
-  // The tensors the optimizer must update, by name: f32 masters (O2) or the model's own.
+  // The tensors that hold the weights, by name: the f32 masters when there are (MixedPrecision
+  // under O2: what the optimizer updates and a checkpoint saves), else the model's own.
   nn::NamedTensors optimizer_parameters() const;
   // The autocast guard for forward passes -- training's and evaluation's -- with the mode's dtype
   // and normalization outputs (a disabled guard when the mode has none).
   Autocast autocast() const;
+  // An evaluation's rounding (the options' `rounding`, `flush_subnormals`): seed 0 whatever the
+  // run's, so an evaluation during training and `halfgrad eval` of its checkpoint (which knows no
+  // seed) round alike.
+  RoundingScope evaluation_rounding_scope() const { return optim::rounding_scope(options_, /*seed=*/0); }
+  // The options in force (resolved: every field set).
+  const MixedPrecisionOptions& options() const { return options_; }
+  std::optional<DType> autocast_dtype() const { return autocast_; }
+  // The fp8 scale state (fp8 mode), else null; its state_dict goes into checkpoints.
+  Fp8Scaling* fp8() { return fp8_.get(); }
+  const Fp8Scaling* fp8() const { return fp8_.get(); }
+  // The f32 master weights (MixedPrecision under fp16 O2), else null.
+  MasterWeights* masters() { return masters_.get(); }
+  const MasterWeights* masters() const { return masters_.get(); }
+
+ protected:
+  nn::Module& model_;
+  MixedPrecisionOptions options_;
+  std::optional<DType> autocast_;
+  std::shared_ptr<Fp8Scaling> fp8_;  // fp8 mode; shared with the autocast guards and linear's backward
+  std::unique_ptr<MasterWeights> masters_;  // MixedPrecision only
+};
+
+// Training's mixed precision: ForwardPrecision plus the loss scaler, the f32 master weights (fp16
+// O2) and the step that ties them together.
+class MixedPrecision : public ForwardPrecision {
+ public:
+  // Converts the model's parameters for the mode (f16 for O2, the 16-bit dtype without masters)
+  // and makes their f32 masters (O2). Throws hg::Error for invalid options
+  // (MixedPrecisionOptions::validate).
+  MixedPrecision(nn::Module& model, const MixedPrecisionOptions& options);
+
   // The rounding of the options (`rounding`, `flush_subnormals`) for the forward and backward
   // passes of one step while it lives. Stochastic rounding draws from the seed (set_seed) with
   // event numbers from `first_event` on (Trainer: the step times 2^40, so every step draws fresh
@@ -163,9 +213,6 @@ class MixedPrecision {
   RoundingScope rounding_scope(uint64_t first_event = 0) const {
     return optim::rounding_scope(options_, seed_, first_event);
   }
-  // An evaluation's: seed 0 whatever the run's, so an evaluation during training and `halfgrad
-  // eval` of its checkpoint (which knows no seed) round alike.
-  RoundingScope evaluation_rounding_scope() const { return optim::rounding_scope(options_, /*seed=*/0); }
   Tensor scale(const Tensor& loss) const { return scaler_.scale(loss); }
   // After backward: (O2) copy grads to masters, unscale, clip if max_grad_norm > 0, step
   // unless a gradient is inf/NaN, (O2) copy masters back, update the scale. The same as
@@ -185,27 +232,15 @@ class MixedPrecision {
   // scale. Returns whether the optimizer stepped.
   bool finish_step(Optimizer& optimizer);
 
-  // The options in force (resolved: every field set).
-  const MixedPrecisionOptions& options() const { return options_; }
   GradScaler& scaler() { return scaler_; }
   const GradScaler& scaler() const { return scaler_; }
-  MasterWeights* masters() { return masters_.get(); }
-  std::optional<DType> autocast_dtype() const { return autocast_; }
-  // The fp8 scale state (fp8 mode), else null; its state_dict goes into checkpoints.
-  Fp8Scaling* fp8() { return fp8_.get(); }
-  const Fp8Scaling* fp8() const { return fp8_.get(); }
   // The seed of stochastic rounding, in op outputs (rounding_scope) and in updates (update_rounding):
   // the run's --seed; 0 unless set.
   void set_seed(uint64_t seed) { seed_ = seed; }
 
  private:
-  nn::Module& model_;
-  MixedPrecisionOptions options_;
-  std::optional<DType> autocast_;
   GradScaler scaler_;
-  std::unique_ptr<MasterWeights> masters_;
   std::function<void(Optimizer&)> reduce_;
-  std::shared_ptr<Fp8Scaling> fp8_;  // fp8 mode; shared with the autocast guards and linear's backward
   bool unscaled_ = false;  // within the current step
   uint64_t seed_ = 0;
   // The unscaled gradients' norm before clipping, once step() or clip_gradients() computed it in

@@ -6,6 +6,7 @@
 #include "halfgrad/autograd/ops/elementwise.h"
 #include "halfgrad/autograd/tape.h"
 #include "halfgrad/base/error.h"
+#include "halfgrad/train/evaluation.h"
 
 namespace hg::train {
 
@@ -74,6 +75,78 @@ bool Accelerator::step() {
   optimizer_->zero_grad();
   model_->zero_grad();
   return stepped;
+}
+
+void Accelerator::register_generator(const std::string& name, Generator& generator) {
+  check(generators_.emplace(name, &generator).second, "Accelerator::register_generator: '", name,
+        "' is registered already");
+}
+
+void Accelerator::register_loop_state(LoopState state) {
+  check(!loop_state_, "Accelerator::register_loop_state: registered already");
+  loop_state_ = std::move(state);
+}
+
+io::Checkpoint Accelerator::state_dict(bool model_only) const {
+  check(mp_ != nullptr, "Accelerator: call prepare() first");
+  io::Checkpoint state;
+  state.model_only = model_only;
+  save_model_state(*mp_, state);
+  if (!model_only) {
+    state.optimizer = optimizer_->state_dict();
+    if (scheduler_ != nullptr) state.scheduler = scheduler_->state_dict();
+    state.scaler = mp_->scaler().state_dict();
+    state.rng = nlohmann::json::object();
+    for (const auto& [name, gen] : generators_) state.rng[name] = {{"seed", gen->seed()}, {"offset", gen->offset()}};
+  }
+  if (loop_state_) state.trainer_state = loop_state_->save();
+  return state;
+}
+
+void check_resumable(const io::Checkpoint& c, const std::string& dir) {
+  check(!c.model_only, dir, ": a --save-only-model checkpoint (save_only_model) holds the weights alone, without the "
+        "optimizer, scheduler, loss scaler and RNG state a resume needs: evaluate or predict with it, or resume from "
+        "a checkpoint saved without --save-only-model");
+}
+
+void Accelerator::load_state_dict(const io::Checkpoint& state, const std::string& dir) {
+  check(mp_ != nullptr, "Accelerator: call prepare() first");
+  check_resumable(state, dir);
+  load_model_state(*mp_, *model_, state, dir);
+  for (const auto& [name, tensor] : state.optimizer.tensors) {
+    check(tensor.all_finite(), dir, "/optimizer.safetensors: tensor '", name, "' holds inf or NaN");
+  }
+  optimizer_->load_state_dict(state.optimizer);
+  if (scheduler_ != nullptr) scheduler_->load_state_dict(state.scheduler);
+  mp_->scaler().load_state_dict(state.scaler);
+  for (const auto& [name, gen] : generators_) {
+    *gen = Generator(state.rng.at(name).at("seed"), state.rng.at(name).at("offset"));
+  }
+  if (loop_state_) loop_state_->load(state.trainer_state, dir + "/trainer_state.json");
+}
+
+void Accelerator::check_replicas(int64_t step) {
+  check(mp_ != nullptr, "Accelerator: call prepare() first");
+  if (ddp_.size() == 1) return;
+  const io::Checkpoint state = state_dict();
+  std::vector<std::pair<std::string, Tensor>> tensors;
+  // The model as it computes (16-bit under O2), then the weights of the state: its f32 masters.
+  for (const auto& [name, t] : model_->named_parameters()) tensors.emplace_back("model " + name, t);
+  if (mp_->masters() != nullptr) {
+    for (const auto& [name, t] : state.model) tensors.emplace_back("master " + name, t);
+  }
+  for (const auto& [name, t] : state.optimizer.tensors) tensors.emplace_back("optimizer " + name, t);
+  nlohmann::json scalars = {{"optimizer", state.optimizer.meta},
+                            {"scheduler", state.scheduler},
+                            {"scaler", state.scaler},
+                            {"rng", state.rng}};
+  if (!state.fp8.is_null()) scalars["fp8_scaling"] = state.fp8;
+  if (loop_state_) {
+    nlohmann::json loop = state.trainer_state;
+    for (const std::string& key : loop_state_->per_rank_keys) loop.erase(key);
+    scalars["trainer_state"] = loop;
+  }
+  ddp_.check_replicas(tensors, scalars, step);
 }
 
 }  // namespace hg::train

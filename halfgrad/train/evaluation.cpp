@@ -17,7 +17,7 @@
 namespace hg::train {
 
 EvalPrediction run_evaluation(nn::TextClassifier& model, const data::Dataset& dataset, int64_t batch_size,
-                              const optim::MixedPrecision& mixed_precision,
+                              const optim::ForwardPrecision& mixed_precision,
                               const data::TokenizerConfig& tokenizer_config) {
   const data::Tokenizer tokenizer(tokenizer_config, model.config.pooling == nn::Pooling::kCls);
   data::DataLoader loader(dataset, tokenizer, {batch_size, false, false, 0, model.config.max_len});
@@ -66,7 +66,7 @@ std::string first_overflow(const Tensor& saved, const Tensor& narrowed) {
 
 }  // namespace
 
-void load_checked_weights(optim::MixedPrecision& mp, nn::Module& model, const nn::StateDict& weights,
+void load_checked_weights(optim::ForwardPrecision& mp, nn::Module& model, const nn::StateDict& weights,
                           const std::string& file) {
   const nn::NamedTensors targets = mp.optimizer_parameters();
   std::map<std::string, DType> computes_in;  // each parameter's dtype in the prepared model
@@ -95,6 +95,20 @@ void load_checked_weights(optim::MixedPrecision& mp, nn::Module& model, const nn
   if (optim::MasterWeights* masters = mp.masters()) masters->copy_masters_to_model();
 }
 
+void save_model_state(const optim::ForwardPrecision& precision, io::Checkpoint& state) {
+  for (const auto& [name, tensor] : precision.optimizer_parameters()) state.model[name] = tensor;
+  if (const Fp8Scaling* fp8 = precision.fp8()) state.fp8 = fp8->state_dict();  // fp8_scaling.json
+}
+
+void load_model_state(optim::ForwardPrecision& precision, nn::Module& model, const io::Checkpoint& state,
+                      const std::string& dir) {
+  load_checked_weights(precision, model, state.model, dir + "/model.safetensors");
+  if (Fp8Scaling* fp8 = precision.fp8()) {  // fp8: the scales training ended with
+    check(!state.fp8.is_null(), dir, ": an fp8 run's checkpoint without ", io::kFp8File);
+    fp8->load_state_dict(state.fp8, dir + "/" + io::kFp8File);
+  }
+}
+
 InferenceModel load_for_inference(const std::string& dir) {
   const io::Checkpoint c = io::load_checkpoint(dir);
   const io::ModelConfig config = io::model_config_from_checkpoint(c, dir);
@@ -107,12 +121,8 @@ InferenceModel load_for_inference(const std::string& dir) {
   m.model = std::make_unique<nn::TextClassifier>(config.classifier, 0);
   m.labels = config.labels;
   m.tokenizer = config.tokenizer;
-  m.mixed_precision = std::make_unique<optim::MixedPrecision>(*m.model, options);  // O2: the model -> f16
-  load_checked_weights(*m.mixed_precision, *m.model, c.model, dir + "/model.safetensors");
-  if (Fp8Scaling* fp8 = m.mixed_precision->fp8()) {  // fp8: the scales training ended with
-    check(!c.fp8.is_null(), dir, ": an fp8 run's checkpoint without ", io::kFp8File);
-    fp8->load_state_dict(c.fp8, dir + "/" + io::kFp8File);
-  }
+  m.mixed_precision = std::make_unique<optim::ForwardPrecision>(*m.model, options);  // O2: the model -> f16
+  load_model_state(*m.mixed_precision, *m.model, c, dir);
   return m;
 }
 

@@ -149,6 +149,30 @@ std::string differences(const nlohmann::json& saved, const nlohmann::json& curre
   return out;
 }
 
+// Throws hg::Error naming `dir` unless the checkpoint's model config `saved` equals this run's
+// `current` (ModelConfig's operator==: every architecture field, the labels, the tokenizer). The
+// message names each config.json field that differs, with both values and the flag that sets it:
+// the fields below first, then any other in key order.
+void check_same_model(const io::ModelConfig& saved, const io::ModelConfig& current, const std::string& dir) {
+  if (saved == current) return;
+  const nlohmann::json a = io::model_config_to_json(saved), b = io::model_config_to_json(current);
+  std::vector<std::pair<std::string, std::string>> fields = {
+      {"hidden_size", "--d-model"}, {"num_hidden_layers", "--layers"}, {"num_attention_heads", "--heads"},
+      {"intermediate_size", "--d-ff"}, {"max_position_embeddings", "--max-len"}, {"vocab_size", "--buckets"},
+      {"position_embedding", "--tokenizer"}, {"num_labels", "the training data's labels"},
+      {"id2label", "the training data's labels"}, {"tokenizer", "--tokenizer, --ngram-*, --buckets"},
+      {"dropout", "--dropout"}, {"pooling", "--pooling"}};
+  for (const nlohmann::json* j : {&a, &b}) {
+    for (auto it = j->begin(); it != j->end(); ++it) {
+      const std::string& key = it.key();
+      const auto listed = [&key](const auto& field) { return field.first == key; };
+      if (std::none_of(fields.begin(), fields.end(), listed)) fields.emplace_back(key, "");
+    }
+  }
+  const std::string diff = differences(a, b, fields);
+  fail(dir, ": the checkpoint does not match this run: ", diff.empty() ? "the model configs differ" : diff);
+}
+
 // What every rank must hold alike before a data-parallel run starts: the arguments, the model's
 // config, and fingerprints of the data sets (their texts and labels).
 nlohmann::json run_identity(const TrainingArguments& args, const nlohmann::json& model_config,
@@ -295,6 +319,16 @@ Trainer::Trainer(nn::TextClassifier& model, TrainingArguments args, const data::
                                                            warmup, state_.max_steps);
   accelerator_->prepare(model, *parts_->optimizer, parts_->scheduler.get());
   accelerator_->mixed_precision().set_seed(args_.seed);  // stochastic rounding draws from the run's seed
+  accelerator_->register_generator("dropout", *model.dropout_gen);
+  accelerator_->register_loop_state(
+      {.save = [this] { return state_.to_json(); },
+       .load =
+           [this](const nlohmann::json& j, const std::string& source) {
+             const int64_t max_steps = state_.max_steps;  // this run's arguments say how far to train
+             state_ = TrainerState::from_json(j, source);
+             state_.max_steps = max_steps;
+           },
+       .per_rank_keys = {"log_history"}});  // each rank logs its own wire bytes and casts
 }
 
 Trainer::~Trainer() = default;
@@ -344,28 +378,10 @@ PredictionOutput Trainer::predict(const data::Dataset& dataset) {
 
 std::string Trainer::save_checkpoint() { return write_checkpoint(args_.save_only_model); }
 
-void check_resumable(const io::Checkpoint& c, const std::string& dir) {
-  check(!c.model_only, dir, ": a --save-only-model checkpoint (save_only_model) holds the weights alone, without the "
-        "optimizer, scheduler, loss scaler and RNG state a resume needs: evaluate or predict with it, or resume from "
-        "a checkpoint saved without --save-only-model");
-}
-
 std::string Trainer::write_checkpoint(bool model_only) {
-  optim::MixedPrecision& mp = accelerator_->mixed_precision();
-  io::Checkpoint c;
-  c.model_only = model_only;
-  // The weights the optimizer updates: in O2 the f32 masters (the f16 model is their rounding).
-  for (const auto& [name, tensor] : mp.optimizer_parameters()) c.model[name] = tensor;
+  io::Checkpoint c = accelerator_->state_dict(model_only);  // the run's state (trainer_state: state_)
   c.config = io::model_config_to_json({model_.config, train_dataset_.label_names, args_.tokenizer});
   c.tokenizer_model = args_.tokenizer.spm_model;  // sentencepiece.model (empty: none)
-  if (!model_only) {
-    c.optimizer = parts_->optimizer->state_dict();
-    c.scheduler = parts_->scheduler->state_dict();
-    c.scaler = mp.scaler().state_dict();
-    c.rng = {{"dropout", {{"seed", model_.dropout_gen->seed()}, {"offset", model_.dropout_gen->offset()}}}};
-  }
-  if (const Fp8Scaling* fp8 = mp.fp8()) c.fp8 = fp8->state_dict();  // fp8_scaling.json
-  c.trainer_state = state_.to_json();
   c.trainer_state["training_args"] = args_.to_json();
   // Rank 0 writes for every rank (the replicas are identical); the others learn whether it could.
   std::filesystem::path dir = std::filesystem::path(args_.output_dir) / ("checkpoint-" + std::to_string(state_.global_step));
@@ -384,20 +400,11 @@ std::string Trainer::write_checkpoint(bool model_only) {
 void Trainer::restore(const std::string& dir) try {
   const io::Checkpoint c = io::load_checkpoint(dir);
   check_resumable(c, dir);
-  // What must match for the weights to fit and mean the same: the model's shape, the labels, the
-  // tokenizer; then the precision mode (the weights' dtypes, the forward's numerics; the loss
-  // scaling may change). Each differing field is named with both values. The saved config is
-  // read and written again, so that an older config.json compares with its defaults filled in.
-  const nlohmann::json saved_config =
-      io::model_config_to_json(io::model_config_from_checkpoint(c, dir));  // (the sentencepiece model attached)
-  const std::string model_diff = differences(
-      saved_config, io::model_config_to_json({model_.config, train_dataset_.label_names, args_.tokenizer}),
-      {{"hidden_size", "--d-model"}, {"num_hidden_layers", "--layers"}, {"num_attention_heads", "--heads"},
-       {"intermediate_size", "--d-ff"}, {"max_position_embeddings", "--max-len"}, {"vocab_size", "--buckets"},
-       {"position_embedding", "--tokenizer"}, {"num_labels", "the training data's labels"},
-       {"id2label", "the training data's labels"}, {"tokenizer", "--tokenizer, --ngram-*, --buckets"}});
-  check(model_diff.empty(), dir, ": the checkpoint does not match this run: ", model_diff);
-  optim::MixedPrecision& mp = accelerator_->mixed_precision();
+  // What must match: the model (its architecture, labels and tokenizer), then the precision mode
+  // (the weights' dtypes, the forward's numerics; the loss scaling may change). Each differing
+  // field is named with both values.
+  check_same_model(io::model_config_from_checkpoint(c, dir),  // (the sentencepiece model attached)
+                   {model_.config, train_dataset_.label_names, args_.tokenizer}, dir);
   const TrainingArguments saved_args =
       TrainingArguments::from_json(c.trainer_state.at("training_args"), dir + "/trainer_state.json");
   optim::MixedPrecisionOptions saved = saved_args.mixed_precision;
@@ -409,21 +416,7 @@ void Trainer::restore(const std::string& dir) try {
     for (const auto& [k, v] : a.items()) keys.emplace_back(k, "");
     fail(dir, ": the checkpoint was saved with another precision: ", differences(a, b, keys));
   }
-  load_checked_weights(mp, model_, c.model, dir + "/model.safetensors");
-  for (const auto& [name, tensor] : c.optimizer.tensors) {
-    check(tensor.all_finite(), dir, "/optimizer.safetensors: tensor '", name, "' holds inf or NaN");
-  }
-  parts_->optimizer->load_state_dict(c.optimizer);
-  parts_->scheduler->load_state_dict(c.scheduler);
-  mp.scaler().load_state_dict(c.scaler);
-  if (Fp8Scaling* fp8 = mp.fp8()) {
-    check(!c.fp8.is_null(), dir, ": an fp8 run's checkpoint without ", io::kFp8File);
-    fp8->load_state_dict(c.fp8, dir + "/" + io::kFp8File);
-  }
-  *model_.dropout_gen = Generator(c.rng.at("dropout").at("seed"), c.rng.at("dropout").at("offset"));
-  const int64_t max_steps = state_.max_steps;  // this run's arguments say how far to train
-  state_ = TrainerState::from_json(c.trainer_state, dir + "/trainer_state.json");
-  state_.max_steps = max_steps;
+  accelerator_->load_state_dict(c, dir);  // the run's state: weights to loop counters
 } catch (const nlohmann::json::exception& e) {
   fail(dir, ": a checkpoint file has a missing or mistyped field (", e.what(), ")");
 }
@@ -522,19 +515,7 @@ Trainer::StepOutcome Trainer::training_step(int64_t epoch, int64_t first_batch) 
   ddp.end_step(*model_.dropout_gen);
   ++state_.global_step;
   if (args_.ddp_check_every > 0 && state_.global_step % args_.ddp_check_every == 0) {
-    std::vector<std::pair<std::string, Tensor>> tensors;
-    for (const auto& [name, t] : model_.named_parameters()) tensors.emplace_back("model " + name, t);
-    if (mp.masters()) {
-      for (const auto& [name, t] : mp.optimizer_parameters()) tensors.emplace_back("master " + name, t);
-    }
-    const optim::OptimizerState optimizer_state = parts_->optimizer->state_dict();
-    for (const auto& [name, t] : optimizer_state.tensors) tensors.emplace_back("optimizer " + name, t);
-    nlohmann::json scalars = {{"optimizer", optimizer_state.meta},
-                              {"scheduler", parts_->scheduler->state_dict()},
-                              {"scaler", mp.scaler().state_dict()},
-                              {"dropout_offset", model_.dropout_gen->offset()}};
-    if (const Fp8Scaling* fp8 = mp.fp8()) scalars["fp8_scaling"] = fp8->state_dict();
-    ddp.check_replicas(tensors, scalars, state_.global_step);
+    accelerator_->check_replicas(state_.global_step);
   }
   state_.epoch = double(epoch) + double(end) / double(loader.num_batches());
   if (!step.stepped) ++state_.skipped_steps;
@@ -619,8 +600,8 @@ bool Trainer::end_epoch() {
 // The best checkpoint's weights back (load_best_model_at_end), the summary, its log entry.
 TrainOutput Trainer::end_training(double seconds, int64_t start_step, bool interrupted) {
   if (args_.load_best_model_at_end && !interrupted && !state_.best_model_checkpoint.empty()) {
-    load_checked_weights(accelerator_->mixed_precision(), model_, io::load_checkpoint(state_.best_model_checkpoint).model,
-                         state_.best_model_checkpoint + "/model.safetensors");
+    load_model_state(accelerator_->mixed_precision(), model_, io::load_checkpoint(state_.best_model_checkpoint),
+                     state_.best_model_checkpoint);
   }
   if (!interrupted && state_.global_step > start_step) {
     warn(stalled_loss_warning(state_.epoch_train_loss(), model_.config.classes, state_.global_step, steps_per_epoch()));

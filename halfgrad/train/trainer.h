@@ -177,10 +177,6 @@ class Trainer {
   std::optional<AdaptiveThreads> threads_;
 };
 
-// Throws hg::Error naming `dir` when checkpoint `c` cannot be resumed: a model-only one
-// (save_only_model). Trainer::train runs it; `halfgrad train --resume` before reading data.
-void check_resumable(const io::Checkpoint& c, const std::string& dir);
-
 // The standard metrics of an EvalPrediction: accuracy and macro-F1 (keys "accuracy", "f1").
 Metrics classification_metrics(const EvalPrediction& prediction);
 

@@ -97,6 +97,7 @@ TEST_CASE("every choice a halfgrad help text lists is accepted", "[demo][cli]") 
       if (flag == "--metric") base.push_back("--load-best");
       if (flag == "--spm-type") base.insert(base.end(), {"--tokenizer", "sentencepiece"});
       if (flag == "--update-rounding") base.insert(base.end(), {"--master-weights", "none"});
+      if (flag == "--bf16-dot") base.insert(base.end(), {"--precision", "bf16"});
       if (flag == "--input-format")
         base.insert(base.end(), {command == cl.train_cmd ? "--train" : "--data", dir / "train.tsv"});
       if (command != cl.train_cmd) base.insert(base.end(), {"--checkpoint", dir.path.string()});

@@ -111,6 +111,25 @@ TEST_CASE("halfgrad train --accumulate reaches the checkpoint and is refused wit
   CHECK(state.at("training_args").at("accumulate") == "f16-blocked");
 }
 
+TEST_CASE("halfgrad train --bf16-dot reaches the checkpoint and eval, and is refused without bf16 products",
+          "[demo][cli][bf16_dot]") {
+  const TempDir dir("bf16_dot_flag");
+  data::write_tsv(data::synthetic_dataset(16, 2, 3), dir / "train.tsv");
+  const std::string data = " --max-steps 2 --save-steps 2 --train " + dir / "train.tsv";
+  const testing::ProgramResult refused =
+      testing::run_program("halfgrad", "train" + kTinyF32 + " --bf16-dot exact" + data + " --output-dir " +
+                                           dir / "f32");
+  CHECK(refused.exit_code == 1);
+  CHECK_THAT(refused.output, Catch::Contains("bf16_dot (--bf16-dot) exact applies to bf16 and fp8 only"));
+  std::string bf16 = kTinyF32;
+  bf16.replace(bf16.find("fp32"), 4, "bf16");
+  halfgrad("train" + bf16 + " --bf16-dot emulated" + data + " --output-dir " + dir / "bf16");
+  const std::string checkpoint = (dir.path / "bf16/checkpoint-2").string();
+  const nlohmann::json state = nlohmann::json::parse(testing::read_bytes(checkpoint + "/trainer_state.json"));
+  CHECK(state.at("training_args").at("bf16_dot") == "emulated");
+  CHECK(train::load_for_inference(checkpoint).mixed_precision->options().bf16_dot == kernels::Bf16Dot::kEmulated);
+}
+
 TEST_CASE("the train_loss column and summary are means of the step losses and the same after a resume", "[demo][cli]") {
   const TempDir dir("train_loss_column");
   data::write_tsv(data::synthetic_dataset(16, 2, 3), dir / "train.tsv");

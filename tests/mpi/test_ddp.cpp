@@ -210,6 +210,44 @@ void test_inf_on_one_rank_skips_everywhere() {
   expect(model.fingerprint() == before, "the weights are unchanged");
 }
 
+// The replica check compares the run's state (Accelerator::state_dict) across the ranks: equal
+// replicas pass; a master weight or the dropout generator changed on rank 1 alone stops both
+// ranks, naming the part.
+void test_replica_check_names_the_diverged_part() {
+  dist::Communicator& comm = dist::world();
+  const data::TokenizerConfig tok = ngram_tokenizer();
+  nn::TextClassifier model(tiny_config(tok, 0.1f), 1);
+  optim::AdamW optimizer({{model.parameters(), 1e-2f, 0.0f}});
+  train::Accelerator acc({.mixed_precision = {.precision = optim::Precision::kFp16}});
+  acc.prepare(model, optimizer);
+  acc.register_generator("dropout", *model.dropout_gen);
+  auto error_of = [&](int64_t step) {
+    try {
+      acc.check_replicas(step);
+    } catch (const Error& e) {
+      return std::string(e.what());
+    }
+    return std::string("(no error)");
+  };
+  expect(error_of(1) == "(no error)", "identical replicas pass");
+  const auto [name, weight] = acc.mixed_precision().optimizer_parameters().back();  // an f32 master
+  const std::vector<float> before = weight.to_vector();
+  if (comm.rank() == 1) {
+    std::vector<float> changed = before;
+    changed[0] += 1.0f;
+    weight.assign_nearest(changed);
+  }
+  const std::string master = error_of(2);
+  expect(master == "replica check at step 2: tensor 'master " + name + "' on rank 1 differs from rank 0's: the "
+                   "replicas have diverged",
+         "a changed master weight is named, got: " + master);
+  weight.assign_nearest(before);
+  if (comm.rank() == 1) *model.dropout_gen = Generator(model.dropout_gen->seed(), model.dropout_gen->offset() + 1);
+  const std::string rng = error_of(3);
+  expect(rng == "replica check at step 3: the state 'rng' on rank 1 differs from rank 0's: the replicas have diverged",
+         "a changed dropout generator is named, got: " + rng);
+}
+
 // A shared scratch directory: rank 0's name, removed by rank 0 at the end.
 std::string shared_dir(const std::string& name) {
   dist::Communicator& comm = dist::world();
@@ -318,6 +356,7 @@ const std::map<std::string, std::function<void()>> kTests = {
     {"inf_on_one_rank_skips_everywhere", test_inf_on_one_rank_skips_everywhere},
     {"matches_single_process", test_matches_single_process},
     {"checkpoint_resume", test_checkpoint_resume},
+    {"replica_check_names_the_diverged_part", test_replica_check_names_the_diverged_part},
 };
 
 }  // namespace

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 
 #include "halfgrad/autograd/allocator.h"
 #include "halfgrad/autograd/all_ops.h"
@@ -408,6 +409,52 @@ TEST_CASE("mixed precision options: rounding (--rounding, --flush-subnormals), i
   CHECK(std::abs(double(up) - 1024.0) < 5 * std::sqrt(4096 * 0.25 * 0.75));  // binomial(4096, 1/4), 5 sigma
   CHECK(rounded({.precision = Precision::kFp16}, tiny)[0] == 0x1p-20f);
   CHECK(rounded({.precision = Precision::kFp16, .flush_subnormals = true}, tiny)[0] == 0.0f);
+}
+
+TEST_CASE("mixed precision options: bf16_dot (--bf16-dot), its JSON key and the guard that carries it to the GEMMs",
+          "[mixed][bf16_dot]") {
+  // bf16 and fp8 accept every choice (their autocast dtype is bf16); the others auto only.
+  for (const Precision p : {Precision::kBf16, Precision::kFp8}) {
+    for (const Bf16Dot d : {Bf16Dot::kAuto, Bf16Dot::kExact, Bf16Dot::kEmulated}) {
+      CHECK_NOTHROW((MixedPrecisionOptions{.precision = p, .bf16_dot = d}.validate()));
+    }
+  }
+  REQUIRE_THROWS_WITH((MixedPrecisionOptions{.precision = Precision::kFp16, .bf16_dot = Bf16Dot::kExact}.validate()),
+                      "bf16_dot (--bf16-dot) exact applies to bf16 and fp8 only: the other modes have no bf16 x bf16 "
+                      "products");
+  REQUIRE_THROWS_WITH(kBf16DotNames.parse("fast", "bf16_dot (--bf16-dot)"),
+                      "bf16_dot (--bf16-dot): unknown value 'fast' (expected auto, exact or emulated)");
+
+  // JSON: "bf16_dot" only when not auto (a checkpoint without it ran auto); round trips.
+  CHECK_FALSE(mixed_precision_to_json({.precision = Precision::kBf16}).contains("bf16_dot"));
+  for (const Bf16Dot d : {Bf16Dot::kExact, Bf16Dot::kEmulated}) {
+    const MixedPrecisionOptions o{.precision = Precision::kBf16, .bf16_dot = d};
+    const nlohmann::json j = mixed_precision_to_json(o);
+    CHECK(j.at("bf16_dot") == kBf16DotNames.name(d));
+    CHECK(is_mixed_precision_key("bf16_dot"));
+    CHECK(mixed_precision_from_json(j, "test") == o.resolved());
+  }
+  REQUIRE_THROWS_WITH(mixed_precision_from_json({{"fp16", true}, {"bf16_dot", "exact"}}, "f.json"),
+                      Catch::Contains("f.json: bf16_dot (--bf16-dot) exact applies to bf16 and fp8 only"));
+
+  // The effect: the guard carries the choice to matmul's and linear's GEMMs. 2^-64 x 2^-64 =
+  // 2^-128 is an f32 (and bf16) subnormal: the exact chain keeps it, VDPBF16PS's step (emulated
+  // here, on any CPU) flushes a tiny result to zero (halfgrad/autograd/kernels/gemm_bf16dot.h).
+  if (std::getenv("HALFGRAD_EXACT_BF16") != nullptr) {
+    WARN("HALFGRAD_EXACT_BF16 is set: it overrides bf16_dot, the effect is not checked");
+    return;
+  }
+  const Tensor a = Tensor::full({1, 1}, 0x1p-64f), b = Tensor::full({1, 1}, 0x1p-64f);
+  for (const Bf16Dot d : {Bf16Dot::kExact, Bf16Dot::kEmulated}) {
+    Generator gen(0);
+    nn::Linear model(1, 1, {.gen = &gen});
+    const ForwardPrecision precision(model, {.precision = Precision::kBf16, .bf16_dot = d});
+    const Autocast guard = precision.autocast();
+    CHECK(active_bf16_dot() == d);
+    const float expected = d == Bf16Dot::kExact ? 0x1p-128f : 0.0f;
+    CHECK(matmul(a, b).item() == expected);
+    CHECK(linear(a, b).item() == expected);
+  }
 }
 
 }  // namespace hg::optim

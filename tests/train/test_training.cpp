@@ -5,6 +5,7 @@
 #include <catch2/catch.hpp>
 
 #include <cmath>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <limits>
@@ -19,6 +20,7 @@
 #include "halfgrad/optim/mixed_precision.h"
 #include "tests/demos/run_program.h"
 #include "tests/sweep_stride.h"
+#include "tests/temp_dir.h"
 #include "halfgrad/train/evaluation.h"
 #include "halfgrad/train/trainer.h"
 
@@ -175,6 +177,148 @@ TEST_CASE("load_best_model_at_end puts the best checkpoint's weights back (fp16 
     INFO(name);
     CHECK(parameter.to_vector() == best.model.at(name).to(parameter.dtype()).to_vector());
   }
+  fs::remove_all(dir);
+}
+
+namespace {
+
+// Every tensor of `a` and `b` (same names, same bits), as "" or the first that differs.
+std::string tensor_difference(const std::map<std::string, Tensor>& a, const std::map<std::string, Tensor>& b) {
+  if (a.size() != b.size()) return "sizes " + std::to_string(a.size()) + " and " + std::to_string(b.size());
+  for (const auto& [name, t] : a) {
+    const auto it = b.find(name);
+    if (it == b.end()) return "'" + name + "' missing";
+    if (t.dtype() != it->second.dtype() || t.shape() != it->second.shape() || t.nbytes() != it->second.nbytes() ||
+        std::memcmp(t.bytes(), it->second.bytes(), t.nbytes()) != 0) {
+      return "'" + name + "' differs";
+    }
+  }
+  return "";
+}
+
+}  // namespace
+
+TEST_CASE("Accelerator::state_dict is the run's state: what a checkpoint holds, what load_state_dict restores",
+          "[train][resume]") {
+  const data::Dataset train_set = data::synthetic_dataset(200, 4, 1);
+  using optim::Precision;
+  for (const optim::MixedPrecisionOptions& mode :
+       {optim::MixedPrecisionOptions{.precision = Precision::kFp16, .opt_level = optim::OptLevel::kO2},
+        optim::MixedPrecisionOptions{.precision = Precision::kFp8}}) {
+    INFO(optim::mixed_precision_to_json(mode).dump());
+    const fs::path dir = fresh_dir("state_dict");
+    TrainingArguments args = tiny_args(dir, 4);
+    args.save_steps = 4;
+    args.mixed_precision = mode;
+    nn::TextClassifier model(tiny_config(0.1f), 5);
+    Trainer trainer(model, args, train_set);
+    trainer.train();
+    const io::Checkpoint state = trainer.accelerator().state_dict();
+    // Every part is there: the masters (O2) or the fp8 scales, optimizer, scheduler, scaler, rng,
+    // and the loop's counters and running sums.
+    CHECK(state.model.size() == model.named_parameters().size());
+    CHECK(state.model.at("head.weight").dtype() == DType::f32);
+    CHECK(state.fp8.is_null() == (mode.precision != Precision::kFp8));
+    CHECK(state.optimizer.tensors.size() == 2 * state.model.size());  // AdamW's exp_avg, exp_avg_sq
+    CHECK(state.scheduler.at("step") == 4 - trainer.state().skipped_steps);  // steps only when the optimizer did
+    CHECK(state.scaler.empty() == (mode.precision != Precision::kFp16));     // torch's {} when disabled
+    CHECK(state.rng.at("dropout").at("offset") == model.dropout_gen->offset());
+    CHECK(state.trainer_state.at("global_step") == 4);
+    CHECK(state.trainer_state.at("loss_sum") == trainer.state().loss_sum);
+    CHECK(state.trainer_state.at("epoch_loss_steps") == trainer.state().epoch_loss_steps);
+
+    // The checkpoint the run saved holds exactly this state.
+    const io::Checkpoint saved = io::load_checkpoint(dir / "checkpoint-4");
+    CHECK(tensor_difference(saved.model, state.model) == "");
+    CHECK(tensor_difference(saved.optimizer.tensors, state.optimizer.tensors) == "");
+    CHECK(saved.optimizer.meta == state.optimizer.meta);
+    CHECK(saved.scheduler == state.scheduler);
+    CHECK(saved.scaler == state.scaler);
+    CHECK(saved.rng == state.rng);
+    CHECK(saved.fp8 == state.fp8);
+    nlohmann::json loop = saved.trainer_state;
+    loop.erase("training_args");  // the Trainer's, beside the state
+    // After the save, the end of training logged its summary: the saved log is the start of it.
+    nlohmann::json now = state.trainer_state;
+    const nlohmann::json& log = state.trainer_state.at("log_history");
+    REQUIRE(log.size() > loop.at("log_history").size());
+    now["log_history"] = nlohmann::json(log.begin(), log.begin() + std::ptrdiff_t(loop.at("log_history").size()));
+    CHECK(loop == now);
+
+    // Another model (other initial weights) takes all of it back.
+    nn::TextClassifier other(tiny_config(0.1f), 99);
+    TrainingArguments other_args = args;
+    other_args.output_dir = (dir / "other").string();
+    Trainer second(other, other_args, train_set);
+    second.accelerator().load_state_dict(state, "memory");
+    const io::Checkpoint restored = second.accelerator().state_dict();
+    CHECK(tensor_difference(restored.model, state.model) == "");
+    CHECK(tensor_difference(restored.optimizer.tensors, state.optimizer.tensors) == "");
+    CHECK(restored.optimizer.meta == state.optimizer.meta);
+    CHECK(restored.scheduler == state.scheduler);
+    CHECK(restored.scaler == state.scaler);
+    CHECK(restored.rng == state.rng);
+    CHECK(restored.fp8 == state.fp8);
+    CHECK(restored.trainer_state == state.trainer_state);
+    CHECK(second.state().global_step == 4);
+    CHECK(other.fingerprint() == model.fingerprint());  // the 16-bit model follows the masters
+
+    // Model only: the model's part and the loop's, which a resume refuses.
+    const io::Checkpoint model_only = trainer.accelerator().state_dict(/*model_only=*/true);
+    CHECK(tensor_difference(model_only.model, state.model) == "");
+    CHECK(model_only.fp8 == state.fp8);
+    CHECK(model_only.optimizer.tensors.empty());
+    CHECK(model_only.scheduler.is_null());
+    CHECK(model_only.scaler.is_null());
+    CHECK(model_only.rng.is_null());
+    CHECK(model_only.trainer_state == state.trainer_state);
+    CHECK_THAT(testing::error_of([&] { second.accelerator().load_state_dict(model_only, "m"); }),
+               Catch::StartsWith("m: a --save-only-model checkpoint"));
+
+    // Inference builds only what it uses: the model in the dtype it computes in, no f32 masters,
+    // no loss scaler (not a MixedPrecision), and the same logits as the trained model.
+    const InferenceModel loaded = load_for_inference((dir / "checkpoint-4").string());
+    CHECK(loaded.mixed_precision->masters() == nullptr);
+    CHECK(dynamic_cast<const optim::MixedPrecision*>(loaded.mixed_precision.get()) == nullptr);
+    CHECK(loaded.model->head->weight.dtype() == model.head->weight.dtype());
+    CHECK(loaded.model->fingerprint() == model.fingerprint());
+    fs::remove_all(dir);
+  }
+}
+
+TEST_CASE("a resume whose model differs in pooling, dropout or sparse_embedding is refused, naming the field",
+          "[train][bad_input]") {
+  const data::Dataset train_set = data::synthetic_dataset(64, 4, 1);
+  const fs::path dir = fresh_dir("resume_model");
+  TrainingArguments args = tiny_args(dir, 2);
+  args.save_steps = 2;
+  {
+    nn::TextClassifier model(tiny_config(0.1f), 5);
+    Trainer(model, args, train_set).train();
+  }
+  const std::string checkpoint = (dir / "checkpoint-2").string();
+  auto resume_error = [&](const nn::ClassifierConfig& config) {
+    TrainingArguments resume_args = args;
+    resume_args.output_dir = (dir / "resumed").string();
+    resume_args.max_steps = 4;
+    nn::TextClassifier model(config, 5);
+    Trainer trainer(model, resume_args, train_set);
+    return testing::error_of([&] { trainer.train(checkpoint); });
+  };
+  nn::ClassifierConfig cls = tiny_config(0.1f);
+  cls.pooling = nn::Pooling::kCls;
+  cls.vocab = 257;  // bytes and the CLS token
+  CHECK_THAT(resume_error(cls),
+             Catch::StartsWith(checkpoint + ": the checkpoint does not match this run: vocab_size: checkpoint 256, "
+                               "this run 257 (--buckets); pooling: checkpoint \"mean\", this run \"cls\" (--pooling)"));
+  // 0.1f and 0.2f as config.json holds them (the float widened to double, printed shortest).
+  CHECK(resume_error(tiny_config(0.2f)) ==
+        checkpoint + ": the checkpoint does not match this run: dropout: checkpoint 0.10000000149011612, this run "
+                     "0.20000000298023224 (--dropout)");
+  nn::ClassifierConfig sparse = tiny_config(0.1f);
+  sparse.sparse_embedding = true;
+  CHECK(resume_error(sparse) ==
+        checkpoint + ": the checkpoint does not match this run: sparse_embedding: checkpoint false, this run true");
   fs::remove_all(dir);
 }
 

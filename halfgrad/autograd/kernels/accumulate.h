@@ -37,6 +37,16 @@ namespace hg::kernels {
 
 enum class Accumulation { kF32, kF16, kF16Blocked };
 
+// Which way a bf16 x bf16 product with f32 sums is summed (gemm_bf16dot.h): a request, which
+// set_bf16_dot and the environment variable HALFGRAD_EXACT_BF16 override (bf16_dot_mode).
+enum class Bf16Dot {
+  kAuto,      // VDPBF16PS where the CPU has it, else the exact path (the default)
+  kExact,     // gemm.h's f32 chain on every CPU (HALFGRAD_EXACT_BF16=1)
+  kEmulated,  // VDPBF16PS's order and flushing computed in scalar code (dpbf16_fma) on any CPU,
+              // through the same packing and loops: slow, for tests and for seeing on any
+              // machine the bits an AVX512_BF16 machine computes
+};
+
 // The terms per f16 block of kF16Blocked (a run of 32 products per f32 carry update).
 inline constexpr int64_t kF16AccumulationBlock = 32;
 

@@ -582,7 +582,8 @@ void gemm_batched(float* c, int64_t ldc, int64_t c_batch_stride, const GemmOpera
   const int64_t parts = (batch % team == 0 || batch >= 4 * team) ? 1 : team;
   const int64_t tasks = batch * parts;
   // bf16 x bf16 may run on VDPBF16PS instead, in its own order (gemm_bf16dot.h).
-  const Bf16DotKernel dot = choose_bf16_dot(a.dtype, b.dtype, options.accumulation, bf16_dot_mode(), cpu_has_bf16_dot());
+  const Bf16DotKernel dot = choose_bf16_dot(a.dtype, b.dtype, options.accumulation, bf16_dot_mode(options.bf16_dot),
+                                           cpu_has_bf16_dot());
   const auto run = [&](int64_t t) {
     const int64_t i = t / parts;
     if (dot != Bf16DotKernel::kNone) {

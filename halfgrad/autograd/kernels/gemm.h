@@ -39,6 +39,9 @@ struct GemmOptions {
   // kF32: the packed kernel and the order below. kF16, kF16Blocked: every element one f16 chain
   // as accumulate.h defines (operands widened, then accumulate.h's gemm_f16).
   Accumulation accumulation = Accumulation::kF32;
+  // bf16 x bf16 with kF32 sums: the requested summation (gemm_bf16dot.h; bf16_dot_mode applies
+  // the overrides).
+  Bf16Dot bf16_dot = Bf16Dot::kAuto;
   // C = bias + op(A) op(B), as a Linear layer's forward needs: bias (f32, n values, one per
   // column of C, shared by every matrix of a batch) is where each element's chain starts instead
   // of 0. The bits equal C filled with the bias rows and then accumulated into, without that pass

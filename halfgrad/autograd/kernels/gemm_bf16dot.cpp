@@ -277,11 +277,12 @@ Bf16Dot bf16_dot_from_environment(const char* value) {
   return Bf16Dot::kExact;
 }
 
-Bf16Dot bf16_dot_mode() {
+Bf16Dot bf16_dot_mode(Bf16Dot requested) {
   const int mode = g_mode.load(std::memory_order_relaxed);
   if (mode >= 0) return static_cast<Bf16Dot>(mode);
-  static const Bf16Dot from_environment = bf16_dot_from_environment(std::getenv("HALFGRAD_EXACT_BF16"));
-  return from_environment;
+  static const char* const variable = std::getenv("HALFGRAD_EXACT_BF16");
+  static const Bf16Dot from_environment = bf16_dot_from_environment(variable);
+  return variable != nullptr ? from_environment : requested;
 }
 
 void set_bf16_dot(Bf16Dot mode) { g_mode.store(static_cast<int>(mode), std::memory_order_relaxed); }

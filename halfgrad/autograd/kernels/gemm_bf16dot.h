@@ -38,10 +38,12 @@
 // checks it on random data. inf and NaN propagate as in IEEE arithmetic (which NaN's payload
 // survives is not part of the contract).
 //
-// The exact path stays selectable: HALFGRAD_EXACT_BF16=1 in the environment (read once, at the
-// first GEMM; "0" or unset: the instruction where available; other values: hg::Error naming
-// the variable), or set_bf16_dot / ScopedBf16Dot from code, which take precedence over it. The
-// bit-exact claims of the emulation model (docs/numerics.md) hold on the exact path.
+// The exact path stays selectable: a run's MixedPrecisionOptions::bf16_dot (--bf16-dot exact,
+// carried to each GEMM by the Autocast guard as GemmOptions::bf16_dot); HALFGRAD_EXACT_BF16 in
+// the environment overrides it (read once, at the first GEMM; "1": exact, "0": the instruction
+// where available; other values: hg::Error naming the variable); set_bf16_dot / ScopedBf16Dot
+// from code take precedence over both. The bit-exact claims of the emulation model
+// (docs/numerics.md) hold on the exact path.
 #pragma once
 
 #include <cstdint>
@@ -52,15 +54,6 @@
 
 namespace hg::kernels {
 
-// Which way a bf16 x bf16 product is summed.
-enum class Bf16Dot {
-  kAuto,      // VDPBF16PS where the CPU has it, else the exact path (the default)
-  kExact,     // gemm.h's f32 chain on every CPU (HALFGRAD_EXACT_BF16=1)
-  kEmulated,  // VDPBF16PS's order and flushing computed in scalar code (dpbf16_fma) on any CPU,
-              // through the same packing and loops: slow, for tests and for seeing on any
-              // machine the bits an AVX512_BF16 machine computes
-};
-
 // The kernel a product runs on, a pure function of its inputs (tested on every CPU): kNone is
 // gemm.h's exact path. The dot kernels take both operands bf16 and f32 sums; kInstruction also
 // a CPU with the instruction.
@@ -70,8 +63,10 @@ Bf16DotKernel choose_bf16_dot(DType a, DType b, Accumulation accumulation, Bf16D
 // AVX512F and AVX512_BF16 usable on this CPU (CPUID and the OS's AVX-512 state), checked once.
 bool cpu_has_bf16_dot();
 
-// The mode in force: set_bf16_dot's, else the environment's (read once).
-Bf16Dot bf16_dot_mode();
+// The mode in force for a product that asks for `requested` (GemmOptions::bf16_dot, from the
+// run's MixedPrecisionOptions through Autocast): set_bf16_dot's when one is in force, else
+// HALFGRAD_EXACT_BF16's when the variable is set (read once), else `requested`.
+Bf16Dot bf16_dot_mode(Bf16Dot requested = Bf16Dot::kAuto);
 // The mode a value of HALFGRAD_EXACT_BF16 selects: kExact for "1", kAuto for "0" or nullptr
 // (unset); anything else is an hg::Error naming the variable.
 Bf16Dot bf16_dot_from_environment(const char* value);

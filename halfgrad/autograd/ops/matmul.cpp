@@ -150,7 +150,7 @@ Tensor grid_product(const char* op, const Tensor& a0, const Layout& la, const Te
                     int64_t k, std::shared_ptr<const std::vector<int64_t>> bound = nullptr, char bound_dim = 0) {
   const DType dtype = autocast_dtype(CastPolicy::kLowerPrecision, {a0, b0});
   const Tensor a = autocast_input(a0, dtype), b = autocast_input(b0, dtype);
-  const kernels::GemmOptions sums{.accumulation = active_accumulation()};
+  const kernels::GemmOptions sums{.accumulation = active_accumulation(), .bf16_dot = active_bf16_dot()};
   const std::vector<int64_t>* const lm = bound_dim == 'm' ? bound.get() : nullptr;
   const std::vector<int64_t>* const ln = bound_dim == 'n' ? bound.get() : nullptr;
   const std::vector<int64_t>* const lk = bound_dim == 'k' ? bound.get() : nullptr;
@@ -294,14 +294,14 @@ Tensor linear(const Tensor& x0, const Tensor& w0, const Tensor& bias0) {
   const DType dtype = autocast_dtype(CastPolicy::kLowerPrecision, {x0, w0, bias0});
   const Tensor x = autocast_input(x0, dtype), w = autocast_input(w0, dtype);
   const Tensor bias = bias0.defined() ? autocast_input(bias0, dtype) : Tensor();
-  const Accumulation accumulation = active_accumulation();
+  const kernels::GemmOptions sums{.accumulation = active_accumulation(), .bf16_dot = active_bf16_dot()};
   Result y(x.shape().with(-1, out), dtype);
   // The bias is where each f32 chain starts, before the single rounding (addmm).
   const std::vector<float> b = bias.defined() ? bias.to_vector() : std::vector<float>();
   kernels::gemm(y.data(), out, operand(x, in, false), operand(w, in, true), rows, out, in,
-                {.accumulation = accumulation, .bias = bias.defined() ? b.data() : nullptr});
-  return record("linear", y.finish(dtype), {x, w, bias}, [x, w, bias, rows, in, out, accumulation](const Tensor& dy) {
-    const kernels::GemmOptions sums{.accumulation = accumulation};
+                {.accumulation = sums.accumulation, .bf16_dot = sums.bf16_dot,
+                 .bias = bias.defined() ? b.data() : nullptr});
+  return record("linear", y.finish(dtype), {x, w, bias}, [x, w, bias, rows, in, out, sums](const Tensor& dy) {
     if (x.requires_grad()) {  // dX (R,in) = dY (R,out) W (out,in)
       Result dx(x.shape(), x.dtype());
       kernels::gemm(dx.data(), in, operand(dy, out, false), operand(w, in, false), rows, in, out, sums);
@@ -315,10 +315,10 @@ Tensor linear(const Tensor& x0, const Tensor& w0, const Tensor& bias0) {
     // db (out) = dY summed over its rows: the bias was broadcast over them, and the tape sums a
     // broadcast gradient back (sum_to: column sums in f32, rounded once into the bias's dtype).
     // Under f16 accumulation the rows are summed here, in the forward's mode, as a GEMM would.
-    if (bias.defined() && accumulation != Accumulation::kF32) {
+    if (bias.defined() && sums.accumulation != Accumulation::kF32) {
       Result db(bias.shape());
       const std::vector<float> g = dy.to_vector();
-      kernels::column_sums_f16(db.data(), g.data(), rows, out, out, accumulation);
+      kernels::column_sums_f16(db.data(), g.data(), rows, out, out, sums.accumulation);
       accumulate_grad(bias, db.finish(bias.dtype()));
     } else if (bias.defined()) {
       accumulate_grad(bias, dy);
