@@ -185,8 +185,6 @@ inline void add_optimization_flags(CLI::App& app, TrainOptions& o) {
                              kTransformerRecipe.weight_decay));
   app.add_option("--embedding-lr", a.embedding_learning_rate,
                  "the token table's own peak learning rate, under the same schedule (default: --lr)");
-  app.add_option("--embedding-weight-decay", a.embedding_weight_decay,
-                 "the token table's own AdamW weight decay (default: --weight-decay)");
   app.add_option("--label-smoothing", a.label_smoothing_factor,
                  "label smoothing of the training loss, in [0, 1) (HF's label_smoothing_factor)")
       ->capture_default_str();

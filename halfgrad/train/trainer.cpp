@@ -287,10 +287,9 @@ Trainer::Trainer(nn::TextClassifier& model, TrainingArguments args, const data::
                               accelerator_->num_processes(), accelerator_->process_index()});
   state_.max_steps = args_.max_steps > 0 ? args_.max_steps
                                          : int64_t(std::ceil(args_.num_train_epochs * double(steps_per_epoch())));
-  std::optional<optim::OwnGroup> table;  // the token table's own lr or weight decay
-  if (args_.embedding_learning_rate || args_.embedding_weight_decay) {
-    table = optim::OwnGroup{"token_embedding.weight", args_.embedding_learning_rate.value_or(args_.learning_rate),
-                            args_.embedding_weight_decay.value_or(args_.weight_decay)};
+  std::optional<optim::OwnGroup> table;  // the token table's own learning rate
+  if (args_.embedding_learning_rate) {
+    table = optim::OwnGroup{"token_embedding.weight", *args_.embedding_learning_rate, args_.weight_decay};
   }
   parts_->optimizer = std::make_unique<optim::AdamW>(
       optim::decay_groups(model.named_parameters(), args_.learning_rate, args_.weight_decay, table));

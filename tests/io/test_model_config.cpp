@@ -157,16 +157,14 @@ TEST_CASE("training_args write the token table's group and label smoothing only 
           "[train][config]") {
   train::TrainingArguments a;
   nlohmann::json j = a.to_json();
-  for (const char* key : {"embedding_learning_rate", "embedding_weight_decay", "label_smoothing_factor"}) {
+  for (const char* key : {"embedding_learning_rate", "label_smoothing_factor"}) {
     CHECK_FALSE(j.contains(key));
   }
   a.embedding_learning_rate = 3e-4f;
-  a.embedding_weight_decay = 0.25f;
   a.label_smoothing_factor = 0.1f;
   j = a.to_json();
   const train::TrainingArguments back = train::TrainingArguments::from_json(j, "trainer_state.json");
   CHECK(back.embedding_learning_rate == 3e-4f);
-  CHECK(back.embedding_weight_decay == 0.25f);
   CHECK(back.label_smoothing_factor == 0.1f);
   j["label_smoothing_factor"] = "lots";
   CHECK_THROWS_WITH(train::TrainingArguments::from_json(j, "trainer_state.json"),

@@ -145,8 +145,6 @@ TEST_CASE("flags without effect under the chosen strategy and bad flag values fa
       {train + " --warmup-ratio 1", kError, "warmup_ratio (--warmup-ratio) must be in [0, 1), got 1"},
       {train + " --embedding-lr 0", kError, "embedding_learning_rate (--embedding-lr) must be in (0, 10), got 0"},
       {train + " --embedding-lr nan", kError, "embedding_learning_rate (--embedding-lr) must be in (0, 10), got nan"},
-      {train + " --embedding-weight-decay 1", kError,
-       "embedding_weight_decay (--embedding-weight-decay) must be in [0, 1), got 1"},
       {train + " --label-smoothing 1", kError, "label_smoothing_factor (--label-smoothing) must be in [0, 1), got 1"},
       {train + " --label-smoothing -0.1", kError,
        "label_smoothing_factor (--label-smoothing) must be in [0, 1), got -0.1"},
