@@ -16,6 +16,7 @@ Model (pre-LayerNorm encoder, plain torch.nn):
      h = LN1(x); a = MHA(h,h,h, key_padding_mask=(ids==0)); x = x + dropout(a)
      h = LN2(x); f = fc2(GELU(fc1(h)));                      x = x + dropout(f)
   x = LN_f(x); pooled = mean of x over non-pad positions; logits = head(pooled)
+  --bag_skip (halfgrad's --bag-skip): pooled += mean over non-pad positions of LN_bag(dropout(tok_emb(ids)))
   MHA has attention-probability dropout = dropout as well. GELU = exact (erf).
 Init (default --init normal): every Linear/Embedding/in_proj weight ~ N(0, init_std=0.02),
   all biases 0, LN gamma=1 beta=0.   (--init torch keeps PyTorch's default init.)
@@ -125,13 +126,15 @@ class Block(nn.Module):
 
 class Classifier(nn.Module):
     def __init__(self, n_classes, max_len, d=128, h=4, n_layers=2, dff=512, p=0.1, vocab=256, positions=True,
-                 sparse=False):
+                 sparse=False, bag_skip=False):
         super().__init__()
         self.tok = nn.Embedding(vocab, d, sparse=sparse)
         self.pos = nn.Embedding(max_len, d) if positions else None
         self.drop = nn.Dropout(p)
         self.blocks = nn.ModuleList([Block(d, h, dff, p) for _ in range(n_layers)])
         self.lnf = nn.LayerNorm(d)
+        # halfgrad's --bag-skip: the mean of a LayerNorm of the (dropped-out) token rows joins the pooled output
+        self.bag_ln = nn.LayerNorm(d) if bag_skip else None
         self.head = nn.Linear(d, n_classes)
         self.tap_fn = None  # set by the underflow analysis to capture activation grads
 
@@ -158,15 +161,19 @@ class Classifier(nn.Module):
     def forward(self, ids):
         pad = ids == 0
         T = ids.shape[1]
-        x = self.tok(ids)
+        tok = x = self.tok(ids)
         if self.pos is not None:
             x = x + self.pos(torch.arange(T, device=ids.device))[None]
         x = self.drop(self._tap("emb", x))
+        bag_rows = None if self.bag_ln is None else x if self.pos is None else self.drop(tok)
         for i, b in enumerate(self.blocks):
             x = b(x, pad, self._tap, f"L{i}")
         x = self._tap("lnf", self.lnf(x))
         keep = (~pad).unsqueeze(-1)
         pooled = x.masked_fill(~keep, 0.0).sum(1) / keep.sum(1).clamp(min=1).to(x.dtype)
+        if bag_rows is not None:
+            bag = self.bag_ln(bag_rows).masked_fill(~keep, 0.0)
+            pooled = pooled + bag.sum(1) / keep.sum(1).clamp(min=1).to(x.dtype)
         pooled = self._tap("pool", pooled)
         return self._tap("logits", self.head(pooled))
 
@@ -335,6 +342,8 @@ def main():
                     help="weight decay on all parameters, or on matrices only (halfgrad's AdamW)")
     ap.add_argument("--clip", type=float, default=0.0, help="gradient norm clipping (0: off; halfgrad: 1)")
     ap.add_argument("--epochs", type=int, default=5)
+    ap.add_argument("--bag_skip", action="store_true",
+                    help="halfgrad's --bag-skip: add the mean of a LayerNorm of the token rows to the pooled output")
     ap.add_argument("--amp", default="none", choices=["none", "bf16"])
     ap.add_argument("--max_len", type=int, default=None)
     ap.add_argument("--batch", type=int, default=64)
@@ -383,7 +392,7 @@ def main():
     te_ids, te_y, _ = load_tsv(args.test, max_len, names=names, pixels=pixels, words=words, buckets=buckets)
     vocab = len(words) + 2 if words is not None else buckets + 1 if buckets else 256
     model = Classifier(len(names), max_len, args.d_model, args.heads, args.layers, args.d_ff, args.dropout, vocab,
-                       positions=args.positions == "learned", sparse=bool(buckets))
+                       positions=args.positions == "learned", sparse=bool(buckets), bag_skip=args.bag_skip)
     if args.init == "normal":
         model.init_normal(args.init_std)
     if args.load:

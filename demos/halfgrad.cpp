@@ -207,6 +207,7 @@ nn::ClassifierConfig check_train_flags(dist::Communicator& world, const CLI::App
     config.layers = o.layers;
     config.dropout = o.dropout;
     config.pooling = o.pooling == "cls" ? nn::Pooling::kCls : nn::Pooling::kMean;
+    config.bag_skip = o.bag_skip;
     io::fit_to_tokenizer(config, a.tokenizer);  // vocab (with CLS) and sparse_embedding
     config.validate();
     if (!o.resume.empty()) {  // a broken checkpoint fails now, not after the data is read (restore reads it again)
@@ -276,10 +277,11 @@ std::string model_line(const nn::TextClassifier& model, const cli::TrainOptions&
   char text[512];
   std::snprintf(text, sizeof text,
       "model: %lld parameters (d_model %lld, heads %lld, layers %lld, d_ff %lld, max_len %lld, tokenizer %s, "
-      "positions %s); precision %s%s; %s%s",
+      "positions %s%s); precision %s%s; %s%s",
       static_cast<long long>(model.parameter_count()), static_cast<long long>(config.d_model),
       static_cast<long long>(config.heads), static_cast<long long>(config.layers), static_cast<long long>(config.d_ff),
-      static_cast<long long>(config.max_len), tokenizer.c_str(), o.positions.c_str(), o.precision.c_str(),
+      static_cast<long long>(config.max_len), tokenizer.c_str(), o.positions.c_str(),
+      config.bag_skip ? ", bag skip" : "", o.precision.c_str(),
       a.mixed_precision.precision == optim::Precision::kFp16 ? (" " + o.opt_level + ", loss scale " + o.loss_scale).c_str() : "",
       team.c_str(),
       world_size > 1 ? (" x " + std::to_string(world_size) + " processes, --ddp-comm " + o.ddp_comm).c_str() : "");

@@ -69,6 +69,7 @@ struct TrainOptions {
   // sentencepiece under encoder layers (ordered tokens); none otherwise (a bag).
   std::string positions;
   std::string spm_type = "unigram", spm_model;  // --spm-type, --spm-model (a .model file's path)
+  bool bag_skip = false;  // --bag-skip: ClassifierConfig::bag_skip (needs --layers >= 1)
   float dropout = kBagRecipe.dropout;
   int64_t early_stopping = 0;
   int64_t inspect = 0;  // NumericsInspector every N optimizer steps (0: off)
@@ -189,6 +190,11 @@ inline void add_optimization_flags(CLI::App& app, TrainOptions& o) {
   app.add_option("--weight-decay", a.weight_decay,
                  recipe_help("AdamW weight decay (matrices only)", kBagRecipe.weight_decay,
                              kTransformerRecipe.weight_decay));
+  app.add_option("--embedding-lr", a.embedding_learning_rate,
+                 "the token table's own peak learning rate, under the same schedule (default: --lr)");
+  app.add_option("--label-smoothing", a.label_smoothing_factor,
+                 "label smoothing of the training loss, in [0, 1) (HF's label_smoothing_factor)")
+      ->capture_default_str();
   app.add_option("--warmup-steps", a.warmup_steps, "linear warmup steps (instead of --warmup-ratio: give one)")
       ->check(CLI::Range(int64_t{0}, int64_t{1} << 40));
   app.add_option("--warmup-ratio", a.warmup_ratio, "linear warmup over this share of all steps, in [0, 1), rounded up (instead of --warmup-steps: give one)")
@@ -296,6 +302,9 @@ inline void add_model_flags(CLI::App& app, TrainOptions& o) {
   app.add_option("--pooling", o.pooling,
                  recipe_help("mean | cls", std::string(kBagRecipe.pooling), std::string(kTransformerRecipe.pooling)))
       ->check(CLI::IsMember({"mean", "cls"}));
+  app.add_flag("--bag-skip", o.bag_skip,
+               "with --layers >= 1: add the bag's representation (the mean of the layer-normed token embeddings) to "
+               "the pooled encoder output, before the head");
   add_read_flags(app, o.input_format, o.header, o.no_header);
 }
 
@@ -441,6 +450,8 @@ inline void resolve_model(const GivenFlags& given, TrainOptions& o) {
   check(!given("--spm-model") || !(given("--spm-type") || given("--vocab-size")),
         "--spm-model brings its own model type and vocabulary: drop --spm-type and --vocab-size");
   a.tokenizer.spm_type = data::kSpmTypeNames.parse(o.spm_type, "--spm-type");
+  check(!o.bag_skip || o.layers > 0,
+        "--bag-skip needs --layers >= 1: with --layers 0 the model is a bag already, it has nothing to skip");
   if (o.positions.empty()) {  // ordered tokens under an encoder; the hashed n-grams stay a bag
     const bool ordered = a.tokenizer.kind == data::TokenizerKind::kWords || spm;
     o.positions = a.tokenizer.kind == data::TokenizerKind::kBytes || (ordered && o.layers > 0) ? "learned" : "none";

@@ -8,7 +8,8 @@
 The model is built from config.json alone (docs/training.md lists its fields) with torch.nn's own
 modules: nn.Embedding for tokens and learned absolute positions, nn.TransformerEncoder of pre-LN
 nn.TransformerEncoderLayer (exact erf GELU, no dropout) with a final nn.LayerNorm, pooling (the
-mean over real tokens, or the CLS token's output) and an nn.Linear head. The weights come from
+mean over real tokens, or the CLS token's output; with bag_skip plus the mean of an nn.LayerNorm
+of the token rows) and an nn.Linear head. The weights come from
 model.safetensors, read here by hand (an 8-byte header length, a JSON header, raw little-endian
 data), so no safetensors package is needed. Texts are tokenized as config.json's tokenizer says,
 as halfgrad/data/tokenizer.h does: UTF-8 bytes, hashed char n-grams / words (bench/halfgrad_tokenize.py), or
@@ -103,6 +104,8 @@ class TorchTextClassifier(nn.Module):
         layers = config["num_hidden_layers"]
         self.encoder = nn.TransformerEncoder(layer, layers, enable_nested_tensor=False) if layers > 0 else None
         self.norm = nn.LayerNorm(d_model, eps=eps)  # the final LayerNorm, before pooling
+        # bag_skip: the mean of the layer-normed token rows (no positions) is added to the pooled output.
+        self.bag_norm = nn.LayerNorm(d_model, eps=eps) if config.get("bag_skip", False) else None
         self.head = nn.Linear(d_model, config["num_labels"])
 
     def forward(self, ids, mask):
@@ -116,6 +119,9 @@ class TorchTextClassifier(nn.Module):
         else:  # the mean over real tokens
             m = mask[..., None].to(h.dtype)
             pooled = (h * m).sum(1) / m.sum(1)
+        if self.bag_norm is not None:
+            m = mask[..., None].to(h.dtype)
+            pooled = pooled + (self.bag_norm(self.token_embedding(ids)) * m).sum(1) / m.sum(1)
         return self.head(pooled)
 
     def load_halfgrad(self, weights):
@@ -137,6 +143,9 @@ class TorchTextClassifier(nn.Module):
         }
         if self.position_embedding is not None:
             state["position_embedding.weight"] = take("position_embedding.weight")
+        if self.bag_norm is not None:
+            state["bag_norm.weight"] = take("bag_norm.weight")
+            state["bag_norm.bias"] = take("bag_norm.bias")
         for i in range(len(self.encoder.layers) if self.encoder is not None else 0):
             src, dst = f"encoder.layers.{i}.", f"encoder.layers.{i}."
             for part in ("weight", "bias"):  # nn.MultiheadAttention packs q, k, v into in_proj

@@ -160,6 +160,7 @@ void check_config_matches_weights(const ModelConfig& m, const nn::StateDict& wei
   if (c.position_embedding == nn::PositionEmbedding::kLearned) {
     expect("position_embedding.weight", {c.max_len, c.d_model}, "max_position_embeddings, hidden_size");
   }
+  if (c.bag_skip) expect("bag_norm.weight", {c.d_model}, "bag_skip, hidden_size");
   if (c.layers > 0) {
     expect("encoder.layers." + std::to_string(c.layers - 1) + ".ff.fc1.weight", {c.d_ff, c.d_model},
            "num_hidden_layers, intermediate_size, hidden_size");
@@ -188,6 +189,7 @@ nlohmann::json model_config_to_json(const ModelConfig& m) {
           {"initializer_range", c.init_std},
           {"position_embedding", nn::to_string(c.position_embedding)},
           {"sparse_embedding", c.sparse_embedding},
+          {"bag_skip", c.bag_skip},
           {"tokenizer", tokenizer_config_to_json(m.tokenizer)},
           {"id2label", id2label}};
   j.update(architecture_fields(m));
@@ -225,6 +227,7 @@ ModelConfig model_config_from_json(const nlohmann::json& j, const std::string& s
     const std::string position = j.value("position_embedding", std::string("learned"));  // absent before bag models
     c.position_embedding = nn::parse_position_embedding(position, source + ": position_embedding");
     c.sparse_embedding = j.value("sparse_embedding", false);  // absent before sparse gradients
+    c.bag_skip = j.value("bag_skip", false);                  // absent before bag_skip
     if (j.contains("tokenizer")) m.tokenizer = tokenizer_config_from_json(j.at("tokenizer"), source);
     const nlohmann::json& id2label = get("id2label");
     for (int64_t i = 0; i < c.classes; ++i) {

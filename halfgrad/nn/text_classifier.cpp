@@ -24,6 +24,8 @@ void ClassifierConfig::validate() const {
   check(classes >= 2, "config: classes must be >= 2, got ", classes);
   check(pooling == Pooling::kMean || layers >= 1,
         "config: pooling cls needs layers >= 1 (without an encoder layer the CLS token sees no other token)");
+  check(!bag_skip || layers >= 1,
+        "config: bag_skip needs layers >= 1 (with layers 0 the model is a bag: it has nothing to skip)");
   check(dropout >= 0.0f && dropout < 1.0f, "config: dropout must be in [0, 1), got ", dropout);
   check(init_std > 0.0f, "config: init_std must be > 0, got ", init_std);
 }
@@ -41,6 +43,7 @@ TextClassifier::TextClassifier(const ClassifierConfig& c, uint64_t seed)
   const EncoderOptions encoder_options{c.d_model, c.heads, c.d_ff, c.layers, c.dropout, false};
   encoder = register_module("encoder", std::make_shared<TransformerEncoder>(encoder_options, init, dropout_gen));
   norm = register_module("norm", std::make_shared<LayerNorm>(c.d_model));
+  if (c.bag_skip) bag_norm = register_module("bag_norm", std::make_shared<LayerNorm>(c.d_model));
   head = register_module("head", std::make_shared<Linear>(c.d_model, c.classes, init));
 }
 
@@ -49,7 +52,8 @@ Tensor TextClassifier::forward(const Indices& ids, const Indices& attention_mask
         " and attention_mask ", attention_mask.shape, " must both be (B, T)");
   const int64_t b = ids.shape[0], t = ids.shape[1];
   check(t <= config.max_len, "TextClassifier: sequence length ", t, " exceeds max_len ", config.max_len);
-  Tensor x = token_embedding->forward(ids);
+  const Tensor tokens = token_embedding->forward(ids);
+  Tensor x = tokens;
   if (position_embedding) {
     std::vector<int32_t> positions(static_cast<size_t>(t));
     for (int64_t i = 0; i < t; ++i) positions[size_t(i)] = int32_t(i);
@@ -57,9 +61,12 @@ Tensor TextClassifier::forward(const Indices& ids, const Indices& attention_mask
   }
   x = embedding_dropout->forward(x);
   const Tensor h = norm->forward(encoder->forward(x, attention_mask));
-  const Tensor pooled = config.pooling == Pooling::kMean
-                            ? masked_mean(h, attention_mask)
-                            : reshape(narrow(h, 1, 0, 1), {b, config.d_model});
+  Tensor pooled = config.pooling == Pooling::kMean ? masked_mean(h, attention_mask)
+                                                   : reshape(narrow(h, 1, 0, 1), {b, config.d_model});
+  if (bag_norm) {  // the bag's representation: its tokens without positions (x is them when there are none)
+    const Tensor bag_tokens = position_embedding ? embedding_dropout->forward(tokens) : x;
+    pooled = add(pooled, masked_mean(bag_norm->forward(bag_tokens), attention_mask));
+  }
   return head->forward(pooled);
 }
 

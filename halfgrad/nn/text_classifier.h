@@ -6,6 +6,8 @@
 // term, and padding (id 0, mask 0) is kept out of attention and of the mean pooling by the mask.
 // With layers 0 as well this is fastText's model plus a LayerNorm, which (as for the encoder's
 // output) normalises each token's row before the mean: logits = head(mean_t norm(tok[ids_t])).
+// bag_skip (layers >= 1) adds that bag's representation, with its own LayerNorm, to the pooled
+// encoder output: logits = head(pool(...) + mean_t bag_norm(dropout(tok[ids_t]))) (docs/classifier.md).
 // ClassifierConfig is what a checkpoint saves to rebuild the model.
 #pragma once
 
@@ -38,6 +40,9 @@ struct ClassifierConfig {
   // hashed vocabulary of 2^16+ rows then costs what a batch touches. Training only: the
   // optimizer updates those rows lazily; the model's values and outputs are the same.
   bool sparse_embedding = false;
+  // Adds the mean over real tokens of bag_norm(dropout(tok[ids])) to the pooled output (needs
+  // layers >= 1: without an encoder the model is that bag already).
+  bool bag_skip = false;
   float init_std = 0.02f;  // weights ~ N(0, init_std), biases 0 (halfgrad/nn/init.h kNormal)
 
   // Throws hg::Error naming the first field that is out of range (e.g. heads not dividing
@@ -57,6 +62,7 @@ class TextClassifier : public Module {
   std::shared_ptr<Embedding> token_embedding, position_embedding;  // position_embedding: null with kNone
   std::shared_ptr<TransformerEncoder> encoder;
   std::shared_ptr<LayerNorm> norm;
+  std::shared_ptr<LayerNorm> bag_norm;  // null without bag_skip
   std::shared_ptr<Linear> head;
   std::shared_ptr<Dropout> embedding_dropout;
 };

@@ -311,8 +311,12 @@ Trainer::Trainer(nn::TextClassifier& model, TrainingArguments args, const data::
                               accelerator_->num_processes(), accelerator_->process_index()});
   state_.max_steps = args_.max_steps > 0 ? args_.max_steps
                                          : int64_t(std::ceil(args_.num_train_epochs * double(steps_per_epoch())));
+  std::optional<optim::OwnGroup> table;  // the token table's own learning rate
+  if (args_.embedding_learning_rate) {
+    table = optim::OwnGroup{"token_embedding.weight", *args_.embedding_learning_rate, args_.weight_decay};
+  }
   parts_->optimizer = std::make_unique<optim::AdamW>(
-      optim::decay_groups(model.named_parameters(), args_.learning_rate, args_.weight_decay));
+      optim::decay_groups(model.named_parameters(), args_.learning_rate, args_.weight_decay, table));
   const int64_t warmup = args_.warmup_steps > 0 ? args_.warmup_steps
                                                 : int64_t(std::ceil(args_.warmup_ratio * double(state_.max_steps)));
   parts_->scheduler = std::make_unique<optim::LrScheduler>(*parts_->optimizer, args_.lr_scheduler_type,
@@ -493,7 +497,8 @@ Trainer::StepOutcome Trainer::training_step(int64_t epoch, int64_t first_batch) 
     Tensor loss;
     {
       Autocast guard = accelerator_->autocast();
-      loss = cross_entropy(model_.forward(batch.ids, batch.attention_mask), batch.labels);
+      loss = cross_entropy(model_.forward(batch.ids, batch.attention_mask), batch.labels,
+                           {.label_smoothing = args_.label_smoothing_factor});
     }
     const float value = loss.item();
     check(std::isfinite(value) || mp.scaler().is_enabled(), "training loss is ",

@@ -23,6 +23,11 @@ void TrainingArguments::validate(const std::vector<std::string>& metric_names) c
         "learning_rate (--lr) must be in (0, 10), got ", learning_rate);
   check(weight_decay >= 0 && weight_decay < 1, at, "weight_decay (--weight-decay) must be in [0, 1), got ",
         weight_decay);
+  check(!embedding_learning_rate || (std::isfinite(*embedding_learning_rate) && *embedding_learning_rate > 0 &&
+                                     *embedding_learning_rate < 10),
+        at, "embedding_learning_rate (--embedding-lr) must be in (0, 10), got ", embedding_learning_rate.value_or(0));
+  check(label_smoothing_factor >= 0 && label_smoothing_factor < 1, at,
+        "label_smoothing_factor (--label-smoothing) must be in [0, 1), got ", label_smoothing_factor);
   check(warmup_steps >= 0, at, "warmup_steps (--warmup-steps) must be >= 0, got ", warmup_steps);
   check(warmup_ratio >= 0 && warmup_ratio < 1, at, "warmup_ratio (--warmup-ratio) must be in [0, 1), got ",
         warmup_ratio);
@@ -110,6 +115,9 @@ nlohmann::json TrainingArguments::to_json() const {
                       {"save_only_model", save_only_model},
                       {"tokenizer", io::tokenizer_config_to_json(tokenizer)}};
   if (greater_is_better) j["greater_is_better"] = *greater_is_better;
+  // Only when set (and label smoothing when on): the JSON of a run without them stays as it was.
+  if (embedding_learning_rate) j["embedding_learning_rate"] = *embedding_learning_rate;
+  if (label_smoothing_factor > 0) j["label_smoothing_factor"] = label_smoothing_factor;
   j.update(optim::mixed_precision_to_json(mixed_precision));  // HF's flat layout: "fp16", "bf16", ...
   return j;
 }
@@ -127,6 +135,8 @@ TrainingArguments TrainingArguments::from_json(const nlohmann::json& j, const st
       else if (key == "per_device_eval_batch_size") a.per_device_eval_batch_size = value;
       else if (key == "learning_rate") a.learning_rate = value;
       else if (key == "weight_decay") a.weight_decay = value;
+      else if (key == "embedding_learning_rate") a.embedding_learning_rate = value.get<float>();
+      else if (key == "label_smoothing_factor") a.label_smoothing_factor = value;
       else if (key == "warmup_steps") a.warmup_steps = value;
       else if (key == "warmup_ratio") a.warmup_ratio = value;
       else if (key == "lr_scheduler_type") a.lr_scheduler_type = optim::kScheduleNames.parse(value.get<std::string>(), at);

@@ -34,6 +34,10 @@ struct TrainingArguments {
   int64_t per_device_eval_batch_size = 256;
   float learning_rate = 1e-3f;  // HF's 5e-5 is for fine-tuning; this trains from scratch
   float weight_decay = 0.01f;   // on matrices only (halfgrad/optim/param_groups.h)
+  // The token table's own peak learning rate (a parameter group of its own, under the same
+  // schedule and weight_decay); unset: learning_rate. halfgrad's, not HF's.
+  std::optional<float> embedding_learning_rate;
+  float label_smoothing_factor = 0.0f;  // HF's: the training loss's targets mix in 1/K of uniform
   int64_t warmup_steps = 0;     // > 0 overrides warmup_ratio
   double warmup_ratio = 0.0;                 // in [0, 1)
   optim::Schedule lr_scheduler_type = optim::Schedule::kLinear;  // optim::kScheduleNames

@@ -136,6 +136,41 @@ TEST_CASE("config.json round-trips the tokenizer and the position embedding", "[
   CHECK(train::TrainingArguments::from_json(a.to_json(), "trainer_state.json").tokenizer == a.tokenizer);
 }
 
+TEST_CASE("config.json round-trips bag_skip, reads its absence as false and refuses it without layers",
+          "[train][config]") {
+  ModelConfig m = cls_config();
+  nlohmann::json j = model_config_to_json(m);
+  CHECK(j.at("bag_skip") == false);
+  j.erase("bag_skip");  // a config.json from before bag_skip
+  CHECK_FALSE(model_config_from_json(j, "old/config.json").classifier.bag_skip);
+  m.classifier.bag_skip = true;
+  j = model_config_to_json(m);
+  CHECK(j.at("bag_skip") == true);
+  CHECK(model_config_from_json(j, "config.json").classifier.bag_skip);
+  nlohmann::json bag = model_config_to_json(bag_config());
+  bag["bag_skip"] = true;
+  CHECK_THROWS_WITH(model_config_from_json(bag, "ck/config.json"),
+                    Catch::Contains("ck/config.json: config: bag_skip needs layers >= 1"));
+}
+
+TEST_CASE("training_args write the token table's group and label smoothing only when set, and read them back",
+          "[train][config]") {
+  train::TrainingArguments a;
+  nlohmann::json j = a.to_json();
+  for (const char* key : {"embedding_learning_rate", "label_smoothing_factor"}) {
+    CHECK_FALSE(j.contains(key));
+  }
+  a.embedding_learning_rate = 3e-4f;
+  a.label_smoothing_factor = 0.1f;
+  j = a.to_json();
+  const train::TrainingArguments back = train::TrainingArguments::from_json(j, "trainer_state.json");
+  CHECK(back.embedding_learning_rate == 3e-4f);
+  CHECK(back.label_smoothing_factor == 0.1f);
+  j["label_smoothing_factor"] = "lots";
+  CHECK_THROWS_WITH(train::TrainingArguments::from_json(j, "trainer_state.json"),
+                    Catch::Contains("key 'label_smoothing_factor' has the wrong type"));
+}
+
 TEST_CASE("config.json from before tokenizers reads as bytes with learned positions", "[train][config]") {
   ModelConfig old;
   old.classifier = {.vocab = 256, .max_len = 32, .d_model = 16, .heads = 2, .d_ff = 32, .layers = 1, .classes = 2};
@@ -341,6 +376,10 @@ TEST_CASE("check_config_matches_weights compares the config with the tensors bef
   CHECK_THROWS_WITH(check_config_matches_weights(wider, weights, "ck/model.safetensors"),
                     Catch::Contains("tensor 'token_embedding.weight' has shape (4097, 16) but config.json's "
                                     "vocab_size, hidden_size say (8193, 16)"));
+  ModelConfig skip = more;  // layers 1 with bag_skip: its bag_norm is named first
+  skip.classifier.bag_skip = true;
+  CHECK_THROWS_WITH(check_config_matches_weights(skip, weights, "ck/model.safetensors"),
+                    Catch::Contains("ck/model.safetensors: missing tensor 'bag_norm.weight' (config.json: bag_skip"));
   weights["encoder.layers.0.ln1.weight"] = Tensor::zeros({16});
   CHECK_THROWS_WITH(check_config_matches_weights(m, weights, "ck/model.safetensors"),
                     Catch::Contains("tensor 'encoder.layers.0.ln1.weight' belongs to a layer past config.json's "

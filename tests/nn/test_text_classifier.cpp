@@ -176,6 +176,57 @@ TEST_CASE("a bag model ignores token order and padding and matches the fastText 
   for (size_t k = 0; k < 3; ++k) CHECK(a[k] == Approx(c[k]).margin(1e-5));
 }
 
+// bag_skip: logits = head(pool(encoder path) + mean_t bag_norm(tok[ids_t])). The same seed without
+// bag_skip builds the same weights (bag_norm, a LayerNorm, draws nothing), so the difference of
+// the two models' logits is head.weight times the bag's mean, given in double by the formula of
+// the bag test above with bag_norm's own weight and bias (set apart from norm's, so that using
+// the final norm there, or the positions, would fail). Same f32 tolerance as the bag test.
+TEST_CASE("bag_skip adds the mean of bag_norm over the token rows, without positions, to the pooled output", "[nn]") {
+  ClassifierConfig config{.vocab = 50, .max_len = 8, .d_model = 8, .heads = 2, .d_ff = 16, .layers = 1, .classes = 3,
+                          .dropout = 0.0f, .position_embedding = PositionEmbedding::kLearned, .bag_skip = true};
+  TextClassifier skip(config, 7);
+  config.bag_skip = false;
+  TextClassifier plain(config, 7);
+  StateDict state = skip.state_dict();
+  CHECK(state.size() == plain.state_dict().size() + 2);
+  for (const auto& [name, tensor] : plain.state_dict()) CHECK(state.at(name).to_vector() == tensor.to_vector());
+  std::vector<float> gain(8), shift(8);
+  for (size_t c = 0; c < 8; ++c) {
+    gain[c] = 0.5f + 0.25f * float(c);
+    shift[c] = 0.125f * float(c) - 0.5f;
+  }
+  state.at("bag_norm.weight") = Tensor::from_vector(gain, {8});
+  state.at("bag_norm.bias") = Tensor::from_vector(shift, {8});
+  skip.load_state_dict(state);
+  skip.eval();
+  plain.eval();
+  NoGrad no_grad;
+  const std::vector<int32_t> ids = {5, 7, 9, 0};
+  const Indices in(ids, {1, 4}), mask({1, 1, 1, 0}, {1, 4});
+  const std::vector<float> with = skip.forward(in, mask).to_vector(), without = plain.forward(in, mask).to_vector();
+  const std::vector<float> table = skip.token_embedding->weight.to_vector();
+  std::vector<double> bag(8, 0.0);
+  for (int32_t id : {5, 7, 9}) {
+    double mean = 0, var = 0;
+    for (size_t c = 0; c < 8; ++c) mean += table[size_t(id) * 8 + c] / 8.0;
+    for (size_t c = 0; c < 8; ++c) var += (table[size_t(id) * 8 + c] - mean) * (table[size_t(id) * 8 + c] - mean) / 8.0;
+    for (size_t c = 0; c < 8; ++c) {
+      bag[c] += (gain[c] * (table[size_t(id) * 8 + c] - mean) / std::sqrt(var + 1e-5) + shift[c]) / 3.0;
+    }
+  }
+  const std::vector<float> w = skip.head->weight.to_vector();
+  for (size_t k = 0; k < 3; ++k) {
+    double want = 0;
+    for (size_t c = 0; c < 8; ++c) want += w[k * 8 + c] * bag[c];
+    CHECK(with[k] - without[k] == Approx(want).margin(1e-5));
+  }
+
+  config.layers = 0;  // a bag with bag_skip: refused, naming the field
+  config.bag_skip = true;
+  config.position_embedding = PositionEmbedding::kNone;
+  CHECK_THROWS_WITH(TextClassifier(config, 7), Catch::Contains("bag_skip needs layers >= 1"));
+}
+
 // Two texts of the same tokens in opposite orders, with opposite labels: learned positions
 // separate them (the loss falls near 0 in 100 AdamW steps), while without positions the logits
 // of the two are equal (up to the f32 rounding of a reordered mean over 3 rows; tolerance as in

@@ -1,7 +1,7 @@
 #!/bin/bash
 # tools/to_torch.py against `halfgrad predict --logits`: trains tiny f32 models (bytes with mean and
-# CLS pooling, char-ngram and word bags, a char-ngram model with a layer and CLS, ordered words and
-# sentencepiece with positions; a few steps) on a
+# CLS pooling, char-ngram and word bags, a char-ngram model with a layer and CLS, ordered words (also
+# with --bag-skip) and sentencepiece with positions; a few steps) on a
 # small TSV, rebuilds each in stock torch.nn and requires the logits to
 # agree within the tool's f32 tolerance; then feeds the tool logits off by 1e-3 and requires it to
 # fail naming the difference. Exit 77 (CTest's skip) without /usr/bin/python3 or python3-torch.
@@ -45,8 +45,14 @@ done
   --layers 1 --d-ff 32 --max-len 24 --batch-size 6 --max-steps 4 --save-steps 4 --lr 1e-2 --threads 1 \
   --output-dir "$dir/out-words-ordered" > "$dir/train-words-ordered.log" 2>&1 \
   || { cat "$dir/train-words-ordered.log"; fail "halfgrad train (words, positions)"; }
+# The same with --bag-skip: the bag's mean of layer-normed token rows joins the pooled output.
+"$halfgrad" train --train "$dir/train.tsv" --tokenizer words --buckets 4096 --precision fp32 --d-model 16 --heads 4 \
+  --layers 1 --d-ff 32 --max-len 24 --batch-size 6 --max-steps 4 --save-steps 4 --lr 1e-2 --threads 1 --bag-skip \
+  --output-dir "$dir/out-words-skip" > "$dir/train-words-skip.log" 2>&1 \
+  || { cat "$dir/train-words-skip.log"; fail "halfgrad train (words, positions, bag skip)"; }
 checkpoints=("$dir/out-mean/checkpoint-4" "$dir/out-cls/checkpoint-4" "$dir/out-char-ngrams/checkpoint-4"
-  "$dir/out-words/checkpoint-4" "$dir/out-bag-cls/checkpoint-4" "$dir/out-words-ordered/checkpoint-4")
+  "$dir/out-words/checkpoint-4" "$dir/out-bag-cls/checkpoint-4" "$dir/out-words-ordered/checkpoint-4"
+  "$dir/out-words-skip/checkpoint-4")
 if /usr/bin/python3 -c 'import sentencepiece' 2>/dev/null; then
   "$halfgrad" train --train "$dir/train.tsv" --tokenizer sentencepiece --vocab-size 30 --precision fp32 --d-model 16 \
     --heads 4 --layers 1 --d-ff 32 --max-len 24 --batch-size 6 --max-steps 4 --save-steps 4 --lr 1e-2 --threads 1 \

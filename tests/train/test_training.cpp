@@ -150,6 +150,82 @@ TEST_CASE("a short fp16 run learns the synthetic task", "[train]") {
   fs::remove_all(dir);
 }
 
+// The token table's own parameter group: at embedding_learning_rate 1e-7, 20 AdamW steps move
+// each of its weights by at most 20 x 1e-7 x 3.2 (Adam's bias-corrected step is at most
+// (1 - beta1) / sqrt(1 - beta2) = 3.2 times the rate) plus a decay of lr x wd x |w|, so below 1e-5,
+// while the head, at 3e-3, moves by more than 1e-3, as the table does without the group. The
+// checkpoint's optimizer and scheduler hold the three groups with their decays and rates.
+TEST_CASE("embedding_learning_rate trains the token table in a group of its own", "[train]") {
+  const data::Dataset train_set = data::synthetic_dataset(400, 4, 7);
+  auto largest_change = [](const std::vector<float>& a, const std::vector<float>& b) {
+    float m = 0;
+    for (size_t i = 0; i < a.size(); ++i) m = std::max(m, std::abs(a[i] - b[i]));
+    return m;
+  };
+  for (const bool own : {true, false}) {
+    INFO("own group " << own);
+    const fs::path dir = fresh_dir("embedding_group");
+    TrainingArguments args = tiny_args(dir, 20);
+    args.save_steps = 20;
+    if (own) {
+      args.embedding_learning_rate = 1e-7f;
+      args.weight_decay = 0.5f;  // the table's group keeps the run's weight decay
+    }
+    nn::TextClassifier model(tiny_config(0.0f), 1);
+    const std::vector<float> table = model.token_embedding->weight.to_vector(), head = model.head->weight.to_vector();
+    Trainer(model, args, train_set).train();
+    CHECK(largest_change(model.head->weight.to_vector(), head) > 1e-3f);
+    const float moved = largest_change(model.token_embedding->weight.to_vector(), table);
+    const io::Checkpoint c = io::load_checkpoint(dir / "checkpoint-20");
+    const nlohmann::json& groups = c.optimizer.meta.at("param_groups");
+    if (own) {
+      CHECK(moved < 1e-5f);
+      REQUIRE(groups.size() == 3);
+      CHECK(groups[2].at("params") == 1);
+      CHECK(groups[2].at("weight_decay").get<float>() == 0.5f);
+      CHECK(groups[0].at("weight_decay").get<float>() == 0.5f);
+      CHECK(c.scheduler.at("base_lrs") == nlohmann::json::array({3e-3f, 3e-3f, 1e-7f}));
+    } else {
+      CHECK(moved > 1e-3f);
+      CHECK(groups.size() == 2);
+    }
+    fs::remove_all(dir);
+  }
+}
+
+// label_smoothing_factor (HF's) eps: the smoothed loss is least where the label's probability is
+// 1 - eps + eps / K, 0.775 for eps 0.3 and K = 4, so the trained model's confidence stays near it;
+// without smoothing the same run passes 0.9 on this separable task.
+TEST_CASE("label_smoothing_factor caps the trained model's confidence at the smoothed optimum", "[train]") {
+  const data::Dataset train_set = data::synthetic_dataset(2000, 4, 7), eval_set = data::synthetic_dataset(400, 4, 8);
+  for (const float eps : {0.3f, 0.0f}) {
+    INFO("label_smoothing_factor " << eps);
+    const fs::path dir = fresh_dir("label_smoothing");
+    TrainingArguments args = tiny_args(dir, 150);
+    args.save_strategy = train::IntervalStrategy::kNo;
+    args.label_smoothing_factor = eps;
+    nn::TextClassifier model(tiny_config(0.0f), 1);
+    Trainer trainer(model, args, train_set, &eval_set);
+    trainer.train();
+    const EvalPrediction p = trainer.predict(eval_set).prediction;
+    double confidence = 0;  // the mean probability of the predicted class
+    for (size_t row = 0; row < p.label_ids.size(); ++row) {
+      const float* z = &p.logits[row * 4];
+      const float top = *std::max_element(z, z + 4);
+      double sum = 0;
+      for (int k = 0; k < 4; ++k) sum += std::exp(double(z[k]) - top);
+      confidence += 1.0 / sum / double(p.label_ids.size());
+    }
+    if (eps > 0) {
+      CHECK(confidence < 0.8);
+      CHECK(confidence > 0.7);
+    } else {
+      CHECK(confidence > 0.9);
+    }
+    fs::remove_all(dir);
+  }
+}
+
 TEST_CASE("load_best_model_at_end puts the best checkpoint's weights back (fp16 O2: masters, then the model)", "[train]") {
   const data::Dataset train_set = data::synthetic_dataset(500, 4, 1), eval_set = data::synthetic_dataset(200, 4, 2);
   const fs::path dir = fresh_dir("load_best");
