@@ -201,6 +201,9 @@ inline void add_optimization_flags(CLI::App& app, TrainOptions& o) {
       ->capture_default_str();
   app.add_option("--scheduler", o.scheduler, optim::kScheduleNames.listed())->capture_default_str();
   app.add_option("--seed", a.seed, "random seed (weights, data order, dropout)")->capture_default_str()->check(kSeedRange);
+  app.add_flag("--group-by-length", a.group_by_length,
+               "training batches of texts of similar length (HF's group_by_length): less padding, so a "
+               "transformer's steps cost less (the data order changes with it)");
   app.add_option("--threads", o.threads,
                  "OpenMP threads: N, or auto (all cores or 1, whichever runs the steps faster, measured as it "
                  "trains; the default for one process without OMP_NUM_THREADS)")

@@ -27,12 +27,35 @@ DataLoader::DataLoader(const Dataset& dataset, const Tokenizer& tokenizer, DataL
   set_epoch(0);
 }
 
+void group_by_length(std::vector<int64_t>& order, const std::vector<int64_t>& lengths, int64_t batch_size) {
+  const int64_t n = int64_t(order.size());
+  if (n == 0) return;
+  const int64_t mult = std::max<int64_t>(1, std::min<int64_t>(n / (4 * batch_size), 50));
+  const int64_t mega = mult * batch_size;
+  auto longer = [&](int64_t a, int64_t b) { return lengths[size_t(a)] > lengths[size_t(b)]; };
+  for (int64_t begin = 0; begin < n; begin += mega) {
+    std::stable_sort(order.begin() + begin, order.begin() + std::min(n, begin + mega), longer);
+  }
+  // The first element of the mega-batch with the longest text (HF: argmax, so the first such).
+  int64_t best = 0;
+  for (int64_t begin = mega; begin < n; begin += mega) {
+    if (longer(order[size_t(begin)], order[size_t(best)])) best = begin;
+  }
+  std::swap(order[0], order[size_t(best)]);
+}
+
 void DataLoader::set_epoch(int64_t epoch) {
   order_.resize(sequences_.size());
   std::iota(order_.begin(), order_.end(), 0);
   if (options_.shuffle) {
     Generator gen(options_.seed, uint64_t(epoch) << 40);
     for (size_t i = order_.size(); i > 1; --i) std::swap(order_[i - 1], order_[gen.next_u32() % i]);
+    if (options_.group_by_length) {
+      std::vector<int64_t> lengths(sequences_.size());
+      for (size_t i = 0; i < lengths.size(); ++i) lengths[i] = int64_t(sequences_[i].size());
+      // The global batch: each rank's batch of batch_size is every num_replicas-th of these.
+      group_by_length(order_, lengths, options_.batch_size * options_.num_replicas);
+    }
   }
   const size_t replicas = size_t(options_.num_replicas);
   if (replicas == 1) return;

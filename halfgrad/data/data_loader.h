@@ -1,6 +1,7 @@
 // DataLoader: batches of a Dataset, tokenized once, each epoch a seeded shuffle, padded to the
 // batch's longest sequence with an attention mask; with num_replicas > 1, one rank's shard, as
-// torch's DistributedSampler. The sharding: docs/design_notes.md#dataloader.
+// torch's DistributedSampler; with group_by_length, batches of similar lengths, as HF's
+// LengthGroupedSampler. The sharding and the grouping: docs/design_notes.md#dataloader.
 #pragma once
 
 #include <cstdint>
@@ -28,7 +29,16 @@ struct DataLoaderOptions {
   int64_t max_len = 32;
   int64_t num_replicas = 1;  // data-parallel ranks sharing the epoch's order
   int64_t rank = 0;          // this loader's shard, in [0, num_replicas)
+  // HF's group_by_length: the shuffled order is cut into mega-batches, each sorted by length
+  // (longest first), so a batch pads to little more than its own texts; shuffle only.
+  bool group_by_length = false;
 };
+
+// HF's get_length_grouped_indices (transformers' trainer_pt_utils.py) over an already shuffled
+// `order`: mega-batches of mega_batch_mult * batch_size (mult = min(n / (4 batch_size), 50), at
+// least 1), each sorted by descending length (a stable sort: ties keep the shuffled order), then
+// the longest text of all swapped to the front, so the largest batch comes first.
+void group_by_length(std::vector<int64_t>& order, const std::vector<int64_t>& lengths, int64_t batch_size);
 
 class DataLoader {
  public:

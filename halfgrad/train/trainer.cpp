@@ -308,7 +308,8 @@ Trainer::Trainer(nn::TextClassifier& model, TrainingArguments args, const data::
   parts_->loader = std::make_unique<data::DataLoader>(
       train_dataset, parts_->tokenizer,
       data::DataLoaderOptions{args_.per_device_train_batch_size, true, false, args_.seed, model.config.max_len,
-                              accelerator_->num_processes(), accelerator_->process_index()});
+                              accelerator_->num_processes(), accelerator_->process_index(),
+                              args_.group_by_length});
   state_.max_steps = args_.max_steps > 0 ? args_.max_steps
                                          : int64_t(std::ceil(args_.num_train_epochs * double(steps_per_epoch())));
   std::optional<optim::OwnGroup> table;  // the token table's own learning rate

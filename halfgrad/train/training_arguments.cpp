@@ -115,9 +115,10 @@ nlohmann::json TrainingArguments::to_json() const {
                       {"save_only_model", save_only_model},
                       {"tokenizer", io::tokenizer_config_to_json(tokenizer)}};
   if (greater_is_better) j["greater_is_better"] = *greater_is_better;
-  // Only when set (and label smoothing when on): the JSON of a run without them stays as it was.
+  // Only when set (label smoothing and length grouping when on): the JSON of a run without them stays as it was.
   if (embedding_learning_rate) j["embedding_learning_rate"] = *embedding_learning_rate;
   if (label_smoothing_factor > 0) j["label_smoothing_factor"] = label_smoothing_factor;
+  if (group_by_length) j["group_by_length"] = true;
   j.update(optim::mixed_precision_to_json(mixed_precision));  // HF's flat layout: "fp16", "bf16", ...
   return j;
 }
@@ -155,6 +156,7 @@ TrainingArguments TrainingArguments::from_json(const nlohmann::json& j, const st
       else if (key == "max_grad_norm") a.max_grad_norm = value;
       else if (key == "gradient_accumulation_steps") a.gradient_accumulation_steps = value;
       else if (key == "seed") a.seed = value;
+      else if (key == "group_by_length") a.group_by_length = value;
       else if (key == "detect_anomaly") a.detect_anomaly = value;
       else if (key == "ddp_comm") a.ddp_comm = dist::kWireFormatNames.parse(value.get<std::string>(), at);
       else if (key == "ddp_check_every") a.ddp_check_every = value;

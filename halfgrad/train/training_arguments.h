@@ -55,6 +55,9 @@ struct TrainingArguments {
   float max_grad_norm = 1.0f;            // 0: no clipping
   int64_t gradient_accumulation_steps = 1;
   uint64_t seed = 42;
+  // HF's group_by_length: training batches of similar lengths (data::DataLoaderOptions), so a
+  // transformer pads less; evaluation order is unchanged.
+  bool group_by_length = false;
   bool detect_anomaly = false;  // name the first op that produces inf/NaN
   data::TokenizerConfig tokenizer;  // bytes by default; saved in config.json with the model
   // Data-parallel runs (launched by mpirun; docs/distributed.md): the gradients' wire format

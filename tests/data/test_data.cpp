@@ -9,6 +9,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <numeric>
 #include <set>
 
 #include "halfgrad/base/error.h"
@@ -175,6 +176,105 @@ TEST_CASE("DataLoader pads to the longest sequence, masks, and shuffles per epoc
   std::sort(rows.begin(), rows.end());
   CHECK(rows == std::vector<int64_t>{0, 1, 2, 3, 4});
   REQUIRE_THROWS_WITH(DataLoader(d, tok, {.batch_size = 0}), Catch::Contains("batch_size"));
+}
+
+}  // namespace hg::data
+
+namespace hg::data {
+
+// HF's get_length_grouped_indices (transformers' trainer_pt_utils.py), worked by hand. 10 texts,
+// batch 1: mult = min(10 / 4, 50) = 2, so mega-batches of 2, each sorted longest first:
+// [0 1] [2 3] [5 4] [7 6] [8 9]; the mega-batch that starts with the longest text (5, length 9)
+// swaps its first element with the order's first.
+TEST_CASE("group_by_length regroups an order as HF's get_length_grouped_indices does", "[data]") {
+  std::vector<int64_t> order = {0, 1, 2, 3, 4, 5, 6, 7, 8, 9};
+  group_by_length(order, {3, 1, 4, 1, 5, 9, 2, 6, 5, 3}, 1);
+  CHECK(order == std::vector<int64_t>{5, 1, 2, 3, 0, 4, 7, 6, 8, 9});
+  // 12 texts: mult 3. Ties keep the shuffled order (Python's sorted is stable, reverse=True
+  // included): [1 0 2] [3 4 5] [6 8 7] [11 9 10], then 11 (length 9) to the front.
+  order = {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11};
+  group_by_length(order, {2, 5, 2, 1, 1, 1, 5, 0, 5, 3, 3, 9}, 1);
+  CHECK(order == std::vector<int64_t>{11, 0, 2, 3, 4, 5, 6, 8, 7, 1, 9, 10});
+  // A batch larger than a quarter of the data: one mega-batch, the whole order sorted (texts 0,
+  // 1 and 2 have 1, 3 and 2 tokens).
+  order = {2, 0, 1};
+  group_by_length(order, {1, 3, 2}, 8);
+  CHECK(order == std::vector<int64_t>{1, 2, 0});
+}
+
+Dataset texts_of_lengths(const std::vector<int>& lengths) {
+  Dataset d;
+  d.source = "inline";
+  d.label_names = {"a", "b"};
+  for (size_t i = 0; i < lengths.size(); ++i) d.examples.push_back({std::string(size_t(lengths[i]), 'x'), int(i % 2)});
+  return d;
+}
+
+// 64 texts, batches of 4: mult = min(64 / 16, 50) = 4, mega-batches of 16 (4 batches).
+TEST_CASE("DataLoader with group_by_length sorts within mega-batches, keeps every example once, and shards as one loader",
+          "[data]") {
+  std::vector<int> lengths(64);
+  std::iota(lengths.begin(), lengths.end(), 1);  // row i has i + 1 tokens
+  const Dataset d = texts_of_lengths(lengths);
+  const Tokenizer tok;
+  DataLoader grouped(d, tok, {.batch_size = 4, .seed = 5, .max_len = 64, .group_by_length = true});
+  for (const int64_t epoch : {0, 1}) {
+    INFO("epoch " << epoch);
+    grouped.set_epoch(epoch);
+    std::vector<int64_t> rows;
+    for (int64_t k = 0; k < grouped.num_batches(); ++k) {
+      const Batch b = grouped.batch(k);
+      rows.insert(rows.end(), b.rows.begin(), b.rows.end());
+      // Longest first within a mega-batch; a batch's first row may be the one the final swap moved.
+      for (size_t i = 2; i < b.rows.size(); ++i) CHECK(b.rows[i] < b.rows[i - 1]);
+    }
+    CHECK(grouped.batch(0).rows[0] == 63);  // the longest text leads
+    CHECK(grouped.batch(0).ids.shape == Shape{4, 64});
+    std::sort(rows.begin(), rows.end());
+    std::vector<int64_t> expected(64);
+    std::iota(expected.begin(), expected.end(), 0);
+    CHECK(rows == expected);
+    DataLoader again(d, tok, {.batch_size = 4, .seed = 5, .max_len = 64, .group_by_length = true});
+    again.set_epoch(epoch);
+    CHECK(again.batch(3).rows == grouped.batch(3).rows);
+  }
+  // Two ranks at batch 2: rank r's batch k is every second row of the one-process batch k at 4.
+  grouped.set_epoch(0);
+  for (const int64_t rank : {0, 1}) {
+    DataLoader shard(d, tok, {.batch_size = 2, .seed = 5, .max_len = 64, .num_replicas = 2, .rank = rank,
+                              .group_by_length = true});
+    for (int64_t k = 0; k < shard.num_batches(); ++k) {
+      const std::vector<int64_t> whole = grouped.batch(k).rows;
+      CHECK(shard.batch(k).rows == std::vector<int64_t>{whole[size_t(rank)], whole[size_t(rank + 2)]});
+    }
+  }
+}
+
+// 32 texts of 1 token and 32 of 64, batches of 4. Sorted, a mega-batch of 16 has at most one
+// batch that mixes the two lengths, and the final swap touches two more batches: at most
+// 4 + 2 mixed batches of 16. A shuffle alone mixes 14 of 16 on average (a batch is all one
+// length with probability about 2 / 2^4).
+TEST_CASE("DataLoader with group_by_length pads a batch of short texts to short", "[data]") {
+  std::vector<int> lengths;
+  for (int i = 0; i < 64; ++i) lengths.push_back(i % 2 ? 64 : 1);
+  const Dataset d = texts_of_lengths(lengths);
+  const Tokenizer tok;
+  auto mixed_batches = [](const DataLoader& loader) {
+    int mixed = 0;
+    for (int64_t k = 0; k < loader.num_batches(); ++k) {
+      const Batch b = loader.batch(k);
+      const int64_t real = std::accumulate(b.attention_mask.values.begin(), b.attention_mask.values.end(), int64_t{0});
+      mixed += real != b.ids.numel();
+    }
+    return mixed;
+  };
+  for (const uint64_t seed : {1, 2, 3}) {
+    INFO("seed " << seed);
+    const DataLoader grouped(d, tok, {.batch_size = 4, .seed = seed, .max_len = 64, .group_by_length = true});
+    const DataLoader plain(d, tok, {.batch_size = 4, .seed = seed, .max_len = 64});
+    CHECK(mixed_batches(grouped) <= 6);
+    CHECK(mixed_batches(plain) > 6);
+  }
 }
 
 }  // namespace hg::data

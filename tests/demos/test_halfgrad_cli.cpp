@@ -313,5 +313,19 @@ TEST_CASE("checkpoints of --save-only-model hold the weights alone: eval and pre
   CHECK_THAT(resumed.output, !Catch::Contains("examples"));  // refused before the data is read
 }
 
+TEST_CASE("train --group-by-length sets the run's group_by_length and is off by default", "[demo][cli]") {
+  const TempDir dir("group_by_length");
+  data::write_tsv(data::synthetic_dataset(4, 2, 3), dir / "t.tsv");
+  for (const bool given : {true, false}) {
+    CLI::App app{"halfgrad"};
+    cli::CommandLine cl;
+    cli::setup_command_line(app, cl);
+    std::vector<std::string> args = {"train", "--train", (dir / "t.tsv")};
+    if (given) args.push_back("--group-by-length");
+    app.parse(std::vector<std::string>(args.rbegin(), args.rend()));
+    CHECK(cl.train.args.group_by_length == given);
+  }
+}
+
 }  // namespace
 }  // namespace hg

@@ -29,8 +29,12 @@ namespace {
 
 namespace fs = std::filesystem;
 
+fs::path temp_path(const std::string& name) {
+  return fs::temp_directory_path() / ("halfgrad_test_" + name + "_" + std::to_string(::getpid()));
+}
+
 fs::path fresh_dir(const std::string& name) {
-  const fs::path dir = fs::temp_directory_path() / ("halfgrad_test_" + name + "_" + std::to_string(::getpid()));
+  const fs::path dir = temp_path(name);
   fs::remove_all(dir);
   return dir;
 }
@@ -60,6 +64,13 @@ std::string fingerprint_line(const std::string& output) {
   const std::regex re("weights fingerprint ([0-9a-f]{16})");
   return std::regex_search(output, m, re) ? m[1].str() : "missing";
 }
+
+// Stops a run after `step` optimizer steps, as a kill would (the schedule still spans all).
+struct StopAt : TrainerCallback {
+  explicit StopAt(int64_t step) : step(step) {}
+  void on_step_end(const TrainerState& s, const nlohmann::json&) override { should_stop = s.global_step >= step; }
+  int64_t step;
+};
 
 }  // namespace
 
@@ -110,11 +121,6 @@ TEST_CASE("resuming from a checkpoint continues bit for bit (f32, fp16 O2, stoch
     part_args.output_dir = part_dir.string();
     {
       nn::TextClassifier first(tiny_config(0.1f), 5);
-      struct StopAt : TrainerCallback {
-        explicit StopAt(int64_t step) : step(step) {}
-        void on_step_end(const TrainerState& s, const nlohmann::json&) override { should_stop = s.global_step >= step; }
-        int64_t step;
-      };
       Trainer stopping(first, part_args, train_set, nullptr, {}, {std::make_shared<StopAt>(stop)});
       stopping.train();
     }
@@ -155,6 +161,34 @@ TEST_CASE("a short fp16 run learns the synthetic task", "[train]") {
 // (1 - beta1) / sqrt(1 - beta2) = 3.2 times the rate) plus a decay of lr x wd x |w|, so below 1e-5,
 // while the head, at 3e-3, moves by more than 1e-3, as the table does without the group. The
 // checkpoint's optimizer and scheduler hold the three groups with their decays and rates.
+// group_by_length (HF's): 500 texts of 4-12 bytes, batches of 32, 30 steps across an epoch
+// boundary (16 steps each). The grouped run trains on other batches than the plain one, writes
+// the key in its training args, and a run stopped at step 20 resumes onto the same weights.
+TEST_CASE("group_by_length changes the batches, is saved with the run, and resumes bit for bit", "[train][resume]") {
+  const data::Dataset train_set = data::synthetic_dataset(500, 4, 1);
+  // Trains into `dir` for 30 steps or until `stop`, from `resume_from` when given.
+  auto run = [&](const std::string& name, bool grouped, int64_t stop, const std::string& resume_from, uint64_t init) {
+    const fs::path dir = fresh_dir(name);
+    TrainingArguments args = tiny_args(dir, 30);
+    args.group_by_length = grouped;
+    nn::TextClassifier model(tiny_config(0.1f), init);
+    Trainer(model, args, train_set, nullptr, {}, {std::make_shared<StopAt>(stop)}).train(resume_from);
+    return model.fingerprint();
+  };
+  const uint64_t plain = run("grouped_off", false, 30, "", 5), grouped = run("grouped_on", true, 30, "", 5);
+  CHECK(grouped != plain);
+  const io::Checkpoint on = io::load_checkpoint(temp_path("grouped_on") / "checkpoint-30");
+  const io::Checkpoint off = io::load_checkpoint(temp_path("grouped_off") / "checkpoint-30");
+  CHECK(on.trainer_state.at("training_args").at("group_by_length") == true);
+  CHECK_FALSE(off.trainer_state.at("training_args").contains("group_by_length"));  // older JSON unchanged
+  CHECK(TrainingArguments::from_json(on.trainer_state.at("training_args"), "test").group_by_length);
+  run("grouped_stopped", true, 20, "", 5);
+  // A model of other initial weights: all of it must come from the checkpoint.
+  const uint64_t resumed = run("grouped_resumed", true, 30, (temp_path("grouped_stopped") / "checkpoint-20").string(), 99);
+  CHECK(resumed == grouped);
+  for (const char* name : {"grouped_off", "grouped_on", "grouped_stopped", "grouped_resumed"}) fs::remove_all(fresh_dir(name));
+}
+
 TEST_CASE("embedding_learning_rate trains the token table in a group of its own", "[train]") {
   const data::Dataset train_set = data::synthetic_dataset(400, 4, 7);
   auto largest_change = [](const std::vector<float>& a, const std::vector<float>& b) {
