@@ -26,7 +26,9 @@
 # kernels limited to AVX2 and below (bench/targets.h) with the exact bf16 path
 # (HALFGRAD_EXACT_BF16=1: no VDPBF16PS), and PyTorch with ATEN_CPU_CAPABILITY=avx2,
 # DNNL_MAX_CPU_ISA=AVX2 (oneDNN) and OPENBLAS_CORETYPE=Haswell in both of its fp32 runs. The
-# caches, ports and clock are still this CPU's: a stand-in for an AVX2 machine, not one.
+# caches, ports and clock are still this CPU's: a stand-in for an AVX2 machine, not one. PyTorch's
+# bf16 step is not run there: oneDNN limited to AVX2 has no bf16 matmul (torch 1.13 stops with
+# "could not create a primitive descriptor iterator").
 # --no-torch runs bench_step alone. --busy keeps the last CPU busy with a spinning shell loop
 # (taskset) for the whole run, as another program on a shared machine would: the case where a
 # second thread must not make the step slower than one thread.
@@ -79,11 +81,12 @@ torch() {  # torch <config> <threads> <dtype> <coretype label> <steps> <warmup>
   local out ms
   if [[ $4 == unset && $target == best ]]; then
     out=$(env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE /usr/bin/python3 "$torch_step" --config "$1" --threads "$2" \
-          --dtype "$3" --malloc tuned --steps "$5" --warmup "$6" 2>/dev/null)
+          --dtype "$3" --malloc tuned --steps "$5" --warmup "$6" 2>/dev/null) || true
   else
     out=$(OPENBLAS_CORETYPE=$([[ $4 == unset ]] && echo Haswell || echo "$4") /usr/bin/python3 "$torch_step" --config "$1" --threads "$2" --dtype "$3" --malloc tuned \
-          --steps "$5" --warmup "$6" 2>/dev/null)
+          --steps "$5" --warmup "$6" 2>/dev/null) || true
   fi
+  [[ $out == ms_per_step=* ]] || { echo "compare.sh: torch_step.py --config $1 --threads $2 --dtype $3 failed" >&2; exit 1; }
   ms=${out#ms_per_step=}
   printf '{"bench":"torch_step","config":"%s","precision":"%s","threads":%s,"coretype":"%s","ms_per_step":%s}\n' \
     "$1" "$3" "$2" "$4" "$ms" | tee -a "$log"
@@ -100,7 +103,9 @@ for ((r = 1; r <= rounds; ++r)); do
       [[ $t =~ ^[0-9]+$ ]] || continue  # torch_step.py takes a count: "auto" is bench_step's alone
       torch "$c" "$t" fp32 unset "$steps" "$warmup"
       torch "$c" "$t" fp32 "$coretype" "$steps" "$warmup"
-      if [[ -z $bf16_steps ]]; then
+      if [[ $target == AVX2 ]]; then
+        :  # oneDNN limited to AVX2 has no bf16 matmul ("could not create a primitive descriptor")
+      elif [[ -z $bf16_steps ]]; then
         torch "$c" "$t" bf16 unset "$steps" "$warmup"
       elif ((bf16_steps > 0)); then
         torch "$c" "$t" bf16 unset "$bf16_steps" 1
