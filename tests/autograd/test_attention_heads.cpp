@@ -103,7 +103,7 @@ TEST_CASE("attention in place equals permute + batched matmul bit for bit: autoc
       {"fp16 O2, f16 accumulation", DType::f16, DType::f16, NormalizationOutputs::kInputDtype, Accumulation::kF16Blocked},
   };
   for (const Mode& m : modes) {
-    const Autocast guard(m.compute, true, m.normalizations, nullptr, m.accumulation);
+    const Autocast guard({.dtype = m.compute, .normalizations = m.normalizations, .accumulation = m.accumulation});
     for (const Case& c : kCases) {
       check_same(c, m.model, m.name, true, false);
       check_same(c, m.model, m.name, true, true);

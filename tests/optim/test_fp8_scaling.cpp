@@ -221,7 +221,7 @@ TEST_CASE("linear under fp8 equals a scalar oracle: fp8 operands, exact products
   fp8->load_state_dict(state, "test");
   Tensor y;
   {
-    Autocast guard(DType::bf16, true, NormalizationOutputs::kFloat32, fp8);
+    Autocast guard({.dtype = DType::bf16, .fp8 = fp8});
     y = linear(x, w, b);
   }
   REQUIRE(y.dtype() == DType::bf16);
@@ -269,7 +269,7 @@ TEST_CASE("linear under fp8 equals a scalar oracle: fp8 operands, exact products
   CHECK(proj[size_t(Fp8Role::kWeight)].amax_history[0] == absmax(wv));
   CHECK(proj[size_t(Fp8Role::kGradOutput)].amax_history[0] == absmax(dy_bf16));
   // An unnamed weight has no key: refused, naming the remedy.
-  Autocast guard(DType::bf16, true, NormalizationOutputs::kFloat32, fp8);
+  Autocast guard({.dtype = DType::bf16, .fp8 = fp8});
   REQUIRE_THROWS_WITH(linear(x, Tensor::ones({out, in}), b), Catch::Contains("has no name"));
 }
 

@@ -437,7 +437,7 @@ TEST_CASE("bf16 dot: matmul under bf16 autocast runs the kernel the mode chooses
   const Tensor x = Tensor::from_vector({1.0f, 0.0f, 0x1p-24f, -1.0f}, {1, 4}), w = Tensor::ones({4, 1});
   const auto product = [&](Bf16Dot mode) {
     ScopedBf16Dot scope(mode);
-    Autocast autocast(DType::bf16);
+    Autocast autocast({.dtype = DType::bf16});
     const Tensor y = matmul(x, w);
     REQUIRE(y.dtype() == DType::bf16);
     return y.to_vector()[0];
@@ -448,7 +448,7 @@ TEST_CASE("bf16 dot: matmul under bf16 autocast runs the kernel the mode chooses
   CHECK(product(Bf16Dot::kAuto) == (instruction ? 0x1p-24f : 0.0f));
   // f16 operands take the exact path whatever the mode.
   ScopedBf16Dot scope(Bf16Dot::kEmulated);
-  Autocast autocast(DType::f16);
+  Autocast autocast({.dtype = DType::f16});
   CHECK(matmul(x, w).to_vector()[0] == 0.0f);
   report_instruction(instruction);
 }
