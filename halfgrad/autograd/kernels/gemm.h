@@ -7,6 +7,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 
 #include "halfgrad/autograd/dtype.h"
 #include "halfgrad/autograd/kernels/accumulate.h"
@@ -47,9 +48,16 @@ struct GemmOptions {
   // of 0. The bits equal C filled with the bias rows and then accumulated into, without that pass
   // over C. Not together with accumulate (an hg::Error).
   const float* bias = nullptr;
+  // The epilogue of a GEMM on scaled operands (fp8: output_scale = scale_inv_a * scale_inv_b, as
+  // cuBLASLt's alpha and bias epilogue run TE's fp8 GEMMs): when output_scale is set, each finished
+  // f32 element is multiplied by it (one rounding), then output_bias[j] is added if given (one
+  // rounding; n values, shared by a batch). Not with accumulate or bias (an hg::Error).
+  std::optional<float> output_scale;
+  const float* output_bias = nullptr;
 };
 
-// C(M,N) = [bias +] op(A)(M,K) op(B)(K,N) [+ C], C f32 row-major with row stride ldc.
+// C(M,N) = [bias +] op(A)(M,K) op(B)(K,N) [+ C], C f32 row-major with row stride ldc; with an
+// output_scale, C = output_scale * (op(A) op(B)) [+ output_bias].
 // Summation order, fixed: every C element is one sequential f32 chain over k = 0..K-1 of
 // acc = acc + a_ik * b_kj, starting from C's old value (accumulate), bias[j] (bias) or 0; the
 // multiply-add is fused (one rounding) on targets with FMA (AVX2, AVX-512) and rounded twice on

@@ -27,6 +27,9 @@ void reference_gemm(float* c, int64_t ldc, const GemmOperand& a, const GemmOpera
                                               : 0.0;
       for (int64_t p = 0; p < k; ++p) sum += double(element(a, i, p)) * double(element(b, p, j));
       c[i * ldc + j] = float(sum);
+      if (!options.output_scale) continue;  // the epilogue, rounded as gemm's
+      c[i * ldc + j] *= *options.output_scale;
+      if (options.output_bias != nullptr) c[i * ldc + j] += options.output_bias[j];
     }
   }
 }

@@ -296,6 +296,55 @@ TEST_CASE("gemm with a bias equals C filled with the bias and accumulated into, 
                                                 "or C += A B, not both)"));
 }
 
+// The fp8 GEMM's epilogue: each finished element times the scale, then plus the output bias, two
+// f32 roundings after the chain -- checked against the plain product scaled here, for a batch, with
+// 1 and 2 threads, and the reference twin against its own plain product.
+TEST_CASE("gemm with an output scale equals the plain product times the scale plus the output bias", "[gemm][simd]") {
+  std::mt19937 rng(11);
+  const int64_t batch = 2, m = 300, n = 40, k = 200, pad = 1, ldc = n + pad;
+  const Stored a = random_stored(DType::f32, batch * m, k, pad, rng), b = random_stored(DType::f32, n, k, pad, rng);
+  GemmOperand a_op = a.operand(false);
+  a_op.batch_stride = m * a.ld;
+  const GemmOperand b_op = b.operand(true);
+  const float scale = 0.0625f * 1.3f;  // not a power of two: the product rounds
+  std::vector<float> bias(static_cast<size_t>(n));
+  std::uniform_real_distribution<float> u(-4.0f, 4.0f);
+  for (float& x : bias) x = u(rng);
+  for (const bool with_bias : {false, true}) {
+    const GemmOptions options{.output_scale = scale, .output_bias = with_bias ? bias.data() : nullptr};
+    std::vector<float> want(size_t(batch * m * ldc), kSentinel), ref_want = want;
+    gemm_batched(want.data(), ldc, m * ldc, a_op, b_op, batch, m, n, k);
+    reference_gemm_batched(ref_want.data(), ldc, m * ldc, a_op, b_op, batch, m, n, k);
+    for (std::vector<float>* w : {&want, &ref_want}) {
+      for (int64_t r = 0; r < batch * m; ++r) {
+        for (int64_t j = 0; j < n; ++j) {
+          float& x = (*w)[size_t(r * ldc + j)];
+          x *= scale;
+          if (with_bias) x += bias[size_t(j)];
+        }
+      }
+    }
+    for (const int threads : {1, 2}) {
+      INFO("bias " << with_bias << ", " << threads << " threads");
+      std::vector<float> got(want.size(), kSentinel);
+      const int saved = omp_get_max_threads();
+      omp_set_num_threads(threads);
+      gemm_batched(got.data(), ldc, m * ldc, a_op, b_op, batch, m, n, k, options);
+      omp_set_num_threads(saved);
+      CHECK(std::memcmp(got.data(), want.data(), got.size() * sizeof(float)) == 0);
+    }
+    std::vector<float> ref_got(want.size(), kSentinel);
+    reference_gemm_batched(ref_got.data(), ldc, m * ldc, a_op, b_op, batch, m, n, k, options);
+    CHECK(std::memcmp(ref_got.data(), ref_want.data(), ref_got.size() * sizeof(float)) == 0);
+  }
+  std::vector<float> c(4, 0.0f);
+  const float unused = 0.0f;
+  const GemmOperand x{&unused, DType::f32, 1}, y{&unused, DType::f32, 2};
+  CHECK_THROWS_MATCHES(gemm(c.data(), 2, x, y, 2, 2, 0, {.accumulate = true, .output_scale = 2.0f}), Error,
+                       Catch::Matchers::Message("gemm: options.output_scale with accumulate or bias (C = s A B [+ "
+                                                "output_bias] starts from 0)"));
+}
+
 // hg::Error, like the rest of halfgrad, naming the argument at fault and its value.
 TEST_CASE("gemm rejects negative sizes, null operands and short leading dimensions", "[gemm]") {
   using Catch::Matchers::Message;
