@@ -113,7 +113,7 @@ TEST_CASE("attention in place equals permute + batched matmul bit for bit: autoc
 
 TEST_CASE("attention in place equals permute + batched matmul bit for bit: 1 and 2 threads", "[attention_heads][parallel]") {
   // 2 * 64 * 64 * 32 * 16 = 4.2 MFLOP per product, above kParallelFlops (2^22): B = 8 rows of the
-  // grid shared out over the team; B = 3 (odd) threads inside each gemm_batched call instead.
+  // grid shared out over the team; B = 3 (odd) threads inside each batched gemm call instead.
   const int saved = omp_get_max_threads();
   for (const Case& c : {Case{8, 64, 2, 32}, Case{3, 64, 2, 32}}) {
     omp_set_num_threads(1);

@@ -610,9 +610,9 @@ void scale_output_row(float* row, int64_t n, float scale, const float* bias) {
 }  // namespace
 
 // batch x [op(A): (M,K), op(B): (K,N) -> C: (M,N), ldc], then the output-scale epilogue.
-void gemm_batched(float* c, int64_t ldc, int64_t c_batch_stride, const GemmOperand& a,
-                  const GemmOperand& b, int64_t batch, int64_t m, int64_t n, int64_t k,
-                  GemmOptions options) {
+void gemm(float* c, int64_t ldc, const GemmOperand& a, const GemmOperand& b, int64_t m, int64_t n, int64_t k,
+          GemmOptions options) {
+  const int64_t batch = options.batch, c_batch_stride = options.c_batch_stride;
   check(!options.output_scale || (!options.accumulate && options.bias == nullptr),
         "gemm: options.output_scale with accumulate or bias (C = s A B [+ output_bias] starts from 0)");
   const std::optional<float> scale = std::exchange(options.output_scale, std::nullopt);
@@ -629,12 +629,6 @@ void gemm_batched(float* c, int64_t ldc, int64_t c_batch_stride, const GemmOpera
   }
 #pragma omp parallel for num_threads(team) schedule(static)
   for (int64_t t = 0; t < rows; ++t) row(t);
-}
-
-// op(A): (M,K), op(B): (K,N) -> C: (M,N), ldc
-void gemm(float* c, int64_t ldc, const GemmOperand& a, const GemmOperand& b, int64_t m,
-          int64_t n, int64_t k, GemmOptions options) {
-  gemm_batched(c, ldc, 0, a, b, 1, m, n, k, options);
 }
 
 }  // namespace hg::kernels

@@ -94,7 +94,7 @@ struct Layout {
   int64_t outer = 0, inner = 0, ld = 0;
 };
 
-// Row i of the grid of `t`'s matrices, as gemm_batched reads it.
+// Row i of the grid of `t`'s matrices, as a batched gemm reads it.
 GemmOperand grid_row(const Tensor& t, const Layout& l, bool transposed, int64_t i) {
   return {t.bytes() + i * l.outer * static_cast<int64_t>(element_size(t.dtype())), t.dtype(), l.ld, transposed, l.inner};
 }
@@ -111,7 +111,7 @@ struct Limits {
   }
 };
 
-// C_ij = op(A_ij) op(B_ij) over an (outer x inner) grid: one gemm_batched call over j for each i
+// C_ij = op(A_ij) op(B_ij) over an (outer x inner) grid: one batched gemm call over j for each i
 // (a single batch stride cannot step over both). With enough rows for the team the rows are
 // shared out and each call runs on its thread; otherwise each call threads over its matrices.
 // Every element is one GEMM chain either way, so the bits do not depend on the threads.
@@ -123,7 +123,10 @@ void gemm_grid(float* c, const Layout& lc, const Tensor& a, const Layout& la, bo
   const auto row = [&](int64_t i) {
     const int64_t mi = Limits::at(limits.m, i, m), ni = Limits::at(limits.n, i, n), ki = Limits::at(limits.k, i, k);
     float* const ci = c + i * lc.outer;
-    kernels::gemm_batched(ci, lc.ld, lc.inner, grid_row(a, la, ta, i), grid_row(b, lb, tb, i), inner, mi, ni, ki, sums);
+    kernels::GemmOptions batch = sums;
+    batch.batch = inner;
+    batch.c_batch_stride = lc.inner;
+    kernels::gemm(ci, lc.ld, grid_row(a, la, ta, i), grid_row(b, lb, tb, i), mi, ni, ki, batch);
     if (mi == m && ni == n) return;
     for (int64_t j = 0; j < inner; ++j) {
       for (int64_t r = 0; r < m; ++r) {

@@ -279,10 +279,10 @@ TEST_CASE("gemm with a bias equals C filled with the bias and accumulated into, 
         }
         const int saved = omp_get_max_threads();
         omp_set_num_threads(s.threads);
-        gemm_batched(got.data(), ldc, s.m * ldc, a_op, b_op, s.batch, s.m, s.n, s.k,
-                     {.accumulation = accumulation, .bias = bias.data()});
-        gemm_batched(want.data(), ldc, s.m * ldc, a_op, b_op, s.batch, s.m, s.n, s.k,
-                     {.accumulate = true, .accumulation = accumulation});
+        gemm(got.data(), ldc, a_op, b_op, s.m, s.n, s.k,
+             {.accumulation = accumulation, .bias = bias.data(), .batch = s.batch, .c_batch_stride = s.m * ldc});
+        gemm(want.data(), ldc, a_op, b_op, s.m, s.n, s.k,
+             {.accumulate = true, .accumulation = accumulation, .batch = s.batch, .c_batch_stride = s.m * ldc});
         omp_set_num_threads(saved);
         CHECK(std::memcmp(got.data(), want.data(), got.size() * sizeof(float)) == 0);
       }
@@ -311,10 +311,13 @@ TEST_CASE("gemm with an output scale equals the plain product times the scale pl
   std::uniform_real_distribution<float> u(-4.0f, 4.0f);
   for (float& x : bias) x = u(rng);
   for (const bool with_bias : {false, true}) {
-    const GemmOptions options{.output_scale = scale, .output_bias = with_bias ? bias.data() : nullptr};
+    const GemmOptions plain{.batch = batch, .c_batch_stride = m * ldc};
+    GemmOptions options = plain;
+    options.output_scale = scale;
+    options.output_bias = with_bias ? bias.data() : nullptr;
     std::vector<float> want(size_t(batch * m * ldc), kSentinel), ref_want = want;
-    gemm_batched(want.data(), ldc, m * ldc, a_op, b_op, batch, m, n, k);
-    reference_gemm_batched(ref_want.data(), ldc, m * ldc, a_op, b_op, batch, m, n, k);
+    gemm(want.data(), ldc, a_op, b_op, m, n, k, plain);
+    reference_gemm(ref_want.data(), ldc, a_op, b_op, m, n, k, plain);
     for (std::vector<float>* w : {&want, &ref_want}) {
       for (int64_t r = 0; r < batch * m; ++r) {
         for (int64_t j = 0; j < n; ++j) {
@@ -329,12 +332,12 @@ TEST_CASE("gemm with an output scale equals the plain product times the scale pl
       std::vector<float> got(want.size(), kSentinel);
       const int saved = omp_get_max_threads();
       omp_set_num_threads(threads);
-      gemm_batched(got.data(), ldc, m * ldc, a_op, b_op, batch, m, n, k, options);
+      gemm(got.data(), ldc, a_op, b_op, m, n, k, options);
       omp_set_num_threads(saved);
       CHECK(std::memcmp(got.data(), want.data(), got.size() * sizeof(float)) == 0);
     }
     std::vector<float> ref_got(want.size(), kSentinel);
-    reference_gemm_batched(ref_got.data(), ldc, m * ldc, a_op, b_op, batch, m, n, k, options);
+    reference_gemm(ref_got.data(), ldc, a_op, b_op, m, n, k, options);
     CHECK(std::memcmp(ref_got.data(), ref_want.data(), ref_got.size() * sizeof(float)) == 0);
   }
   std::vector<float> c(4, 0.0f);
@@ -359,7 +362,7 @@ TEST_CASE("gemm rejects negative sizes, null operands and short leading dimensio
   CHECK_NOTHROW(gemm(c.data(), 4, a, null_b, 4, 4, 0));  // K = 0: B is empty, never read
 }
 
-TEST_CASE("gemm_batched matches one reference product per matrix", "[gemm][simd]") {
+TEST_CASE("a batched gemm matches one reference product per matrix", "[gemm][simd]") {
   for_each_target([](int64_t) {
     std::mt19937 rng(4);
     const int64_t batch = 5, m = 17, n = 33, k = 65, pad = 3;
@@ -372,9 +375,9 @@ TEST_CASE("gemm_batched matches one reference product per matrix", "[gemm][simd]
       std::vector<float> got(size_t(batch * c_stride), 0.5f), want = got;
       const GemmOperand a_op{a.data(), DType::f16, k + pad, false, a_stride};
       const GemmOperand b_op{b.data(), DType::bf16, b.ld, true, 0};
-      const GemmOptions options{.accumulate = accumulate};
-      gemm_batched(got.data(), n + pad, c_stride, a_op, b_op, batch, m, n, k, options);
-      reference_gemm_batched(want.data(), n + pad, c_stride, a_op, b_op, batch, m, n, k, options);
+      const GemmOptions options{.accumulate = accumulate, .batch = batch, .c_batch_stride = c_stride};
+      gemm(got.data(), n + pad, a_op, b_op, m, n, k, options);
+      reference_gemm(want.data(), n + pad, a_op, b_op, m, n, k, options);
       for (size_t x = 0; x < got.size(); ++x) {
         const double tolerance = (k + 3) * std::ldexp(1.0, -24) * (2 * 2 * k + 1);
         REQUIRE(std::fabs(got[x] - want[x]) <= tolerance);
@@ -402,9 +405,9 @@ TEST_CASE("gemm gives the same bits for any thread count", "[gemm][simd]") {
       std::vector<float> one(size_t(s.batch * s.m * s.n)), two(one.size());
       const int saved = omp_get_max_threads();
       omp_set_num_threads(1);
-      gemm_batched(one.data(), s.n, s.m * s.n, a_op, b_op, s.batch, s.m, s.n, s.k);
+      gemm(one.data(), s.n, a_op, b_op, s.m, s.n, s.k, {.batch = s.batch, .c_batch_stride = s.m * s.n});
       omp_set_num_threads(2);
-      gemm_batched(two.data(), s.n, s.m * s.n, a_op, b_op, s.batch, s.m, s.n, s.k);
+      gemm(two.data(), s.n, a_op, b_op, s.m, s.n, s.k, {.batch = s.batch, .c_batch_stride = s.m * s.n});
       omp_set_num_threads(saved);
       CHECK(std::memcmp(one.data(), two.data(), one.size() * sizeof(float)) == 0);
     }
