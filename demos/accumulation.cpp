@@ -43,7 +43,7 @@ double dot_error(int64_t k, bool positive, Accumulation mode, uint64_t seed) {
       reference += p;
       magnitude += std::fabs(p);
     }
-    const Autocast guard(DType::f16, true, NormalizationOutputs::kFloat32, nullptr, mode);
+    const Autocast guard({.dtype = DType::f16, .accumulation = mode});
     // f32 operands: mul stays f32 (kPromote) and its products of f16 values are exact; sum
     // (kFloat32) returns f32, so the error is the accumulator's alone.
     const float s = sum(mul(Tensor::from_vector(x, {k}), Tensor::from_vector(y, {k}))).item();

@@ -50,7 +50,7 @@ int main(int argc, char** argv) {
     const data::Batch batch = loader.batch(step % loader.num_batches());
     Tensor loss;
     {
-      Autocast autocast(DType::f16, /*enabled=*/!f32);
+      Autocast autocast({.dtype = DType::f16, .enabled = !f32});
       loss = cross_entropy(model.forward(batch.ids, batch.attention_mask), batch.labels);
     }
     backward(scaler.scale(loss));

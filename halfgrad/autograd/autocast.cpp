@@ -7,12 +7,7 @@
 namespace hg {
 
 struct Autocast::State {
-  DType dtype;
-  bool enabled;
-  NormalizationOutputs normalizations;
-  std::shared_ptr<Fp8Scaling> fp8;
-  Accumulation accumulation;
-  Bf16Dot bf16_dot;
+  AutocastOptions options;
   // Weight casts of this region, keyed by (tensor, target dtype); the cached cast stays on the
   // tape, so every use of it sends its gradient back through one cast node. An entry from an
   // earlier tape generation (a backward ran, and an optimizer may have changed the weight
@@ -29,31 +24,39 @@ namespace {
 thread_local Autocast::State* t_state = nullptr;
 }
 
-Autocast::Autocast(DType dtype, bool enabled, NormalizationOutputs normalizations, std::shared_ptr<Fp8Scaling> fp8,
-                   Accumulation accumulation, Bf16Dot bf16_dot)
-    : state_(std::make_unique<State>(
-          State{dtype, enabled, normalizations, std::move(fp8), accumulation, bf16_dot, {}})),
-      previous_(t_state) {
+Autocast::Autocast(AutocastOptions options)
+    : state_(std::make_unique<State>(State{std::move(options), {}})), previous_(t_state) {
   t_state = state_.get();
 }
 
 Autocast::~Autocast() { t_state = previous_; }
 
+namespace {
+// The options of the innermost guard when it is enabled, else null.
+const AutocastOptions* enabled_autocast_options() {
+  return t_state != nullptr && t_state->options.enabled ? &t_state->options : nullptr;
+}
+}  // namespace
+
 std::optional<DType> active_autocast() {
-  if (t_state == nullptr || !t_state->enabled) return std::nullopt;
-  return t_state->dtype;
+  const AutocastOptions* options = enabled_autocast_options();
+  return options != nullptr ? std::optional<DType>(options->dtype) : std::nullopt;
 }
 
 std::shared_ptr<Fp8Scaling> active_fp8() {
-  if (t_state == nullptr || !t_state->enabled) return nullptr;
-  return t_state->fp8;
+  const AutocastOptions* options = enabled_autocast_options();
+  return options != nullptr ? options->fp8 : nullptr;
 }
 
 Accumulation active_accumulation() {
-  return t_state != nullptr && t_state->enabled ? t_state->accumulation : Accumulation::kF32;
+  const AutocastOptions* options = enabled_autocast_options();
+  return options != nullptr ? options->accumulation : Accumulation::kF32;
 }
 
-Bf16Dot active_bf16_dot() { return t_state != nullptr && t_state->enabled ? t_state->bf16_dot : Bf16Dot::kAuto; }
+Bf16Dot active_bf16_dot() {
+  const AutocastOptions* options = enabled_autocast_options();
+  return options != nullptr ? options->bf16_dot : Bf16Dot::kAuto;
+}
 
 DType promote(DType a, DType b) { return a == b ? a : DType::f32; }
 
@@ -61,7 +64,8 @@ DType autocast_dtype(CastPolicy policy, std::initializer_list<Tensor> inputs) {
   const std::optional<DType> autocast = active_autocast();
   if (autocast && policy == CastPolicy::kLowerPrecision) return *autocast;
   if (autocast && policy == CastPolicy::kFloat32) return DType::f32;
-  if (autocast && policy == CastPolicy::kNormalization && t_state->normalizations == NormalizationOutputs::kFloat32) {
+  if (autocast && policy == CastPolicy::kNormalization &&
+      t_state->options.normalizations == NormalizationOutputs::kFloat32) {
     return DType::f32;
   }
   bool first = true;

@@ -28,12 +28,20 @@ enum class NormalizationOutputs { kFloat32, kInputDtype };
 using kernels::Accumulation;
 using kernels::Bf16Dot;
 
+// What a guard sets; MixedPrecision builds it from MixedPrecisionOptions (autocast_options()).
+// Designated initializers name what differs from the defaults: Autocast({.dtype = DType::bf16}).
+struct AutocastOptions {
+  DType dtype = DType::f16;  // the dtype of kLowerPrecision ops
+  bool enabled = true;       // false: a guard that restores torch's no-autocast behaviour
+  NormalizationOutputs normalizations = NormalizationOutputs::kFloat32;
+  std::shared_ptr<Fp8Scaling> fp8;  // non-null: `linear` runs on fp8 operands (fp8_scaling.h)
+  Accumulation accumulation = Accumulation::kF32;
+  Bf16Dot bf16_dot = Bf16Dot::kAuto;
+};
+
 class Autocast {
  public:
-  explicit Autocast(DType dtype = DType::f16, bool enabled = true,
-                    NormalizationOutputs normalizations = NormalizationOutputs::kFloat32,
-                    std::shared_ptr<Fp8Scaling> fp8 = nullptr,
-                    Accumulation accumulation = Accumulation::kF32, Bf16Dot bf16_dot = Bf16Dot::kAuto);
+  explicit Autocast(AutocastOptions options = {});
   ~Autocast();
   Autocast(const Autocast&) = delete;
   Autocast& operator=(const Autocast&) = delete;

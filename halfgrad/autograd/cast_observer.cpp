@@ -30,16 +30,6 @@ void CastObserver::add(const precision::NumericsStats& stats) {
   stats_.merge(stats);
 }
 
-std::vector<Fp8Cast> CastObserver::take_fp8() {
-  std::lock_guard lock(mutex_);
-  return std::exchange(fp8_, {});
-}
-
-void CastObserver::add_fp8(Fp8Cast cast) {
-  std::lock_guard lock(mutex_);
-  fp8_.push_back(std::move(cast));
-}
-
 CastObserver* cast_observer() { return g_observer.load(std::memory_order_relaxed); }
 
 }  // namespace hg

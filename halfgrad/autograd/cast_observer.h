@@ -1,18 +1,15 @@
 // CastObserver: while one lives, every rounding of f32 results into an f16/bf16 tensor
 // (kernels::store_rounded) also counts what it did (precision::NumericsStats: underflow,
-// subnormals, overflow), and fp8 training's operand casts arrive as Fp8Cast records (fp8_cast.h).
-// Global, at most one at a time; the numerics inspector installs it. Details:
-// docs/design_notes.md#castobserver.
+// subnormals, overflow). fp8 casts report to their own observer (fp8_cast.h). Global, at most one
+// at a time; the numerics inspector installs it. Details: docs/design_notes.md#castobserver.
 #pragma once
 
 #include <mutex>
 #include <vector>
 
-#include "halfgrad/autograd/fp8_cast.h"
 #include "halfgrad/precision/numerics_stats.h"
 
 namespace hg {
-
 
 class CastObserver {
  public:
@@ -25,15 +22,10 @@ class CastObserver {
   precision::NumericsStats take();
   // Merges one narrowing's counts (called by kernels::store_rounded, from any thread).
   void add(const precision::NumericsStats& stats);
-  // The fp8 casts since construction or the previous take_fp8(); add_fp8 is called by
-  // Fp8Scaling::quantize.
-  std::vector<Fp8Cast> take_fp8();
-  void add_fp8(Fp8Cast cast);
 
  private:
   std::mutex mutex_;
   precision::NumericsStats stats_;
-  std::vector<Fp8Cast> fp8_;
 };
 
 // The installed observer, or nullptr (a relaxed atomic load).

@@ -8,7 +8,7 @@
 #include <cmath>
 #include <utility>
 
-#include "halfgrad/autograd/cast_observer.h"
+#include "halfgrad/autograd/fp8_cast.h"
 #include "halfgrad/base/error.h"
 #include "halfgrad/precision/convert.h"
 
@@ -90,12 +90,12 @@ Fp8Operand Fp8Scaling::quantize(const std::string& key, Fp8Role role, const Tens
   if (s.scale != 1.0f) {
     for (float& v : values) v *= s.scale;  // in f32, as TE's cast computes elt * scale
   }
-  CastObserver* observer = record_amax ? cast_observer() : nullptr;  // training's casts only
+  Fp8CastObserver* observer = record_amax ? fp8_cast_observer() : nullptr;  // training's casts only
   Fp8Cast cast{.key = key, .role = role, .format = format, .scale = s.scale, .amax = amax};
   const RoundingOptions saturating{.saturate = true, .saturate_inf = true};
   precision::round_to(format, values, {.rounding = saturating, .stats = observer ? &cast.stats : nullptr});
   if (record_amax) s.amax_history[0] = std::fmax(s.amax_history[0], amax);
-  if (observer != nullptr) observer->add_fp8(std::move(cast));
+  if (observer != nullptr) observer->add(std::move(cast));
   return {Tensor::from_vector(values, x.shape()), 1.0f / s.scale};
 }
 

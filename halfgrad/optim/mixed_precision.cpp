@@ -305,9 +305,13 @@ nn::NamedTensors ForwardPrecision::optimizer_parameters() const {
   return named;
 }
 
-Autocast ForwardPrecision::autocast() const {
-  return Autocast(autocast_.value_or(DType::f16), autocast_.has_value(), *options_.normalization_outputs, fp8_,
-                  options_.accumulation, options_.bf16_dot);
+AutocastOptions ForwardPrecision::autocast_options() const {
+  return {.dtype = autocast_.value_or(DType::f16),
+          .enabled = autocast_.has_value(),
+          .normalizations = *options_.normalization_outputs,
+          .fp8 = fp8_,
+          .accumulation = options_.accumulation,
+          .bf16_dot = options_.bf16_dot};
 }
 
 MixedPrecision::MixedPrecision(nn::Module& model, const MixedPrecisionOptions& options)

@@ -172,9 +172,11 @@ class ForwardPrecision {
   // The tensors that hold the weights, by name: the f32 masters when there are (MixedPrecision
   // under O2: what the optimizer updates and a checkpoint saves), else the model's own.
   nn::NamedTensors optimizer_parameters() const;
-  // The autocast guard for forward passes -- training's and evaluation's -- with the mode's dtype
-  // and normalization outputs (a disabled guard when the mode has none).
-  Autocast autocast() const;
+  // What the mode's autocast guards set -- dtype, normalization outputs, fp8 scaling, accumulation,
+  // bf16 dot -- built here alone from the options (enabled = false when the mode has no autocast).
+  AutocastOptions autocast_options() const;
+  // The autocast guard for forward passes, training's and evaluation's: Autocast(autocast_options()).
+  Autocast autocast() const { return Autocast(autocast_options()); }
   // An evaluation's rounding (the options' `rounding`, `flush_subnormals`): seed 0 whatever the
   // run's, so an evaluation during training and `halfgrad eval` of its checkpoint (which knows no
   // seed) round alike.

@@ -111,6 +111,7 @@ NumericsInspector::~NumericsInspector() {
 void NumericsInspector::begin_step(int64_t step) {
   current_ = nullptr;
   casts_.reset();
+  fp8_casts_.reset();
   last_output_ = Tensor();
   index_.clear();
   activation_names_.clear();
@@ -120,6 +121,7 @@ void NumericsInspector::begin_step(int64_t step) {
   steps_.push_back({.step = step});
   current_ = &steps_.back();
   casts_ = std::make_unique<CastObserver>();
+  fp8_casts_ = std::make_unique<Fp8CastObserver>();
 }
 
 void NumericsInspector::note_wire(const WireNumerics& wire) {
@@ -133,10 +135,11 @@ void NumericsInspector::note_loss_scale(double scale) {
 const StepNumerics* NumericsInspector::end_step(bool skipped) {
   StepNumerics* step = current_;
   current_ = nullptr;
-  if (casts_ && step != nullptr) {
-    for (const Fp8Cast& c : casts_->take_fp8()) add_fp8(step->fp8, c);
+  if (fp8_casts_ && step != nullptr) {
+    for (const Fp8Cast& c : fp8_casts_->take()) add_fp8(step->fp8, c);
   }
   casts_.reset();
+  fp8_casts_.reset();
   last_output_ = Tensor();
   anomaly_message_ = skipped && anomaly_ && !last_anomaly().op.empty() ? last_anomaly().message() : "";
   if (step == nullptr) return nullptr;

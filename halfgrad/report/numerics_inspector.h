@@ -15,7 +15,7 @@
 // as seen to fp16; for an f16 tensor that cast is exact and earlier losses show as zeros.
 //
 // Under fp8 (halfgrad/autograd/fp8_scaling.h) it also keeps, per scaled GEMM operand, the amax, the scale
-// and what the cast flushed or saturated, as its CastObserver receives them.
+// and what the cast flushed or saturated, as its Fp8CastObserver (fp8_cast.h) receives them.
 //
 // With name_anomalies, anomaly mode records (without throwing) the first op whose forward output
 // or backward gradient held inf/NaN, so a skipped step names where the overflow began.
@@ -33,6 +33,7 @@
 #include <nlohmann/json.hpp>
 
 #include "halfgrad/autograd/cast_observer.h"
+#include "halfgrad/autograd/fp8_cast.h"
 #include "halfgrad/autograd/fp8_scaling.h"
 #include "halfgrad/autograd/tape.h"
 #include "halfgrad/autograd/tensor.h"
@@ -140,7 +141,8 @@ class NumericsInspector {
   std::unordered_map<std::string, size_t> index_;  // (kind, name) -> position in current_->tensors
   std::unordered_map<const TensorImpl*, std::string> activation_names_;
   std::unordered_map<std::string, int64_t> op_counts_;
-  std::unique_ptr<CastObserver> casts_;  // installed while a step is inspected
+  std::unique_ptr<CastObserver> casts_;         // installed while a step is inspected
+  std::unique_ptr<Fp8CastObserver> fp8_casts_;  // likewise
   Tensor last_output_;                   // the tensor observed last (op output or gradient)
   precision::NumericsStats last_cast_;   // what the roundings just before that observation did
 };

@@ -31,14 +31,14 @@ constexpr Accumulation kAll[] = {Accumulation::kF32, Accumulation::kF16, Accumul
 TEST_CASE("accumulation: active only inside an enabled guard, innermost wins", "[accumulate]") {
   CHECK(active_accumulation() == Accumulation::kF32);
   {
-    const Autocast outer(DType::f16, true, NormalizationOutputs::kFloat32, nullptr, Accumulation::kF16);
+    const Autocast outer({.dtype = DType::f16, .accumulation = Accumulation::kF16});
     CHECK(active_accumulation() == Accumulation::kF16);
     {
-      const Autocast inner(DType::f16, true, NormalizationOutputs::kFloat32, nullptr, Accumulation::kF16Blocked);
+      const Autocast inner({.dtype = DType::f16, .accumulation = Accumulation::kF16Blocked});
       CHECK(active_accumulation() == Accumulation::kF16Blocked);
     }
     CHECK(active_accumulation() == Accumulation::kF16);
-    const Autocast disabled(DType::f16, false, NormalizationOutputs::kFloat32, nullptr, Accumulation::kF16);
+    const Autocast disabled({.dtype = DType::f16, .enabled = false, .accumulation = Accumulation::kF16});
     CHECK(active_accumulation() == Accumulation::kF32);
   }
   CHECK(active_accumulation() == Accumulation::kF32);
@@ -56,7 +56,7 @@ TEST_CASE("accumulation reaches matmul and matmul_transposed forward and each ba
     Tensor a_t = ones({1, 1}, true);
     Tensor y;
     {
-      const Autocast guard(DType::f16, true, NormalizationOutputs::kFloat32, nullptr, mode);
+      const Autocast guard({.dtype = DType::f16, .accumulation = mode});
       forward = matmul(ones({1, kLong}), ones({kLong, 1}));
       // Each product's gradient reaches its (1,1) leaf through a sum of 1 or K ones, exact in f16;
       // the adds are elementwise (no accumulation).
@@ -78,7 +78,7 @@ TEST_CASE("accumulation reaches batched matmul and linear forward, weight and bi
     Tensor w = ones({1, 1}, true), bias = Tensor::zeros({1}).set_requires_grad();
     Tensor batched, wide, y;
     {
-      const Autocast guard(DType::f16, true, NormalizationOutputs::kFloat32, nullptr, mode);
+      const Autocast guard({.dtype = DType::f16, .accumulation = mode});
       batched = matmul(ones({2, 1, kLong}), ones({2, kLong, 1}));  // two (1,K) x (K,1)
       wide = linear(ones({1, kLong}), ones({1, kLong}), Tensor::zeros({1}));  // y = x w^T + b, over K
       y = linear(ones({kLong, 1}), w, bias);  // (K,1): dW and db sum over the K rows
@@ -94,7 +94,7 @@ TEST_CASE("accumulation reaches batched matmul and linear forward, weight and bi
 TEST_CASE("accumulation reaches sum and mean over all elements, a contiguous and a strided dim", "[accumulate]") {
   for (const Accumulation mode : kAll) {
     INFO("mode " << int(mode));
-    const Autocast guard(DType::f16, true, NormalizationOutputs::kFloat32, nullptr, mode);
+    const Autocast guard({.dtype = DType::f16, .accumulation = mode});
     const float e = expected(mode);
     CHECK(sum(ones({kLong})).item() == e);
     CHECK(mean(ones({kLong})).item() == e / float(kLong));
@@ -112,7 +112,7 @@ TEST_CASE("accumulation reaches sum and mean over all elements, a contiguous and
 TEST_CASE("accumulation reaches the statistics of softmax, log_softmax, layer_norm and cross_entropy", "[accumulate]") {
   for (const Accumulation mode : kAll) {
     INFO("mode " << int(mode));
-    const Autocast guard(DType::f16, true, NormalizationOutputs::kFloat32, nullptr, mode);
+    const Autocast guard({.dtype = DType::f16, .accumulation = mode});
     const float e = expected(mode);  // the sum of 4096 ones
     // A row of zeros: every exponential is exp(0) = 1 exactly, so the sum is e; softmax is 1 / e
     // (masked or not: the same row with a -inf-free mask) and log_softmax -log(e).

@@ -103,7 +103,7 @@ TEST_CASE("attention in place equals permute + batched matmul bit for bit: autoc
       {"fp16 O2, f16 accumulation", DType::f16, DType::f16, NormalizationOutputs::kInputDtype, Accumulation::kF16Blocked},
   };
   for (const Mode& m : modes) {
-    const Autocast guard(m.compute, true, m.normalizations, nullptr, m.accumulation);
+    const Autocast guard({.dtype = m.compute, .normalizations = m.normalizations, .accumulation = m.accumulation});
     for (const Case& c : kCases) {
       check_same(c, m.model, m.name, true, false);
       check_same(c, m.model, m.name, true, true);
@@ -113,7 +113,7 @@ TEST_CASE("attention in place equals permute + batched matmul bit for bit: autoc
 
 TEST_CASE("attention in place equals permute + batched matmul bit for bit: 1 and 2 threads", "[attention_heads][parallel]") {
   // 2 * 64 * 64 * 32 * 16 = 4.2 MFLOP per product, above kParallelFlops (2^22): B = 8 rows of the
-  // grid shared out over the team; B = 3 (odd) threads inside each gemm_batched call instead.
+  // grid shared out over the team; B = 3 (odd) threads inside each batched gemm call instead.
   const int saved = omp_get_max_threads();
   for (const Case& c : {Case{8, 64, 2, 32}, Case{3, 64, 2, 32}}) {
     omp_set_num_threads(1);

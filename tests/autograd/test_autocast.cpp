@@ -13,7 +13,7 @@ TEST_CASE("autocast picks the dtype of each op category", "[autocast]") {
   const Tensor x = Tensor::randn({4, 8}, gen), w = Tensor::randn({3, 8}, gen);
   const Tensor h = Tensor::randn({4, 8}, gen, DType::f16);
   for (DType low : {DType::f16, DType::bf16}) {
-    Autocast ac(low);
+    Autocast ac({.dtype = low});
     CHECK(matmul(x, transpose(w)).dtype() == low);             // lower precision
     CHECK(linear(x, w).dtype() == low);
     CHECK(softmax(h).dtype() == DType::f32);                    // f32 ops
@@ -40,12 +40,12 @@ TEST_CASE("normalizations can keep their input's dtype: the f32 result rounded o
     const Tensor wl = cast(w, low), bl = cast(b, low);
     Tensor softmax32, log_softmax32, layer_norm32;
     {
-      Autocast torch_like(low);
+      Autocast torch_like({.dtype = low});
       softmax32 = softmax(x);
       log_softmax32 = log_softmax(x);
       layer_norm32 = layer_norm(x, wl, bl);
     }
-    Autocast o2(low, true, NormalizationOutputs::kInputDtype);
+    Autocast o2({.dtype = low, .normalizations = NormalizationOutputs::kInputDtype});
     const Tensor s = softmax(x), ls = log_softmax(x), ln = layer_norm(x, wl, bl);
     CHECK(s.dtype() == low);
     CHECK(ls.dtype() == low);
@@ -72,7 +72,7 @@ TEST_CASE("a weight is cast once per autocast region and its gradient is f32", "
   Tensor loss;
   int64_t casts = 0;
   {
-    Autocast ac(DType::f16);
+    Autocast ac({.dtype = DType::f16});
     loss = sum(add(linear(x, w), linear(x, w)));
     for (int64_t i = 0; i < active_tape().size(); ++i) {
       const Node& node = active_tape().node(i);

@@ -150,7 +150,7 @@ TEST_CASE("fp8 cast: saturating round to nearest even of x * scale, amax of x, w
   // to 480, which would overflow) ties to even 448 (round2.md 3.4). 1e-4 is below 2^-10, half the
   // smallest subnormal 2^-9: flushed. 0.3 = 1.2 * 2^-2 -> 1.25 * 2^-2 = 0.3125 (3 mantissa bits).
   const std::vector<float> x = {1000, -1000, 1e-4f, 0.3f, kNaN, 460, 464, -kInf, 0};
-  CastObserver observer;
+  Fp8CastObserver observer;
   const Fp8Operand q = fp8.quantize("layer", Fp8Role::kInput, Tensor::from_vector(x, {9}), true);
   const std::vector<float> v = q.values.to_vector();
   CHECK(q.scale_inv == 1.0f);
@@ -169,7 +169,7 @@ TEST_CASE("fp8 cast: saturating round to nearest even of x * scale, amax of x, w
   // amax: the inf (NaN ignored); the cast counts 1e-4 as flushed and +-1000 as saturated (464 and
   // 460 round to 448 without exceeding it; inf inputs are counted apart).
   CHECK(fp8.gemms().at("layer")[size_t(Fp8Role::kInput)].amax_history[0] == kInf);
-  const std::vector<Fp8Cast> casts = observer.take_fp8();
+  const std::vector<Fp8Cast> casts = observer.take();
   REQUIRE(casts.size() == 1);
   CHECK(casts[0].key == "layer");
   CHECK(casts[0].format == formats::e4m3);
@@ -179,7 +179,7 @@ TEST_CASE("fp8 cast: saturating round to nearest even of x * scale, amax of x, w
   // Evaluation's casts (record_amax false) neither stage an amax nor report.
   fp8.quantize("layer", Fp8Role::kWeight, Tensor::from_vector({5}, {1}), false);
   CHECK(fp8.gemms().at("layer")[size_t(Fp8Role::kWeight)].amax_history[0] == 0.0f);
-  CHECK(observer.take_fp8().empty());
+  CHECK(observer.take().empty());
   // A scale of 4 (loaded): 0.3 * 4 = 1.2 -> 1.25, 1000 * 4 saturates; scale_inv 1/4.
   nlohmann::json state = fp8.state_dict();
   state["layer"]["input"]["scale"] = 4.0;
@@ -221,7 +221,7 @@ TEST_CASE("linear under fp8 equals a scalar oracle: fp8 operands, exact products
   fp8->load_state_dict(state, "test");
   Tensor y;
   {
-    Autocast guard(DType::bf16, true, NormalizationOutputs::kFloat32, fp8);
+    Autocast guard({.dtype = DType::bf16, .fp8 = fp8});
     y = linear(x, w, b);
   }
   REQUIRE(y.dtype() == DType::bf16);
@@ -269,7 +269,7 @@ TEST_CASE("linear under fp8 equals a scalar oracle: fp8 operands, exact products
   CHECK(proj[size_t(Fp8Role::kWeight)].amax_history[0] == absmax(wv));
   CHECK(proj[size_t(Fp8Role::kGradOutput)].amax_history[0] == absmax(dy_bf16));
   // An unnamed weight has no key: refused, naming the remedy.
-  Autocast guard(DType::bf16, true, NormalizationOutputs::kFloat32, fp8);
+  Autocast guard({.dtype = DType::bf16, .fp8 = fp8});
   REQUIRE_THROWS_WITH(linear(x, Tensor::ones({out, in}), b), Catch::Contains("has no name"));
 }
 

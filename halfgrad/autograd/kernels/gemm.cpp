@@ -545,12 +545,10 @@ void check_operand(const GemmOperand& x, const char* name, int64_t rows, int64_t
   check(x.ld >= width, "gemm: ", name, ".ld = ", x.ld, " is less than the stored width ", width);
 }
 
-}  // namespace
-
 // batch x [op(A): (M,K), op(B): (K,N) -> C: (M,N), ldc]
-void gemm_batched(float* c, int64_t ldc, int64_t c_batch_stride, const GemmOperand& a,
+void gemm_product(float* c, int64_t ldc, int64_t c_batch_stride, const GemmOperand& a,
                   const GemmOperand& b, int64_t batch, int64_t m, int64_t n, int64_t k,
-                  GemmOptions options) {
+                  const GemmOptions& options) {
   check(m >= 0, "gemm: m = ", m, " is negative");
   check(n >= 0, "gemm: n = ", n, " is negative");
   check(k >= 0, "gemm: k = ", k, " is negative");
@@ -602,10 +600,35 @@ void gemm_batched(float* c, int64_t ldc, int64_t c_batch_stride, const GemmOpera
   for (int64_t t = 0; t < tasks; ++t) run(t);
 }
 
-// op(A): (M,K), op(B): (K,N) -> C: (M,N), ldc
-void gemm(float* c, int64_t ldc, const GemmOperand& a, const GemmOperand& b, int64_t m,
-          int64_t n, int64_t k, GemmOptions options) {
-  gemm_batched(c, ldc, 0, a, b, 1, m, n, k, options);
+// The output-scale epilogue (GemmOptions::output_scale) on one row of C.
+void scale_output_row(float* row, int64_t n, float scale, const float* bias) {
+  for (int64_t j = 0; j < n; ++j) row[j] *= scale;
+  if (bias == nullptr) return;
+  for (int64_t j = 0; j < n; ++j) row[j] += bias[j];
+}
+
+}  // namespace
+
+// batch x [op(A): (M,K), op(B): (K,N) -> C: (M,N), ldc], then the output-scale epilogue.
+void gemm(float* c, int64_t ldc, const GemmOperand& a, const GemmOperand& b, int64_t m, int64_t n, int64_t k,
+          GemmOptions options) {
+  const int64_t batch = options.batch, c_batch_stride = options.c_batch_stride;
+  check(!options.output_scale || (!options.accumulate && options.bias == nullptr),
+        "gemm: options.output_scale with accumulate or bias (C = s A B [+ output_bias] starts from 0)");
+  const std::optional<float> scale = std::exchange(options.output_scale, std::nullopt);
+  gemm_product(c, ldc, c_batch_stride, a, b, batch, m, n, k, options);
+  if (!scale || m <= 0 || n <= 0 || batch <= 0) return;
+  const int64_t rows = batch * m;  // row t: row t % m of matrix t / m
+  const auto row = [&](int64_t t) {
+    scale_output_row(c + (t / m) * c_batch_stride + (t % m) * ldc, n, *scale, options.output_bias);
+  };
+  const int64_t team = team_size(double(rows) * double(n), kParallelElements);
+  if (team == 1) {
+    for (int64_t t = 0; t < rows; ++t) row(t);
+    return;
+  }
+#pragma omp parallel for num_threads(team) schedule(static)
+  for (int64_t t = 0; t < rows; ++t) row(t);
 }
 
 }  // namespace hg::kernels

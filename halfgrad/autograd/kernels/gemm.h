@@ -7,6 +7,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 
 #include "halfgrad/autograd/dtype.h"
 #include "halfgrad/autograd/kernels/accumulate.h"
@@ -23,7 +24,7 @@ struct GemmOperand {
   DType dtype = DType::f32;
   int64_t ld = 0;              // elements between consecutive stored rows
   bool transposed = false;
-  int64_t batch_stride = 0;    // gemm_batched only: elements from one matrix to the next
+  int64_t batch_stride = 0;    // a batch only (GemmOptions::batch): elements from one matrix to the next
                                // (0 reuses one matrix for the whole batch)
 
   // Matrix i of a batch: data advanced by i * batch_stride elements.
@@ -47,9 +48,22 @@ struct GemmOptions {
   // of 0. The bits equal C filled with the bias rows and then accumulated into, without that pass
   // over C. Not together with accumulate (an hg::Error).
   const float* bias = nullptr;
+  // The epilogue of a GEMM on scaled operands (fp8: output_scale = scale_inv_a * scale_inv_b, as
+  // cuBLASLt's alpha and bias epilogue run TE's fp8 GEMMs): when output_scale is set, each finished
+  // f32 element is multiplied by it (one rounding), then output_bias[j] is added if given (one
+  // rounding; n values, shared by a batch). Not with accumulate or bias (an hg::Error).
+  std::optional<float> output_scale;
+  const float* output_bias = nullptr;
+  // `batch` independent products C_i = op(A_i) op(B_i) (attention: one per batch and head), A_i at
+  // a.data + i * a.batch_stride, likewise B_i, and C_i at c + i * c_batch_stride; one bias and one
+  // epilogue for all. Reference: cublasSgemmStridedBatched, torch.bmm.
+  int64_t batch = 1;
+  int64_t c_batch_stride = 0;
 };
 
-// C(M,N) = [bias +] op(A)(M,K) op(B)(K,N) [+ C], C f32 row-major with row stride ldc.
+// The one GEMM entry point: C(M,N) = [bias +] op(A)(M,K) op(B)(K,N) [+ C], C f32 row-major with
+// row stride ldc; with an output_scale, C = output_scale * (op(A) op(B)) [+ output_bias]; for each
+// matrix of options.batch. The accumulation, the bf16 dot and the epilogue are options too.
 // Summation order, fixed: every C element is one sequential f32 chain over k = 0..K-1 of
 // acc = acc + a_ik * b_kj, starting from C's old value (accumulate), bias[j] (bias) or 0; the
 // multiply-add is fused (one rounding) on targets with FMA (AVX2, AVX-512) and rounded twice on
@@ -60,17 +74,10 @@ struct GemmOptions {
 // which visits k in pairs, odd member first, and flushes subnormals (gemm_bf16dot.h: the order,
 // the error bound against this chain, and the switch back to it, HALFGRAD_EXACT_BF16=1).
 // NaN and inf propagate as IEEE arithmetic says. C must not overlap A or B. Throws hg::Error for
-// negative sizes, a null operand, a leading dimension below the stored width, or a bias with
-// accumulate.
+// negative sizes, a null operand, a leading dimension below the stored width, a bias with
+// accumulate, or an output_scale with either.
 // Reference: BLAS sgemm with alpha = 1, beta = 0 (or 1 when accumulating); with a bias, addmm.
 void gemm(float* c, int64_t ldc, const GemmOperand& a, const GemmOperand& b, int64_t m,
           int64_t n, int64_t k, GemmOptions options = {});
-
-// `batch` independent products C_i = [bias +] op(A_i) op(B_i) [+ C_i] (attention: one per batch
-// and head), A_i at a.data + i * a.batch_stride, likewise B_i, and C_i at c + i * c_batch_stride;
-// one bias for all. Same summation order as gemm. Reference: cublasSgemmStridedBatched, torch.bmm.
-void gemm_batched(float* c, int64_t ldc, int64_t c_batch_stride, const GemmOperand& a,
-                  const GemmOperand& b, int64_t batch, int64_t m, int64_t n, int64_t k,
-                  GemmOptions options = {});
 
 }  // namespace hg::kernels

@@ -93,7 +93,7 @@ float dpbf16_fma(float acc, uint16_t x, uint16_t y);
 // Part `part` of `parts` of C(m,n) [+]= [bias +] op(A)(m,k) op(B)(k,n), A and B bf16, on `kernel`
 // (kInstruction or kEmulation): the longer side of C, in register tiles, is cut into `parts`
 // runs; each element's chain is the same whichever part computes it, and starts from C's old
-// value (accumulate), bias[j] (bias: null or n values, gemm.h's GemmOptions) or 0. gemm_batched
+// value (accumulate), bias[j] (bias: null or n values, gemm.h's GemmOptions) or 0. gemm
 // (gemm.cpp) calls it per (matrix, part) task after validating the arguments; kInstruction on a
 // CPU without the instruction is an hg::Error.
 void gemm_bf16dot_part(Bf16DotKernel kernel, float* c, int64_t ldc, const GemmOperand& a, const GemmOperand& b,

@@ -15,11 +15,9 @@ float element(const GemmOperand& x, int64_t r, int64_t c) {
                                : precision::decode<precision::kBFloat16>(bits);
 }
 
-}  // namespace
-
-// op(A): (M,K), op(B): (K,N) -> C: (M,N), ldc
-void reference_gemm(float* c, int64_t ldc, const GemmOperand& a, const GemmOperand& b,
-                    int64_t m, int64_t n, int64_t k, GemmOptions options) {
+// One matrix: op(A): (M,K), op(B): (K,N) -> C: (M,N), ldc
+void reference_product(float* c, int64_t ldc, const GemmOperand& a, const GemmOperand& b, int64_t m, int64_t n,
+                       int64_t k, const GemmOptions& options) {
   for (int64_t i = 0; i < m; ++i) {
     for (int64_t j = 0; j < n; ++j) {
       double sum = options.bias != nullptr ? double(options.bias[j])
@@ -27,17 +25,20 @@ void reference_gemm(float* c, int64_t ldc, const GemmOperand& a, const GemmOpera
                                               : 0.0;
       for (int64_t p = 0; p < k; ++p) sum += double(element(a, i, p)) * double(element(b, p, j));
       c[i * ldc + j] = float(sum);
+      if (!options.output_scale) continue;  // the epilogue, rounded as gemm's
+      c[i * ldc + j] *= *options.output_scale;
+      if (options.output_bias != nullptr) c[i * ldc + j] += options.output_bias[j];
     }
   }
 }
 
+}  // namespace
+
 // batch x [op(A): (M,K), op(B): (K,N) -> C: (M,N)]
-void reference_gemm_batched(float* c, int64_t ldc, int64_t c_batch_stride, const GemmOperand& a,
-                            const GemmOperand& b, int64_t batch, int64_t m, int64_t n, int64_t k,
-                            GemmOptions options) {
-  for (int64_t i = 0; i < batch; ++i) {
-    reference_gemm(c + i * c_batch_stride, ldc, a.member(i), b.member(i), m, n, k,
-                   options);
+void reference_gemm(float* c, int64_t ldc, const GemmOperand& a, const GemmOperand& b, int64_t m, int64_t n,
+                    int64_t k, GemmOptions options) {
+  for (int64_t i = 0; i < options.batch; ++i) {
+    reference_product(c + i * options.c_batch_stride, ldc, a.member(i), b.member(i), m, n, k, options);
   }
 }
 

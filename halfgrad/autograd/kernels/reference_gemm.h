@@ -1,5 +1,5 @@
 // reference_gemm: the scalar twin of gemm.h, a naive triple loop and the tests' oracle.
-// Same arguments and meaning as gemm / gemm_batched; inputs are widened exactly (the same stored
+// Same arguments and meaning as gemm; inputs are widened exactly (the same stored
 // values the fast kernel sees) and summed in double, so it is slow and nearly exact, not bitwise
 // equal to gemm: only the summation order and its rounding differ.
 #pragma once
@@ -10,13 +10,9 @@
 
 namespace hg::kernels {
 
-// C(M,N) = op(A)(M,K) op(B)(K,N) [+ C]: each element summed in double, rounded once to f32.
+// C(M,N) = [bias +] op(A)(M,K) op(B)(K,N) [+ C] for each matrix of options.batch: each element
+// summed in double, rounded once to f32; then the output_scale epilogue in f32, as gemm rounds it.
 void reference_gemm(float* c, int64_t ldc, const GemmOperand& a, const GemmOperand& b,
                     int64_t m, int64_t n, int64_t k, GemmOptions options = {});
-
-// The batched form, one reference_gemm per matrix (gemm_batched's twin).
-void reference_gemm_batched(float* c, int64_t ldc, int64_t c_batch_stride, const GemmOperand& a,
-                            const GemmOperand& b, int64_t batch, int64_t m, int64_t n, int64_t k,
-                            GemmOptions options = {});
 
 }  // namespace hg::kernels

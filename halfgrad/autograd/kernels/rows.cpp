@@ -8,12 +8,15 @@
 
 #include "halfgrad/autograd/kernels/rows.h"
 
+#include "halfgrad/autograd/kernels/elementwise.h"
+
 #include <algorithm>
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
 #include <limits>
 #include <utility>
+#include <vector>
 
 #undef HWY_TARGET_INCLUDE
 #define HWY_TARGET_INCLUDE "halfgrad/autograd/kernels/rows.cpp"
@@ -286,29 +289,112 @@ HWY_EXPORT(ColumnSumsImpl);
 
 namespace {
 size_t count(int64_t n) { return n > 0 ? size_t(n) : 0; }
+
+// Under f16 accumulation (accumulate.h) the forward statistics -- softmax's and log_softmax's sum
+// of exponentials, layer norm's mean and variance -- are f16 chains; the rest of each row's math
+// stays f32, scalar, as the SIMD kernels' order writes it (rows.h). Here, outside the per-target
+// code: compiled once, with no fused multiply-adds.
+float row_sum(const float* x, int64_t c, Accumulation mode) {
+  float s = 0;
+  kernels::row_sums_f16(&s, x, 1, c, mode);
+  return s;
+}
+
+// The max of z for a softmax row, and whether z holds a NaN (the row is then all NaN).
+std::pair<float, bool> row_max(const float* z, int64_t c) {
+  float m = -std::numeric_limits<float>::infinity();
+  for (int64_t j = 0; j < c; ++j) {
+    if (std::isnan(z[j])) return {m, true};
+    m = std::max(m, z[j]);
+  }
+  return {m, false};
+}
+
+// kernels::softmax_forward's rows (z = x scale + bias, e = exp(z - max), y = e / sum e) with
+// the sum an f16 chain.
+void softmax_rows_f16(float* y, const float* x, int64_t n, int64_t c, float scale, const float* bias,
+                      Accumulation mode) {
+  for (int64_t i = 0; i < n; ++i, x += c, y += c) {
+    for (int64_t j = 0; j < c; ++j) {
+      const float z = scale == 1.0f ? x[j] : x[j] * scale;
+      y[j] = bias != nullptr ? z + bias[j] : z;
+    }
+    const auto [m, nan] = row_max(y, c);
+    if (nan || m == -std::numeric_limits<float>::infinity()) {  // as the kernel: NaN row, or no key: zeros
+      std::fill(y, y + c, nan ? std::numeric_limits<float>::quiet_NaN() : 0.0f);
+      continue;
+    }
+    for (int64_t j = 0; j < c; ++j) y[j] -= m;
+    kernels::exp(y, y, c);
+    const float sum = row_sum(y, c, mode);
+    for (int64_t j = 0; j < c; ++j) y[j] /= sum;
+  }
+}
+
+// kernels::log_softmax_forward's rows (y = x - max - log(sum e^(x - max))) with the sum an f16
+// chain; an all -inf row gives NaN, as torch.
+void log_softmax_rows_f16(float* y, const float* x, int64_t n, int64_t c, Accumulation mode) {
+  std::vector<float> e(static_cast<size_t>(c));
+  for (int64_t i = 0; i < n; ++i, x += c, y += c) {
+    const auto [m, nan] = row_max(x, c);
+    if (nan || m == -std::numeric_limits<float>::infinity()) {
+      std::fill(y, y + c, std::numeric_limits<float>::quiet_NaN());
+      continue;
+    }
+    for (int64_t j = 0; j < c; ++j) y[j] = x[j] - m;
+    kernels::exp(e.data(), y, c);
+    const float log_sum = std::log(row_sum(e.data(), c, mode));
+    for (int64_t j = 0; j < c; ++j) y[j] -= log_sum;
+  }
+}
+
+// kernels::layer_norm_forward's rows with the mean (sum x / C) and the biased variance
+// (sum (x - mean)^2 / C) f16 chains.
+void layer_norm_rows_f16(float* y, float* mean, float* rstd, const float* x, const float* w, const float* b, int64_t n,
+                         int64_t c, float eps, Accumulation mode) {
+  std::vector<float> squares(static_cast<size_t>(c));
+  for (int64_t i = 0; i < n; ++i, x += c, y += c) {
+    mean[i] = row_sum(x, c, mode) / float(c);
+    for (int64_t j = 0; j < c; ++j) {
+      y[j] = x[j] - mean[i];
+      squares[size_t(j)] = y[j] * y[j];
+    }
+    rstd[i] = 1.0f / std::sqrt(row_sum(squares.data(), c, mode) / float(c) + eps);
+    for (int64_t j = 0; j < c; ++j) {
+      const float scaled = y[j] * rstd[i];
+      y[j] = (w != nullptr ? scaled * w[j] : scaled) + (b != nullptr ? b[j] : 0.0f);
+    }
+  }
+}
+
 }  // namespace
 
-void softmax_forward(float* y, const float* x, int64_t n, int64_t c, float scale, const float* bias) {
+void softmax_forward(float* y, const float* x, int64_t n, int64_t c, float scale, const float* bias,
+                     Accumulation accumulation) {
+  if (accumulation != Accumulation::kF32) return softmax_rows_f16(y, x, n, c, scale, bias, accumulation);
   HWY_DYNAMIC_DISPATCH(SoftmaxForwardImpl)(y, x, count(n), count(c), scale, bias);
 }
 void softmax_backward(float* dx, const float* dy, const float* y, int64_t n, int64_t c, float scale) {
   HWY_DYNAMIC_DISPATCH(SoftmaxBackwardImpl)(dx, dy, y, count(n), count(c), scale);
 }
-void log_softmax_forward(float* y, const float* x, int64_t n, int64_t c) {
+void log_softmax_forward(float* y, const float* x, int64_t n, int64_t c, Accumulation accumulation) {
+  if (accumulation != Accumulation::kF32) return log_softmax_rows_f16(y, x, n, c, accumulation);
   HWY_DYNAMIC_DISPATCH(LogSoftmaxForwardImpl)(y, x, count(n), count(c));
 }
 void log_softmax_backward(float* dx, const float* dy, const float* y, int64_t n, int64_t c) {
   HWY_DYNAMIC_DISPATCH(LogSoftmaxBackwardImpl)(dx, dy, y, count(n), count(c));
 }
 void layer_norm_forward(float* y, float* mean, float* rstd, const float* x, const float* w,
-                        const float* b, int64_t n, int64_t c, float eps) {
+                        const float* b, int64_t n, int64_t c, float eps, Accumulation accumulation) {
+  if (accumulation != Accumulation::kF32) return layer_norm_rows_f16(y, mean, rstd, x, w, b, n, c, eps, accumulation);
   HWY_DYNAMIC_DISPATCH(LayerNormForwardImpl)(y, mean, rstd, x, w, b, count(n), count(c), eps);
 }
 void layer_norm_backward(float* dx, float* dw, float* db, const float* dy, const float* x,
                          const float* w, const float* mean, const float* rstd, int64_t n, int64_t c) {
   HWY_DYNAMIC_DISPATCH(LayerNormBackwardImpl)(dx, dw, db, dy, x, w, mean, rstd, count(n), count(c));
 }
-void row_sums(float* y, const float* x, int64_t n, int64_t c) {
+void row_sums(float* y, const float* x, int64_t n, int64_t c, Accumulation accumulation) {
+  if (accumulation != Accumulation::kF32) return row_sums_f16(y, x, n, c, accumulation);
   HWY_DYNAMIC_DISPATCH(RowSumsImpl)(y, x, count(n), count(c));
 }
 void column_sums(float* y, const float* x, int64_t n, int64_t c, int64_t ld) {

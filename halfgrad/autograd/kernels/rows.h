@@ -14,6 +14,10 @@
 // Products inside sums (softmax backward's dot, layer_norm's variance) are rounded before the
 // addition, never fused.
 //
+// The accumulation: kF32 is the order above. Under kF16 and kF16Blocked (accumulate.h) the forward
+// statistics (softmax's and log_softmax's sums of exponentials, layer norm's mean and variance,
+// row_sums) are f16 chains and the row's other math is the same f32 operations, in scalar code;
+// the backward kernels and column_sums always sum in f32.
 // Accuracy against the scalar twin, on every target (tests/autograd/kernels/test_rows.cpp):
 // row_sums, column_sums, layer_norm forward and backward and softmax_backward are bit for bit
 // (IEEE operations in the twin's order). The others inherit exp's error (elementwise.h, ~1 ulp
@@ -25,6 +29,8 @@
 
 #include <cstdint>
 
+#include "halfgrad/autograd/kernels/accumulate.h"
+
 namespace hg::kernels {
 
 // x: (N, C) -> y: (N, C), each row's softmax of z = x scale + bias (torch.softmax(x * scale +
@@ -34,7 +40,7 @@ namespace hg::kernels {
 // x itself. A row whose z is -inf everywhere gives zeros (torch: NaN), so a fully masked
 // attention row cannot poison a batch; any NaN in z makes the row all NaN.
 void softmax_forward(float* y, const float* x, int64_t n, int64_t c, float scale = 1.0f,
-                     const float* bias = nullptr);
+                     const float* bias = nullptr, Accumulation accumulation = Accumulation::kF32);
 // dy, y: (N, C) -> dx: (N, C) = y (dy - sum_j dy_j y_j) scale, y the forward's output (the
 // product with scale a separate rounding, skipped when scale = 1).
 void softmax_backward(float* dx, const float* dy, const float* y, int64_t n, int64_t c,
@@ -42,7 +48,8 @@ void softmax_backward(float* dx, const float* dy, const float* y, int64_t n, int
 
 // x: (N, C) -> y: (N, C) = x - max - log(sum_j e^(x_j - max)) (torch.log_softmax(x, -1));
 // an all -inf row gives NaN, as torch.
-void log_softmax_forward(float* y, const float* x, int64_t n, int64_t c);
+void log_softmax_forward(float* y, const float* x, int64_t n, int64_t c,
+                         Accumulation accumulation = Accumulation::kF32);
 // dy, y: (N, C) -> dx: (N, C) = dy - e^y sum_j dy_j, y the forward's output.
 void log_softmax_backward(float* dx, const float* dy, const float* y, int64_t n, int64_t c);
 
@@ -50,15 +57,17 @@ void log_softmax_backward(float* dx, const float* dy, const float* y, int64_t n,
 // rstd: (N), rstd = 1 / sqrt(var + eps) with the biased variance (torch.nn.functional.layer_norm
 // over the last dim; Ba et al. 2016, "Layer Normalization").
 void layer_norm_forward(float* y, float* mean, float* rstd, const float* x, const float* w,
-                        const float* b, int64_t n, int64_t c, float eps);
+                        const float* b, int64_t n, int64_t c, float eps,
+                        Accumulation accumulation = Accumulation::kF32);
 // dy, x: (N, C), w: (C) or null, mean, rstd: (N) -> dx: (N, C) written, or skipped if null;
 // dw += sum_rows dy xhat, db += sum_rows dy: (C), accumulated in row order, each may be null.
 // dx = rstd (g - mean_j g_j - xhat mean_j(g_j xhat_j)), g = dy w, xhat = (x - mean) rstd.
 void layer_norm_backward(float* dx, float* dw, float* db, const float* dy, const float* x,
                          const float* w, const float* mean, const float* rstd, int64_t n, int64_t c);
 
-// x: (N, C) -> y: (N), y[i] = sum_j x[i, j] in lane order.
-void row_sums(float* y, const float* x, int64_t n, int64_t c);
+// x: (N, C) -> y: (N), y[i] = sum_j x[i, j] in lane order (kF32), or one f16 chain
+// (accumulate.h's row_sums_f16).
+void row_sums(float* y, const float* x, int64_t n, int64_t c, Accumulation accumulation = Accumulation::kF32);
 // x: (N, C) with row stride ld >= C -> y: (C), y[j] = sum_i x[i, j]: rows summed in order in
 // blocks of 256, the block sums added in order (error growth N/256 + 256).
 void column_sums(float* y, const float* x, int64_t n, int64_t c, int64_t ld);

@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "halfgrad/autograd/allocator.h"
@@ -93,7 +94,7 @@ struct Layout {
   int64_t outer = 0, inner = 0, ld = 0;
 };
 
-// Row i of the grid of `t`'s matrices, as gemm_batched reads it.
+// Row i of the grid of `t`'s matrices, as a batched gemm reads it.
 GemmOperand grid_row(const Tensor& t, const Layout& l, bool transposed, int64_t i) {
   return {t.bytes() + i * l.outer * static_cast<int64_t>(element_size(t.dtype())), t.dtype(), l.ld, transposed, l.inner};
 }
@@ -110,7 +111,7 @@ struct Limits {
   }
 };
 
-// C_ij = op(A_ij) op(B_ij) over an (outer x inner) grid: one gemm_batched call over j for each i
+// C_ij = op(A_ij) op(B_ij) over an (outer x inner) grid: one batched gemm call over j for each i
 // (a single batch stride cannot step over both). With enough rows for the team the rows are
 // shared out and each call runs on its thread; otherwise each call threads over its matrices.
 // Every element is one GEMM chain either way, so the bits do not depend on the threads.
@@ -122,7 +123,10 @@ void gemm_grid(float* c, const Layout& lc, const Tensor& a, const Layout& la, bo
   const auto row = [&](int64_t i) {
     const int64_t mi = Limits::at(limits.m, i, m), ni = Limits::at(limits.n, i, n), ki = Limits::at(limits.k, i, k);
     float* const ci = c + i * lc.outer;
-    kernels::gemm_batched(ci, lc.ld, lc.inner, grid_row(a, la, ta, i), grid_row(b, lb, tb, i), inner, mi, ni, ki, sums);
+    kernels::GemmOptions batch = sums;
+    batch.batch = inner;
+    batch.c_batch_stride = lc.inner;
+    kernels::gemm(ci, lc.ld, grid_row(a, la, ta, i), grid_row(b, lb, tb, i), mi, ni, ki, batch);
     if (mi == m && ni == n) return;
     for (int64_t j = 0; j < inner; ++j) {
       for (int64_t r = 0; r < m; ++r) {
@@ -234,95 +238,93 @@ Tensor matmul_heads(const Tensor& p, const Tensor& v, const std::vector<int64_t>
 
 namespace {
 
-// linear under fp8 scaling (halfgrad/autograd/fp8_scaling.h): x and W cast to fp8 from their stored
-// values (no autocast rounding first), one f32 GEMM of the fp8 values, the result times
-// scale_inv_x * scale_inv_w (one f32 product) plus the bias in f32, rounded once into the
-// autocast dtype. Backward casts dY with the grad_output scale and multiplies it with the same
-// fp8 x and W (TE's dgrad and wgrad GEMMs); the bias gradient sums the unquantized dY, as TE's
-// fused cast + bgrad kernel does.
-Tensor linear_fp8(const std::shared_ptr<Fp8Scaling>& fp8, const Tensor& x0, const Tensor& w0, const Tensor& bias0,
-                  int64_t rows, int64_t in, int64_t out) {
-  const DType dtype = autocast_dtype(CastPolicy::kLowerPrecision, {x0, w0, bias0});
-  const Tensor bias = bias0.defined() ? autocast_input(bias0, dtype) : Tensor();
-  const std::string key = Fp8Scaling::key_of(w0);
+// linear's GEMM operands: the autocast casts of x and W (scale 1), or under fp8 scaling
+// (fp8_scaling.h) their fp8 casts from the stored values (no autocast rounding first) with TE's
+// scale_inv; and the tensors their gradients go to (the casts, or x and W themselves: fp8
+// gradients skip the autocast casts).
+struct LinearOperands {
+  Tensor x, w;                       // what the GEMMs read
+  float x_scale_inv = 1, w_scale_inv = 1;
+  Tensor x_grad_to, w_grad_to;       // recorded inputs
+  std::shared_ptr<Fp8Scaling> fp8;   // null: no fp8
+  std::string key;                   // the fp8 scales' key (Fp8Scaling::key_of)
+};
+
+LinearOperands linear_operands(const Tensor& x0, const Tensor& w0, DType dtype) {
+  std::shared_ptr<Fp8Scaling> fp8 = active_fp8();
+  if (!fp8) {
+    const Tensor x = autocast_input(x0, dtype), w = autocast_input(w0, dtype);
+    return {x, w, 1, 1, x, w, nullptr, {}};
+  }
+  std::string key = Fp8Scaling::key_of(w0);
   const Fp8Operand x = fp8->quantize(key, Fp8Role::kInput, x0, grad_enabled());
   const Fp8Operand w = fp8->quantize(key, Fp8Role::kWeight, w0, grad_enabled());
-  Result y(x0.shape().with(-1, out));
-  kernels::gemm(y.data(), out, operand(x.values, in, false), operand(w.values, in, true), rows, out, in);
-  const float scale_inv = x.scale_inv * w.scale_inv;
-  const std::vector<float> b = bias.defined() ? bias.to_vector() : std::vector<float>(size_t(out), 0.0f);
-  float* yd = y.data();
-  maybe_parallel(use_team(rows * out, kParallelElements), [&] {
-#pragma omp for schedule(static)
-    for (int64_t r = 0; r < rows; ++r) {
-      for (int64_t c = 0; c < out; ++c) yd[r * out + c] = yd[r * out + c] * scale_inv + b[size_t(c)];
-    }
-  });
-  // Recorded on x0 and W0 themselves: their gradients skip the autocast casts.
-  return record("linear", y.finish(dtype), {x0, w0, bias}, [fp8, key, x, w, x0, w0, bias, rows, in,
-                                                            out](const Tensor& dy) {
-    const Fp8Operand g = fp8->quantize(key, Fp8Role::kGradOutput, dy, /*record_amax=*/true);
-    auto scaled = [](Result& r, float scale_inv) {  // the GEMM of fp8 values -> the product's scale
-      float* d = r.data();
-      for (int64_t i = 0, n = r.numel(); i < n; ++i) d[i] *= scale_inv;
-    };
-    if (x0.requires_grad()) {  // dX (R,in) = dY (R,out) W (out,in)
-      Result dx(x0.shape());
-      kernels::gemm(dx.data(), in, operand(g.values, out, false), operand(w.values, in, false), rows, in, out);
-      scaled(dx, g.scale_inv * w.scale_inv);
-      accumulate_grad(x0, dx.finish(x0.dtype()));
-    }
-    if (w0.requires_grad()) {  // dW (out,in) = dY^T (out,R) X (R,in)
-      Result dw(w0.shape());
-      kernels::gemm(dw.data(), in, operand(g.values, out, true), operand(x.values, in, false), out, in, rows);
-      scaled(dw, g.scale_inv * x.scale_inv);
-      accumulate_grad(w0, dw.finish(w0.dtype()));
-    }
-    if (bias.defined()) accumulate_grad(bias, dy);
-  });
+  return {x.values, w.values, x.scale_inv, w.scale_inv, x0, w0, std::move(fp8), std::move(key)};
+}
+
+// The GEMM options of a product of operands with scale_inv `scale` (1: unscaled, no epilogue).
+kernels::GemmOptions linear_gemm_options(kernels::GemmOptions sums, bool fp8, float scale) {
+  if (fp8) sums.output_scale = scale;
+  return sums;
+}
+
+// linear's backward from dY: dX = dY W, dW = dY^T X and the bias's row sums. Under fp8, dY is cast
+// with the grad_output scale first (TE's dgrad and wgrad GEMMs) and the bias gradient sums the
+// unquantized dY, as TE's fused cast + bgrad kernel does.
+void linear_backward(const LinearOperands& p, const Tensor& bias, const Tensor& dy, int64_t rows, int64_t in,
+                     int64_t out, const kernels::GemmOptions& sums) {
+  const Fp8Operand g = p.fp8 ? p.fp8->quantize(p.key, Fp8Role::kGradOutput, dy, /*record_amax=*/true)
+                             : Fp8Operand{dy, 1};
+  if (p.x_grad_to.requires_grad()) {  // dX (R,in) = dY (R,out) W (out,in)
+    Result dx(p.x_grad_to.shape(), p.x_grad_to.dtype());
+    kernels::gemm(dx.data(), in, operand(g.values, out, false), operand(p.w, in, false), rows, in, out,
+                  linear_gemm_options(sums, p.fp8 != nullptr, g.scale_inv * p.w_scale_inv));
+    accumulate_grad(p.x_grad_to, dx.finish(p.x_grad_to.dtype()));
+  }
+  if (p.w_grad_to.requires_grad()) {  // dW (out,in) = dY^T (out,R) X (R,in)
+    Result dw(p.w_grad_to.shape(), p.w_grad_to.dtype());
+    kernels::gemm(dw.data(), in, operand(g.values, out, true), operand(p.x, in, false), out, in, rows,
+                  linear_gemm_options(sums, p.fp8 != nullptr, g.scale_inv * p.x_scale_inv));
+    accumulate_grad(p.w_grad_to, dw.finish(p.w_grad_to.dtype()));
+  }
+  // db (out) = dY summed over its rows: the bias was broadcast over them, and the tape sums a
+  // broadcast gradient back (sum_to: column sums in f32, rounded once into the bias's dtype).
+  // Under f16 accumulation the rows are summed here, in the forward's mode, as a GEMM would.
+  if (bias.defined() && sums.accumulation != Accumulation::kF32) {
+    Result db(bias.shape());
+    const std::vector<float> gv = dy.to_vector();
+    kernels::column_sums_f16(db.data(), gv.data(), rows, out, out, sums.accumulation);
+    accumulate_grad(bias, db.finish(bias.dtype()));
+  } else if (bias.defined()) {
+    accumulate_grad(bias, dy);
+  }
 }
 
 }  // namespace
 
+// y = x W^T + b: one GEMM whose f32 chains start at the bias (addmm), rounded once into the
+// autocast dtype. Under fp8 the GEMM of the fp8 values is scaled by scale_inv_x * scale_inv_w
+// (one f32 product) and the bias added after it in f32 (TE's fp8 GEMM epilogue).
 Tensor linear(const Tensor& x0, const Tensor& w0, const Tensor& bias0) {
   check(w0.ndim() == 2 && x0.ndim() >= 1 && x0.shape()[-1] == w0.shape()[1], "linear: input ",
         x0.shape(), " does not match weight ", w0.shape(), " (out_features, in_features)");
   const int64_t in = w0.shape()[1], out = w0.shape()[0], rows = x0.numel() / std::max<int64_t>(1, in);
   check(!bias0.defined() || (bias0.ndim() == 1 && bias0.shape()[0] == out), "linear: bias ",
         bias0.defined() ? bias0.shape() : Shape(), " does not match weight ", w0.shape());
-  if (std::shared_ptr<Fp8Scaling> fp8 = active_fp8()) return linear_fp8(fp8, x0, w0, bias0, rows, in, out);
   const DType dtype = autocast_dtype(CastPolicy::kLowerPrecision, {x0, w0, bias0});
-  const Tensor x = autocast_input(x0, dtype), w = autocast_input(w0, dtype);
+  const LinearOperands p = linear_operands(x0, w0, dtype);
   const Tensor bias = bias0.defined() ? autocast_input(bias0, dtype) : Tensor();
   const kernels::GemmOptions sums{.accumulation = active_accumulation(), .bf16_dot = active_bf16_dot()};
-  Result y(x.shape().with(-1, out), dtype);
-  // The bias is where each f32 chain starts, before the single rounding (addmm).
-  const std::vector<float> b = bias.defined() ? bias.to_vector() : std::vector<float>();
-  kernels::gemm(y.data(), out, operand(x, in, false), operand(w, in, true), rows, out, in,
-                {.accumulation = sums.accumulation, .bf16_dot = sums.bf16_dot,
-                 .bias = bias.defined() ? b.data() : nullptr});
-  return record("linear", y.finish(dtype), {x, w, bias}, [x, w, bias, rows, in, out, sums](const Tensor& dy) {
-    if (x.requires_grad()) {  // dX (R,in) = dY (R,out) W (out,in)
-      Result dx(x.shape(), x.dtype());
-      kernels::gemm(dx.data(), in, operand(dy, out, false), operand(w, in, false), rows, in, out, sums);
-      accumulate_grad(x, dx.finish(x.dtype()));
-    }
-    if (w.requires_grad()) {  // dW (out,in) = dY^T (out,R) X (R,in)
-      Result dw(w.shape(), w.dtype());
-      kernels::gemm(dw.data(), in, operand(dy, out, true), operand(x, in, false), out, in, rows, sums);
-      accumulate_grad(w, dw.finish(w.dtype()));
-    }
-    // db (out) = dY summed over its rows: the bias was broadcast over them, and the tape sums a
-    // broadcast gradient back (sum_to: column sums in f32, rounded once into the bias's dtype).
-    // Under f16 accumulation the rows are summed here, in the forward's mode, as a GEMM would.
-    if (bias.defined() && sums.accumulation != Accumulation::kF32) {
-      Result db(bias.shape());
-      const std::vector<float> g = dy.to_vector();
-      kernels::column_sums_f16(db.data(), g.data(), rows, out, out, sums.accumulation);
-      accumulate_grad(bias, db.finish(bias.dtype()));
-    } else if (bias.defined()) {
-      accumulate_grad(bias, dy);
-    }
+  const bool fp8 = p.fp8 != nullptr;
+  // The bias: the chains' start, or (fp8) the epilogue's addend, 0 without a bias as TE adds it.
+  const std::vector<float> b = bias.defined() ? bias.to_vector() : std::vector<float>(fp8 ? size_t(out) : 0, 0.0f);
+  kernels::GemmOptions forward = linear_gemm_options(sums, fp8, p.x_scale_inv * p.w_scale_inv);
+  (fp8 ? forward.output_bias : forward.bias) = b.empty() ? nullptr : b.data();
+  Result y(x0.shape().with(-1, out), dtype);
+  kernels::gemm(y.data(), out, operand(p.x, in, false), operand(p.w, in, true), rows, out, in, forward);
+  return record("linear", y.finish(dtype), {p.x_grad_to, p.w_grad_to, bias}, [p, bias, rows, in, out, sums](
+                                                                                  const Tensor& dy) {
+    linear_backward(p, bias, dy, rows, in, out, sums);
   });
 }
 

@@ -77,106 +77,18 @@ void rows_of_width(float* out, int64_t run, int64_t c, int64_t width, const F& r
   }
 }
 
-// Under f16 accumulation (Autocast's Accumulation, kernels/accumulate.h) the normalizations'
-// statistics -- softmax's and log_softmax's sum of exponentials, layer norm's mean and variance,
-// the loss's sums -- are f16 chains; the rest of each row's math stays f32 as in the row
-// kernels. The backward passes keep f32 sums.
-float row_sum(const float* x, int64_t c, Accumulation mode) {
-  float s = 0;
-  kernels::row_sums_f16(&s, x, 1, c, mode);
-  return s;
-}
-
-// The max of z for a softmax row, and whether z holds a NaN (the row is then all NaN).
-std::pair<float, bool> row_max(const float* z, int64_t c) {
-  float m = -std::numeric_limits<float>::infinity();
-  for (int64_t j = 0; j < c; ++j) {
-    if (std::isnan(z[j])) return {m, true};
-    m = std::max(m, z[j]);
-  }
-  return {m, false};
-}
-
-// kernels::softmax_forward's rows (z = x scale + bias, e = exp(z - max), y = e / sum e) with
-// the sum an f16 chain.
-void softmax_rows_f16(float* y, const float* x, int64_t n, int64_t c, float scale, const float* bias,
-                      Accumulation mode) {
-  for (int64_t i = 0; i < n; ++i, x += c, y += c) {
-    for (int64_t j = 0; j < c; ++j) {
-      const float z = scale == 1.0f ? x[j] : x[j] * scale;
-      y[j] = bias != nullptr ? z + bias[j] : z;
-    }
-    const auto [m, nan] = row_max(y, c);
-    if (nan || m == -std::numeric_limits<float>::infinity()) {  // as the kernel: NaN row, or no key: zeros
-      std::fill(y, y + c, nan ? std::numeric_limits<float>::quiet_NaN() : 0.0f);
-      continue;
-    }
-    for (int64_t j = 0; j < c; ++j) y[j] -= m;
-    kernels::exp(y, y, c);
-    const float sum = row_sum(y, c, mode);
-    for (int64_t j = 0; j < c; ++j) y[j] /= sum;
-  }
-}
-
-// kernels::log_softmax_forward's rows (y = x - max - log(sum e^(x - max))) with the sum an f16
-// chain; an all -inf row gives NaN, as torch.
-void log_softmax_rows_f16(float* y, const float* x, int64_t n, int64_t c, Accumulation mode) {
-  std::vector<float> e(static_cast<size_t>(c));
-  for (int64_t i = 0; i < n; ++i, x += c, y += c) {
-    const auto [m, nan] = row_max(x, c);
-    if (nan || m == -std::numeric_limits<float>::infinity()) {
-      std::fill(y, y + c, std::numeric_limits<float>::quiet_NaN());
-      continue;
-    }
-    for (int64_t j = 0; j < c; ++j) y[j] = x[j] - m;
-    kernels::exp(e.data(), y, c);
-    const float log_sum = std::log(row_sum(e.data(), c, mode));
-    for (int64_t j = 0; j < c; ++j) y[j] -= log_sum;
-  }
-}
-
-// kernels::layer_norm_forward's rows with the mean (sum x / C) and the biased variance
-// (sum (x - mean)^2 / C) f16 chains.
-void layer_norm_rows_f16(float* y, float* mean, float* rstd, const float* x, const float* w, const float* b, int64_t n,
-                         int64_t c, float eps, Accumulation mode) {
-  std::vector<float> squares(static_cast<size_t>(c));
-  for (int64_t i = 0; i < n; ++i, x += c, y += c) {
-    mean[i] = row_sum(x, c, mode) / float(c);
-    for (int64_t j = 0; j < c; ++j) {
-      y[j] = x[j] - mean[i];
-      squares[size_t(j)] = y[j] * y[j];
-    }
-    rstd[i] = 1.0f / std::sqrt(row_sum(squares.data(), c, mode) / float(c) + eps);
-    for (int64_t j = 0; j < c; ++j) {
-      const float scaled = y[j] * rstd[i];
-      y[j] = (w != nullptr ? scaled * w[j] : scaled) + (b != nullptr ? b[j] : 0.0f);
-    }
-  }
-}
-
 // softmax(x scale + bias) over the last dim, rounded once.
 Tensor fused_softmax(const Tensor& x0, float scale, const SoftmaxBias& bias) {
   const Tensor x = autocast_input(x0, autocast_dtype(CastPolicy::kNormalization, {x0}));
   const int64_t c = last_dim(x, "softmax");
   const Accumulation mode = active_accumulation();
   Tensor y = map_rows<1>(x.shape(), x.dtype(), {x}, [&](float* out, const Rows<1>& in, RowBlock block) {
-    if (bias.values.empty()) {
-      if (mode == Accumulation::kF32) {
-        kernels::softmax_forward(out, in[0], block.count, c, scale, nullptr);
-      } else {
-        softmax_rows_f16(out, in[0], block.count, c, scale, nullptr, mode);
-      }
-      return;
-    }
+    if (bias.values.empty()) return kernels::softmax_forward(out, in[0], block.count, c, scale, nullptr, mode);
     for_bias_runs(bias, block.first, block.count, c, [&](int64_t offset, int64_t run, int64_t mask_row) {
       const float* bias_row = &bias.values[size_t(mask_row * c)];
       rows_of_width(out + offset, run, c, bias.widths[size_t(mask_row)],
                     [&](float* o, const float* i, int64_t n, int64_t width) {
-                      if (mode == Accumulation::kF32) {
-                        kernels::softmax_forward(o, i, n, width, scale, bias_row);
-                      } else {
-                        softmax_rows_f16(o, i, n, width, scale, bias_row, mode);
-                      }
+                      kernels::softmax_forward(o, i, n, width, scale, bias_row, mode);
                     },
                     in[0] + offset);
     });
@@ -228,11 +140,7 @@ Tensor log_softmax(const Tensor& x0) {
   const int64_t c = last_dim(x, "log_softmax");
   const Accumulation mode = active_accumulation();
   Tensor y = map_rows<1>(x.shape(), x.dtype(), {x}, [c, mode](float* out, const Rows<1>& in, RowBlock block) {
-    if (mode == Accumulation::kF32) {
-      kernels::log_softmax_forward(out, in[0], block.count, c);
-    } else {
-      log_softmax_rows_f16(out, in[0], block.count, c, mode);
-    }
+    kernels::log_softmax_forward(out, in[0], block.count, c, mode);
   });
   const Tensor saved = y.detach();
   return record("log_softmax", y, {x}, [x, saved, c](const Tensor& dy) {
@@ -264,13 +172,8 @@ Tensor layer_norm(const Tensor& x0, const Tensor& weight0, const Tensor& bias0, 
   auto rstd = std::make_shared<std::vector<float>>(size_t(rows));
   const Accumulation mode = active_accumulation();
   Tensor y = map_rows<1>(x.shape(), x.dtype(), {x}, [&](float* out, const Rows<1>& in, RowBlock block) {
-    if (mode == Accumulation::kF32) {
-      kernels::layer_norm_forward(out, mean->data() + block.first, rstd->data() + block.first, in[0], w_ptr, b_ptr,
-                                  block.count, c, eps);
-    } else {
-      layer_norm_rows_f16(out, mean->data() + block.first, rstd->data() + block.first, in[0], w_ptr, b_ptr,
-                          block.count, c, eps, mode);
-    }
+    kernels::layer_norm_forward(out, mean->data() + block.first, rstd->data() + block.first, in[0], w_ptr, b_ptr,
+                                block.count, c, eps, mode);
   });
   return record("layer_norm", y, {x, weight, bias}, [x, weight, bias, mean, rstd, w, c, rows](const Tensor& dy) {
     const float* const w_ptr = w.empty() ? nullptr : w.data();
@@ -413,13 +316,8 @@ Tensor cross_entropy(const Tensor& logits, const Indices& targets, const CrossEn
   const std::vector<float> z = logits.to_vector();
   std::vector<float> logp(z.size()), sum_logp(static_cast<size_t>(n));
   std::vector<float> terms;  // the counted rows' losses, in row order
-  if (mode == Accumulation::kF32) {
-    kernels::log_softmax_forward(logp.data(), z.data(), n, k);
-    kernels::row_sums(sum_logp.data(), logp.data(), n, k);
-  } else {
-    log_softmax_rows_f16(logp.data(), z.data(), n, k, mode);
-    kernels::row_sums_f16(sum_logp.data(), logp.data(), n, k, mode);
-  }
+  kernels::log_softmax_forward(logp.data(), z.data(), n, k, mode);
+  kernels::row_sums(sum_logp.data(), logp.data(), n, k, mode);
   float total = 0.0f;
   for (int64_t i = 0; i < n; ++i) {
     if (targets[i] == options.ignore_index) continue;
@@ -430,7 +328,7 @@ Tensor cross_entropy(const Tensor& logits, const Indices& targets, const CrossEn
       terms.push_back(term);
     }
   }
-  if (mode != Accumulation::kF32) total = row_sum(terms.data(), int64_t(terms.size()), mode);
+  if (mode != Accumulation::kF32) kernels::row_sums(&total, terms.data(), 1, int64_t(terms.size()), mode);
   // torch returns NaN for a batch whose every target is ignored (0/0); so do we.
   const float loss = counted ? total / float(counted) : std::numeric_limits<float>::quiet_NaN();
   Tensor y = Tensor::full({}, loss, DType::f32);

@@ -127,14 +127,14 @@ TEST_CASE("f16 accumulation: a GEMM equals the fma_bits oracle on every target, 
       }
     }
   }
-  // A batch: each member its own product, as gemm_batched's f32 path.
+  // A batch: each member its own product, as a batched gemm's f32 path.
   const std::vector<float> a = random_f16(2 * 3 * 40, rng), b = random_f16(2 * 40 * 5, rng);
   std::vector<uint16_t> sa(a.size()), sb(b.size());
   for (size_t i = 0; i < a.size(); ++i) sa[i] = uint16_t(f16_bits(a[i]));
   for (size_t i = 0; i < b.size(); ++i) sb[i] = uint16_t(f16_bits(b[i]));
   std::vector<float> out(2 * 3 * 5);
-  gemm_batched(out.data(), 5, 15, {sa.data(), DType::f16, 40, false, 120}, {sb.data(), DType::f16, 5, false, 200}, 2, 3,
-               5, 40, {.accumulation = Accumulation::kF16});
+  gemm(out.data(), 5, {sa.data(), DType::f16, 40, false, 120}, {sb.data(), DType::f16, 5, false, 200}, 3, 5, 40,
+       {.accumulation = Accumulation::kF16, .batch = 2, .c_batch_stride = 15});
   for (int64_t m = 0; m < 2; ++m) {
     for (int64_t i = 0; i < 3; ++i) {
       for (int64_t j = 0; j < 5; ++j) {

@@ -279,10 +279,10 @@ TEST_CASE("gemm with a bias equals C filled with the bias and accumulated into, 
         }
         const int saved = omp_get_max_threads();
         omp_set_num_threads(s.threads);
-        gemm_batched(got.data(), ldc, s.m * ldc, a_op, b_op, s.batch, s.m, s.n, s.k,
-                     {.accumulation = accumulation, .bias = bias.data()});
-        gemm_batched(want.data(), ldc, s.m * ldc, a_op, b_op, s.batch, s.m, s.n, s.k,
-                     {.accumulate = true, .accumulation = accumulation});
+        gemm(got.data(), ldc, a_op, b_op, s.m, s.n, s.k,
+             {.accumulation = accumulation, .bias = bias.data(), .batch = s.batch, .c_batch_stride = s.m * ldc});
+        gemm(want.data(), ldc, a_op, b_op, s.m, s.n, s.k,
+             {.accumulate = true, .accumulation = accumulation, .batch = s.batch, .c_batch_stride = s.m * ldc});
         omp_set_num_threads(saved);
         CHECK(std::memcmp(got.data(), want.data(), got.size() * sizeof(float)) == 0);
       }
@@ -294,6 +294,58 @@ TEST_CASE("gemm with a bias equals C filled with the bias and accumulated into, 
   CHECK_THROWS_MATCHES(gemm(c.data(), 2, a, b, 2, 2, 0, {.accumulate = true, .bias = bias}), Error,
                        Catch::Matchers::Message("gemm: options.bias and options.accumulate together (C = bias + A B "
                                                 "or C += A B, not both)"));
+}
+
+// The fp8 GEMM's epilogue: each finished element times the scale, then plus the output bias, two
+// f32 roundings after the chain -- checked against the plain product scaled here, for a batch, with
+// 1 and 2 threads, and the reference twin against its own plain product.
+TEST_CASE("gemm with an output scale equals the plain product times the scale plus the output bias", "[gemm][simd]") {
+  std::mt19937 rng(11);
+  const int64_t batch = 2, m = 300, n = 40, k = 200, pad = 1, ldc = n + pad;
+  const Stored a = random_stored(DType::f32, batch * m, k, pad, rng), b = random_stored(DType::f32, n, k, pad, rng);
+  GemmOperand a_op = a.operand(false);
+  a_op.batch_stride = m * a.ld;
+  const GemmOperand b_op = b.operand(true);
+  const float scale = 0.0625f * 1.3f;  // not a power of two: the product rounds
+  std::vector<float> bias(static_cast<size_t>(n));
+  std::uniform_real_distribution<float> u(-4.0f, 4.0f);
+  for (float& x : bias) x = u(rng);
+  for (const bool with_bias : {false, true}) {
+    const GemmOptions plain{.batch = batch, .c_batch_stride = m * ldc};
+    GemmOptions options = plain;
+    options.output_scale = scale;
+    options.output_bias = with_bias ? bias.data() : nullptr;
+    std::vector<float> want(size_t(batch * m * ldc), kSentinel), ref_want = want;
+    gemm(want.data(), ldc, a_op, b_op, m, n, k, plain);
+    reference_gemm(ref_want.data(), ldc, a_op, b_op, m, n, k, plain);
+    for (std::vector<float>* w : {&want, &ref_want}) {
+      for (int64_t r = 0; r < batch * m; ++r) {
+        for (int64_t j = 0; j < n; ++j) {
+          float& x = (*w)[size_t(r * ldc + j)];
+          x *= scale;
+          if (with_bias) x += bias[size_t(j)];
+        }
+      }
+    }
+    for (const int threads : {1, 2}) {
+      INFO("bias " << with_bias << ", " << threads << " threads");
+      std::vector<float> got(want.size(), kSentinel);
+      const int saved = omp_get_max_threads();
+      omp_set_num_threads(threads);
+      gemm(got.data(), ldc, a_op, b_op, m, n, k, options);
+      omp_set_num_threads(saved);
+      CHECK(std::memcmp(got.data(), want.data(), got.size() * sizeof(float)) == 0);
+    }
+    std::vector<float> ref_got(want.size(), kSentinel);
+    reference_gemm(ref_got.data(), ldc, a_op, b_op, m, n, k, options);
+    CHECK(std::memcmp(ref_got.data(), ref_want.data(), ref_got.size() * sizeof(float)) == 0);
+  }
+  std::vector<float> c(4, 0.0f);
+  const float unused = 0.0f;
+  const GemmOperand x{&unused, DType::f32, 1}, y{&unused, DType::f32, 2};
+  CHECK_THROWS_MATCHES(gemm(c.data(), 2, x, y, 2, 2, 0, {.accumulate = true, .output_scale = 2.0f}), Error,
+                       Catch::Matchers::Message("gemm: options.output_scale with accumulate or bias (C = s A B [+ "
+                                                "output_bias] starts from 0)"));
 }
 
 // hg::Error, like the rest of halfgrad, naming the argument at fault and its value.
@@ -310,7 +362,7 @@ TEST_CASE("gemm rejects negative sizes, null operands and short leading dimensio
   CHECK_NOTHROW(gemm(c.data(), 4, a, null_b, 4, 4, 0));  // K = 0: B is empty, never read
 }
 
-TEST_CASE("gemm_batched matches one reference product per matrix", "[gemm][simd]") {
+TEST_CASE("a batched gemm matches one reference product per matrix", "[gemm][simd]") {
   for_each_target([](int64_t) {
     std::mt19937 rng(4);
     const int64_t batch = 5, m = 17, n = 33, k = 65, pad = 3;
@@ -323,9 +375,9 @@ TEST_CASE("gemm_batched matches one reference product per matrix", "[gemm][simd]
       std::vector<float> got(size_t(batch * c_stride), 0.5f), want = got;
       const GemmOperand a_op{a.data(), DType::f16, k + pad, false, a_stride};
       const GemmOperand b_op{b.data(), DType::bf16, b.ld, true, 0};
-      const GemmOptions options{.accumulate = accumulate};
-      gemm_batched(got.data(), n + pad, c_stride, a_op, b_op, batch, m, n, k, options);
-      reference_gemm_batched(want.data(), n + pad, c_stride, a_op, b_op, batch, m, n, k, options);
+      const GemmOptions options{.accumulate = accumulate, .batch = batch, .c_batch_stride = c_stride};
+      gemm(got.data(), n + pad, a_op, b_op, m, n, k, options);
+      reference_gemm(want.data(), n + pad, a_op, b_op, m, n, k, options);
       for (size_t x = 0; x < got.size(); ++x) {
         const double tolerance = (k + 3) * std::ldexp(1.0, -24) * (2 * 2 * k + 1);
         REQUIRE(std::fabs(got[x] - want[x]) <= tolerance);
@@ -353,9 +405,9 @@ TEST_CASE("gemm gives the same bits for any thread count", "[gemm][simd]") {
       std::vector<float> one(size_t(s.batch * s.m * s.n)), two(one.size());
       const int saved = omp_get_max_threads();
       omp_set_num_threads(1);
-      gemm_batched(one.data(), s.n, s.m * s.n, a_op, b_op, s.batch, s.m, s.n, s.k);
+      gemm(one.data(), s.n, a_op, b_op, s.m, s.n, s.k, {.batch = s.batch, .c_batch_stride = s.m * s.n});
       omp_set_num_threads(2);
-      gemm_batched(two.data(), s.n, s.m * s.n, a_op, b_op, s.batch, s.m, s.n, s.k);
+      gemm(two.data(), s.n, a_op, b_op, s.m, s.n, s.k, {.batch = s.batch, .c_batch_stride = s.m * s.n});
       omp_set_num_threads(saved);
       CHECK(std::memcmp(one.data(), two.data(), one.size() * sizeof(float)) == 0);
     }

@@ -122,22 +122,25 @@ struct Problem {
   uint16_t a_at(int64_t i, int64_t r, int64_t p) const { return c.transpose_a ? a[size_t(i)].at(p, r) : a[size_t(i)].at(r, p); }
   uint16_t b_at(int64_t i, int64_t p, int64_t j) const { return c.transpose_b ? b[size_t(i)].at(j, p) : b[size_t(i)].at(p, j); }
 
-  // The batch laid out as gemm_batched reads it: the matrices of A (and of B) one after another.
+  // The batch laid out as a batched gemm reads it: the matrices of A (and of B) one after another.
   std::vector<uint16_t> flat(const std::vector<Stored>& xs) const {
     std::vector<uint16_t> out;
     for (const Stored& s : xs) out.insert(out.end(), s.h.begin(), s.h.end());
     return out;
   }
 
-  // C from gemm_batched under `mode`.
+  // C from the batched gemm under `mode`.
   std::vector<float> run(Bf16Dot mode) const {
     const std::vector<uint16_t> fa = flat(a), fb = flat(b);
     const GemmOperand a_op{fa.data(), DType::bf16, a[0].ld, c.transpose_a, int64_t(a[0].h.size())};
     const GemmOperand b_op{fb.data(), DType::bf16, b[0].ld, c.transpose_b, int64_t(b[0].h.size())};
     std::vector<float> out = c0;
     ScopedBf16Dot scope(mode);
-    gemm_batched(out.data(), ldc, c_stride, a_op, b_op, c.batch, c.m, c.n, c.k,
-                 {.accumulate = c.accumulate, .bias = c.bias ? bias.data() : nullptr});
+    gemm(out.data(), ldc, a_op, b_op, c.m, c.n, c.k,
+         {.accumulate = c.accumulate,
+          .bias = c.bias ? bias.data() : nullptr,
+          .batch = c.batch,
+          .c_batch_stride = c_stride});
     return out;
   }
 
@@ -359,9 +362,9 @@ TEST_CASE("bf16 dot: a bias equals C filled with the bias and accumulated into, 
 }
 
 // Thread-count independence: shapes cut along M and along N (in tiles of 12 rows, 32 columns),
-// each just large enough (>= 2^22 flops) for gemm_batched to use two threads; the cut along N
+// each just large enough (>= 2^22 flops) for a batched gemm to use two threads; the cut along N
 // with a bias (each part reads its own columns' values). (How a batch is cut into (matrix, part)
-// tasks is gemm_batched's, shared with the exact path and tested there.)
+// tasks is the batched gemm's, shared with the exact path and tested there.)
 TEST_CASE("bf16 dot: the same bits with 1 and 2 threads", "[gemm][bf16dot]") {
   std::mt19937 rng(18);
   const int saved = omp_get_max_threads();
@@ -437,7 +440,7 @@ TEST_CASE("bf16 dot: matmul under bf16 autocast runs the kernel the mode chooses
   const Tensor x = Tensor::from_vector({1.0f, 0.0f, 0x1p-24f, -1.0f}, {1, 4}), w = Tensor::ones({4, 1});
   const auto product = [&](Bf16Dot mode) {
     ScopedBf16Dot scope(mode);
-    Autocast autocast(DType::bf16);
+    Autocast autocast({.dtype = DType::bf16});
     const Tensor y = matmul(x, w);
     REQUIRE(y.dtype() == DType::bf16);
     return y.to_vector()[0];
@@ -448,7 +451,7 @@ TEST_CASE("bf16 dot: matmul under bf16 autocast runs the kernel the mode chooses
   CHECK(product(Bf16Dot::kAuto) == (instruction ? 0x1p-24f : 0.0f));
   // f16 operands take the exact path whatever the mode.
   ScopedBf16Dot scope(Bf16Dot::kEmulated);
-  Autocast autocast(DType::f16);
+  Autocast autocast({.dtype = DType::f16});
   CHECK(matmul(x, w).to_vector()[0] == 0.0f);
   report_instruction(instruction);
 }
