@@ -91,6 +91,17 @@ TEST_CASE("accumulation reaches batched matmul and linear forward, weight and bi
   }
 }
 
+TEST_CASE("accumulation reaches attention's head products, the scores and the context", "[accumulate]") {
+  for (const Accumulation mode : kAll) {
+    INFO("mode " << int(mode));
+    const Autocast guard({.dtype = DType::f16, .accumulation = mode});
+    // One head of width 4096: the score q k^T sums over the width.
+    CHECK(matmul_heads_transposed(ones({1, 1, kLong}), ones({1, 1, kLong}), 1).item() == expected(mode));
+    // One query over 4096 keys: the context p v sums over the keys.
+    CHECK(matmul_heads(ones({1, 1, 1, kLong}), ones({1, kLong, 1})).item() == expected(mode));
+  }
+}
+
 TEST_CASE("accumulation reaches sum and mean over all elements, a contiguous and a strided dim", "[accumulate]") {
   for (const Accumulation mode : kAll) {
     INFO("mode " << int(mode));
