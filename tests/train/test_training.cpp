@@ -337,15 +337,19 @@ TEST_CASE("Accelerator::state_dict is the run's state: what a checkpoint holds, 
     CHECK(state.trainer_state.at("loss_sum") == trainer.state().loss_sum);
     CHECK(state.trainer_state.at("epoch_loss_steps") == trainer.state().epoch_loss_steps);
 
+    // Every part but the trainer state (compared by each caller) equals the state's.
+    auto check_same_parts = [&state](const io::Checkpoint& c) {
+      CHECK(tensor_difference(c.model, state.model) == "");
+      CHECK(tensor_difference(c.optimizer.tensors, state.optimizer.tensors) == "");
+      CHECK(c.optimizer.meta == state.optimizer.meta);
+      CHECK(c.scheduler == state.scheduler);
+      CHECK(c.scaler == state.scaler);
+      CHECK(c.rng == state.rng);
+      CHECK(c.fp8 == state.fp8);
+    };
     // The checkpoint the run saved holds exactly this state.
     const io::Checkpoint saved = io::load_checkpoint(dir / "checkpoint-4");
-    CHECK(tensor_difference(saved.model, state.model) == "");
-    CHECK(tensor_difference(saved.optimizer.tensors, state.optimizer.tensors) == "");
-    CHECK(saved.optimizer.meta == state.optimizer.meta);
-    CHECK(saved.scheduler == state.scheduler);
-    CHECK(saved.scaler == state.scaler);
-    CHECK(saved.rng == state.rng);
-    CHECK(saved.fp8 == state.fp8);
+    check_same_parts(saved);
     nlohmann::json loop = saved.trainer_state;
     loop.erase("training_args");  // the Trainer's, beside the state
     // After the save, the end of training logged its summary: the saved log is the start of it.
@@ -362,13 +366,7 @@ TEST_CASE("Accelerator::state_dict is the run's state: what a checkpoint holds, 
     Trainer second(other, other_args, train_set);
     second.accelerator().load_state_dict(state, "memory");
     const io::Checkpoint restored = second.accelerator().state_dict();
-    CHECK(tensor_difference(restored.model, state.model) == "");
-    CHECK(tensor_difference(restored.optimizer.tensors, state.optimizer.tensors) == "");
-    CHECK(restored.optimizer.meta == state.optimizer.meta);
-    CHECK(restored.scheduler == state.scheduler);
-    CHECK(restored.scaler == state.scaler);
-    CHECK(restored.rng == state.rng);
-    CHECK(restored.fp8 == state.fp8);
+    check_same_parts(restored);
     CHECK(restored.trainer_state == state.trainer_state);
     CHECK(second.state().global_step == 4);
     CHECK(other.fingerprint() == model.fingerprint());  // the 16-bit model follows the masters
