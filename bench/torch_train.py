@@ -17,6 +17,8 @@ Model (pre-LayerNorm encoder, plain torch.nn):
      h = LN2(x); f = fc2(GELU(fc1(h)));                      x = x + dropout(f)
   x = LN_f(x); pooled = mean of x over non-pad positions; logits = head(pooled)
   --bag_skip (halfgrad's --bag-skip): pooled += mean over non-pad positions of LN_bag(dropout(tok_emb(ids)))
+  --encoder_drop_path P (halfgrad's --encoder-drop-path): in training the encoder's pooled output of each
+     example is dropped with probability P, kept ones scaled by 1/(1-P), before the bag is added
   MHA has attention-probability dropout = dropout as well. GELU = exact (erf).
 Init (default --init normal): every Linear/Embedding/in_proj weight ~ N(0, init_std=0.02),
   all biases 0, LN gamma=1 beta=0.   (--init torch keeps PyTorch's default init.)
@@ -126,8 +128,9 @@ class Block(nn.Module):
 
 class Classifier(nn.Module):
     def __init__(self, n_classes, max_len, d=128, h=4, n_layers=2, dff=512, p=0.1, vocab=256, positions=True,
-                 sparse=False, bag_skip=False):
+                 sparse=False, bag_skip=False, encoder_drop_path=0.0):
         super().__init__()
+        self.encoder_drop_path = encoder_drop_path
         self.tok = nn.Embedding(vocab, d, sparse=sparse)
         self.pos = nn.Embedding(max_len, d) if positions else None
         self.drop = nn.Dropout(p)
@@ -171,6 +174,9 @@ class Classifier(nn.Module):
         x = self._tap("lnf", self.lnf(x))
         keep = (~pad).unsqueeze(-1)
         pooled = x.masked_fill(~keep, 0.0).sum(1) / keep.sum(1).clamp(min=1).to(x.dtype)
+        if self.training and self.encoder_drop_path > 0:  # halfgrad's --encoder-drop-path (timm's drop_path)
+            keep_p = 1.0 - self.encoder_drop_path
+            pooled = pooled * (torch.rand(pooled.shape[0], 1) < keep_p).to(pooled.dtype) / keep_p
         if bag_rows is not None:
             bag = self.bag_ln(bag_rows).masked_fill(~keep, 0.0)
             pooled = pooled + bag.sum(1) / keep.sum(1).clamp(min=1).to(x.dtype)
@@ -344,6 +350,8 @@ def main():
     ap.add_argument("--epochs", type=int, default=5)
     ap.add_argument("--bag_skip", action="store_true",
                     help="halfgrad's --bag-skip: add the mean of a LayerNorm of the token rows to the pooled output")
+    ap.add_argument("--encoder_drop_path", type=float, default=0.0,
+                    help="halfgrad's --encoder-drop-path: with --bag_skip, drop each example's pooled encoder output")
     ap.add_argument("--amp", default="none", choices=["none", "bf16"])
     ap.add_argument("--max_len", type=int, default=None)
     ap.add_argument("--batch", type=int, default=64)
@@ -392,7 +400,8 @@ def main():
     te_ids, te_y, _ = load_tsv(args.test, max_len, names=names, pixels=pixels, words=words, buckets=buckets)
     vocab = len(words) + 2 if words is not None else buckets + 1 if buckets else 256
     model = Classifier(len(names), max_len, args.d_model, args.heads, args.layers, args.d_ff, args.dropout, vocab,
-                       positions=args.positions == "learned", sparse=bool(buckets), bag_skip=args.bag_skip)
+                       positions=args.positions == "learned", sparse=bool(buckets), bag_skip=args.bag_skip,
+                       encoder_drop_path=args.encoder_drop_path)
     if args.init == "normal":
         model.init_normal(args.init_std)
     if args.load:

@@ -208,6 +208,7 @@ nn::ClassifierConfig check_train_flags(dist::Communicator& world, const CLI::App
     config.dropout = o.dropout;
     config.pooling = o.pooling == "cls" ? nn::Pooling::kCls : nn::Pooling::kMean;
     config.bag_skip = o.bag_skip;
+    config.encoder_drop_path = o.encoder_drop_path;
     io::fit_to_tokenizer(config, a.tokenizer);  // vocab (with CLS) and sparse_embedding
     config.validate();
     if (!o.resume.empty()) {  // a broken checkpoint fails now, not after the data is read (restore reads it again)
@@ -281,7 +282,8 @@ std::string model_line(const nn::TextClassifier& model, const cli::TrainOptions&
       static_cast<long long>(model.parameter_count()), static_cast<long long>(config.d_model),
       static_cast<long long>(config.heads), static_cast<long long>(config.layers), static_cast<long long>(config.d_ff),
       static_cast<long long>(config.max_len), tokenizer.c_str(), o.positions.c_str(),
-      config.bag_skip ? ", bag skip" : "", o.precision.c_str(),
+      config.bag_skip ? (config.encoder_drop_path > 0.0f ? ", bag skip, encoder drop path" : ", bag skip") : "",
+      o.precision.c_str(),
       a.mixed_precision.precision == optim::Precision::kFp16 ? (" " + o.opt_level + ", loss scale " + o.loss_scale).c_str() : "",
       team.c_str(),
       world_size > 1 ? (" x " + std::to_string(world_size) + " processes, --ddp-comm " + o.ddp_comm).c_str() : "");

@@ -70,6 +70,7 @@ struct TrainOptions {
   std::string positions;
   std::string spm_type = "unigram", spm_model;  // --spm-type, --spm-model (a .model file's path)
   bool bag_skip = false;  // --bag-skip: ClassifierConfig::bag_skip (needs --layers >= 1)
+  float encoder_drop_path = 0.0f;  // --encoder-drop-path: ClassifierConfig::encoder_drop_path (needs --bag-skip)
   float dropout = kBagRecipe.dropout;
   int64_t early_stopping = 0;
   int64_t inspect = 0;  // NumericsInspector every N optimizer steps (0: off)
@@ -308,6 +309,10 @@ inline void add_model_flags(CLI::App& app, TrainOptions& o) {
   app.add_flag("--bag-skip", o.bag_skip,
                "with --layers >= 1: add the bag's representation (the mean of the layer-normed token embeddings) to "
                "the pooled encoder output, before the head");
+  app.add_option("--encoder-drop-path", o.encoder_drop_path,
+                 "with --bag-skip: in training, drop each example's pooled encoder output with this probability "
+                 "(the bag path then classifies it alone; default 0: off)")
+      ->check(CLI::Range(0.0f, 0.99f));
   add_read_flags(app, o.input_format, o.header, o.no_header);
 }
 
@@ -455,6 +460,8 @@ inline void resolve_model(const GivenFlags& given, TrainOptions& o) {
   a.tokenizer.spm_type = data::kSpmTypeNames.parse(o.spm_type, "--spm-type");
   check(!o.bag_skip || o.layers > 0,
         "--bag-skip needs --layers >= 1: with --layers 0 the model is a bag already, it has nothing to skip");
+  check(o.encoder_drop_path == 0.0f || o.bag_skip,
+        "--encoder-drop-path needs --bag-skip: without the bag path a dropped example has nothing left to classify");
   if (o.positions.empty()) {  // ordered tokens under an encoder; the hashed n-grams stay a bag
     const bool ordered = a.tokenizer.kind == data::TokenizerKind::kWords || spm;
     o.positions = a.tokenizer.kind == data::TokenizerKind::kBytes || (ordered && o.layers > 0) ? "learned" : "none";

@@ -106,6 +106,7 @@ class TorchTextClassifier(nn.Module):
         self.norm = nn.LayerNorm(d_model, eps=eps)  # the final LayerNorm, before pooling
         # bag_skip: the mean of the layer-normed token rows (no positions) is added to the pooled output.
         self.bag_norm = nn.LayerNorm(d_model, eps=eps) if config.get("bag_skip", False) else None
+        # encoder_drop_path acts in training only (the branch is always kept at inference): nothing to rebuild.
         self.head = nn.Linear(d_model, config["num_labels"])
 
     def forward(self, ids, mask):

@@ -190,6 +190,7 @@ nlohmann::json model_config_to_json(const ModelConfig& m) {
           {"position_embedding", nn::to_string(c.position_embedding)},
           {"sparse_embedding", c.sparse_embedding},
           {"bag_skip", c.bag_skip},
+          {"encoder_drop_path", c.encoder_drop_path},
           {"tokenizer", tokenizer_config_to_json(m.tokenizer)},
           {"id2label", id2label}};
   j.update(architecture_fields(m));
@@ -228,6 +229,7 @@ ModelConfig model_config_from_json(const nlohmann::json& j, const std::string& s
     c.position_embedding = nn::parse_position_embedding(position, source + ": position_embedding");
     c.sparse_embedding = j.value("sparse_embedding", false);  // absent before sparse gradients
     c.bag_skip = j.value("bag_skip", false);                  // absent before bag_skip
+    c.encoder_drop_path = j.value("encoder_drop_path", 0.0f);  // absent before encoder_drop_path
     if (j.contains("tokenizer")) m.tokenizer = tokenizer_config_from_json(j.at("tokenizer"), source);
     const nlohmann::json& id2label = get("id2label");
     for (int64_t i = 0; i < c.classes; ++i) {

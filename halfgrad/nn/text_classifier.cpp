@@ -27,6 +27,10 @@ void ClassifierConfig::validate() const {
   check(!bag_skip || layers >= 1,
         "config: bag_skip needs layers >= 1 (with layers 0 the model is a bag: it has nothing to skip)");
   check(dropout >= 0.0f && dropout < 1.0f, "config: dropout must be in [0, 1), got ", dropout);
+  check(encoder_drop_path >= 0.0f && encoder_drop_path < 1.0f, "config: encoder_drop_path must be in [0, 1), got ",
+        encoder_drop_path);
+  check(encoder_drop_path == 0.0f || bag_skip,
+        "config: encoder_drop_path needs bag_skip (without the bag path a dropped example has nothing left to classify)");
   check(init_std > 0.0f, "config: init_std must be > 0, got ", init_std);
 }
 
@@ -63,6 +67,11 @@ Tensor TextClassifier::forward(const Indices& ids, const Indices& attention_mask
   const Tensor h = norm->forward(encoder->forward(x, attention_mask));
   Tensor pooled = config.pooling == Pooling::kMean ? masked_mean(h, attention_mask)
                                                    : reshape(narrow(h, 1, 0, 1), {b, config.d_model});
+  if (config.encoder_drop_path > 0.0f && is_training()) {
+    // Stochastic depth on the encoder branch (Huang et al. 2016, arXiv:1603.09382; timm's
+    // drop_path): one dropout draw per example, shared by its d_model columns.
+    pooled = mul(pooled, dropout(Tensor::ones({b, 1}), config.encoder_drop_path, *dropout_gen));
+  }
   if (bag_norm) {  // the bag's representation: its tokens without positions (x is them when there are none)
     const Tensor bag_tokens = position_embedding ? embedding_dropout->forward(tokens) : x;
     pooled = add(pooled, masked_mean(bag_norm->forward(bag_tokens), attention_mask));

@@ -7,7 +7,8 @@
 // With layers 0 as well this is fastText's model plus a LayerNorm, which (as for the encoder's
 // output) normalises each token's row before the mean: logits = head(mean_t norm(tok[ids_t])).
 // bag_skip (layers >= 1) adds that bag's representation, with its own LayerNorm, to the pooled
-// encoder output: logits = head(pool(...) + mean_t bag_norm(dropout(tok[ids_t]))) (docs/classifier.md).
+// encoder output: logits = head(pool(...) + mean_t bag_norm(dropout(tok[ids_t]))) (docs/classifier.md);
+// encoder_drop_path then drops the pooled encoder output of whole examples in training.
 // ClassifierConfig is what a checkpoint saves to rebuild the model.
 #pragma once
 
@@ -43,6 +44,10 @@ struct ClassifierConfig {
   // Adds the mean over real tokens of bag_norm(dropout(tok[ids])) to the pooled output (needs
   // layers >= 1: without an encoder the model is that bag already).
   bool bag_skip = false;
+  // With bag_skip: in training each example's pooled encoder output is dropped with this
+  // probability, and kept ones scaled by 1 / (1 - p) (DropPath on the encoder branch), so that the
+  // bag path also learns to classify alone. 0: off. No effect in evaluation.
+  float encoder_drop_path = 0.0f;
   float init_std = 0.02f;  // weights ~ N(0, init_std), biases 0 (halfgrad/nn/init.h kNormal)
 
   // Throws hg::Error naming the first field that is out of range (e.g. heads not dividing

@@ -136,17 +136,25 @@ TEST_CASE("config.json round-trips the tokenizer and the position embedding", "[
   CHECK(train::TrainingArguments::from_json(a.to_json(), "trainer_state.json").tokenizer == a.tokenizer);
 }
 
-TEST_CASE("config.json round-trips bag_skip, reads its absence as false and refuses it without layers",
-          "[train][config]") {
+TEST_CASE("config.json round-trips bag_skip and encoder_drop_path, reads their absence as off and refuses them "
+          "without layers or the bag", "[train][config]") {
   ModelConfig m = cls_config();
   nlohmann::json j = model_config_to_json(m);
   CHECK(j.at("bag_skip") == false);
+  CHECK(j.at("encoder_drop_path") == 0.0f);
   j.erase("bag_skip");  // a config.json from before bag_skip
+  j.erase("encoder_drop_path");
   CHECK_FALSE(model_config_from_json(j, "old/config.json").classifier.bag_skip);
+  CHECK(model_config_from_json(j, "old/config.json").classifier.encoder_drop_path == 0.0f);
   m.classifier.bag_skip = true;
+  m.classifier.encoder_drop_path = 0.75f;
   j = model_config_to_json(m);
   CHECK(j.at("bag_skip") == true);
   CHECK(model_config_from_json(j, "config.json").classifier.bag_skip);
+  CHECK(model_config_from_json(j, "config.json").classifier.encoder_drop_path == 0.75f);
+  j["bag_skip"] = false;
+  CHECK_THROWS_WITH(model_config_from_json(j, "ck/config.json"),
+                    Catch::Contains("ck/config.json: config: encoder_drop_path needs bag_skip"));
   nlohmann::json bag = model_config_to_json(bag_config());
   bag["bag_skip"] = true;
   CHECK_THROWS_WITH(model_config_from_json(bag, "ck/config.json"),

@@ -227,6 +227,58 @@ TEST_CASE("bag_skip adds the mean of bag_norm over the token rows, without posit
   CHECK_THROWS_WITH(TextClassifier(config, 7), Catch::Contains("bag_skip needs layers >= 1"));
 }
 
+// encoder_drop_path p: in training each example's pooled encoder output e is dropped or scaled by
+// 1 / (1 - p) = 2 (p = 0.5), so, the head being linear, its logits are either the bag's alone
+// (the model with norm's weight and bias zeroed: e = 0) or 2 * full - bag, where full are the
+// logits of the model in evaluation, which the drop path leaves alone (they equal those of the
+// same seed without it: no weight is drawn for it). dropout 0, so the drop path is the only
+// random draw. 16 examples: each outcome must occur (both at once fail with probability 2^-15).
+TEST_CASE("encoder_drop_path drops whole examples' encoder output in training and nothing in evaluation", "[nn]") {
+  ClassifierConfig config{.vocab = 50, .max_len = 8, .d_model = 8, .heads = 2, .d_ff = 16, .layers = 1,
+                          .classes = 3, .dropout = 0.0f, .position_embedding = PositionEmbedding::kNone,
+                          .bag_skip = true, .encoder_drop_path = 0.5f};
+  TextClassifier dropped(config, 7);
+  config.encoder_drop_path = 0.0f;
+  TextClassifier plain(config, 7), bag(config, 7);
+  StateDict state = plain.state_dict();
+  state.at("norm.weight") = Tensor::zeros({8});
+  state.at("norm.bias") = Tensor::zeros({8});
+  bag.load_state_dict(state);
+  plain.eval();
+  bag.eval();
+  std::vector<int32_t> ids;
+  for (int32_t i = 0; i < 16 * 4; ++i) ids.push_back(1 + (i * 7 + i / 4) % 49);
+  const Indices in(ids, {16, 4}), mask(std::vector<int32_t>(64, 1), {16, 4});
+  NoGrad no_grad;
+  const std::vector<float> full = plain.forward(in, mask).to_vector(), alone = bag.forward(in, mask).to_vector();
+  dropped.eval();
+  CHECK(dropped.forward(in, mask).to_vector() == full);
+  dropped.train();
+  const std::vector<float> got = dropped.forward(in, mask).to_vector();
+  int kept = 0, gone = 0;
+  for (size_t row = 0; row < 16; ++row) {
+    bool is_kept = true, is_gone = true;
+    for (size_t k = 0; k < 3; ++k) {
+      const size_t i = row * 3 + k;
+      is_gone = is_gone && std::abs(got[i] - alone[i]) <= 1e-5f;
+      is_kept = is_kept && std::abs(got[i] - (2.0f * full[i] - alone[i])) <= 1e-5f;
+    }
+    INFO("row " << row);
+    CHECK(is_kept != is_gone);
+    kept += is_kept;
+    gone += is_gone;
+  }
+  CHECK(kept > 0);
+  CHECK(gone > 0);
+
+  config.encoder_drop_path = 0.5f;  // without the bag path: refused, naming the fields
+  config.bag_skip = false;
+  CHECK_THROWS_WITH(TextClassifier(config, 7), Catch::Contains("encoder_drop_path needs bag_skip"));
+  config.bag_skip = true;
+  config.encoder_drop_path = 1.0f;
+  CHECK_THROWS_WITH(TextClassifier(config, 7), Catch::Contains("encoder_drop_path must be in [0, 1)"));
+}
+
 // Two texts of the same tokens in opposite orders, with opposite labels: learned positions
 // separate them (the loss falls near 0 in 100 AdamW steps), while without positions the logits
 // of the two are equal (up to the f32 rounding of a reordered mean over 3 rows; tolerance as in

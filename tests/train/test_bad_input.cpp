@@ -149,6 +149,8 @@ TEST_CASE("flags without effect under the chosen strategy and bad flag values fa
       {train + " --label-smoothing -0.1", kError,
        "label_smoothing_factor (--label-smoothing) must be in [0, 1), got -0.1"},
       {"train --threads 1 --train " + dir / "bad.tsv" + " --bag-skip", kError, "--bag-skip needs --layers >= 1"},
+      {"train --threads 1 --train " + dir / "bad.tsv" + " --layers 1 --encoder-drop-path 0.5", kError,
+       "--encoder-drop-path needs --bag-skip"},
       {train + " --warmup-ratio 0.1 --warmup-steps 5", kError, "--warmup-ratio and --warmup-steps both given"},
       {train + " --epochs 2 --max-steps 3", kError, "--epochs and --max-steps both given"},
       {train + " --max-grad-norm -1", kError, "max_grad_norm (--max-grad-norm) must be finite and >= 0"},
