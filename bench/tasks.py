@@ -44,12 +44,12 @@ ROWS = {
         "order": "--tokenizer words",
     },
     # The transformer's defaults (docs/classifier.md, "Transformer recipe") on topics and order;
-    # on langid the best of its sweep (BENCHMARKS.md, "Transformer recipe sweep"): the bag's char
-    # n-grams and regularisation, two layers of width 64, a narrow feed-forward block, at most 64
-    # tokens a word.
+    # on langid the best of its sweeps (BENCHMARKS.md, "Language id: dropping the encoder branch"):
+    # the bag's char n-grams, recipe and 2^20 buckets, one layer of width 32 with a narrow
+    # feed-forward block, the bag as a skip connection, the encoder branch dropped for 3 examples of 4.
     "transformer": {
-        "langid": "--layers 2 --d-model 64 --dropout 0.5 --lr 1e-2 --batch-size 256 --pooling mean --epochs 2"
-                  " --d-ff 16 --weight-decay 0.1 --max-len 64",
+        "langid": "--layers 1 --d-model 32 --dropout 0.5 --lr 1e-2 --batch-size 256 --pooling mean --epochs 5"
+                  " --d-ff 16 --weight-decay 0.1 --max-len 128 --buckets 1048576 --bag-skip --encoder-drop-path 0.75",
         "topics": "--tokenizer sentencepiece --layers 1",
         "order": "--tokenizer words --layers 1",
     },
@@ -61,9 +61,10 @@ FASTTEXT = {  # fastText's own supervised settings per task (langid: the best of
 }
 TORCH = {  # bench/torch_train.py: the same encoder classifier in PyTorch
     # langid: halfgrad's transformer row (hashed char n-grams, no positions, mean pooling, the row's
-    # recipe; warmup 33 = 10% of 330 steps, clipping 1 and decay on matrices as halfgrad's Trainer).
-    "langid": "--task langid --tokens char-ngrams --positions none --decay matrices --clip 1 --layers 2 --d_model 64"
-              " --heads 4 --d_ff 16 --dropout 0.5 --lr 1e-2 --wd 0.1 --batch 256 --epochs 2 --warmup 33 --max_len 64",
+    # recipe; warmup 83 = 10% of 825 steps rounded up, clipping 1 and decay on matrices as halfgrad's Trainer).
+    "langid": "--task langid --tokens char-ngrams --buckets 1048576 --positions none --decay matrices --clip 1"
+              " --layers 1 --d_model 32 --heads 4 --d_ff 16 --dropout 0.5 --lr 1e-2 --wd 0.1 --batch 256 --epochs 5"
+              " --warmup 83 --max_len 128 --bag_skip --encoder_drop_path 0.75",
     "topics": "--task topics --tokens words --layers 1 --epochs 10",
     "order": "--task order --tokens words --layers 1 --epochs 10",
 }
