@@ -15,6 +15,7 @@
 #include <functional>
 #include <string>
 #include <tuple>
+#include <utility>
 #include <vector>
 
 #include "halfgrad/autograd/kernels/elementwise.h"
@@ -94,11 +95,11 @@ void run(const Workload& work, int64_t n, int64_t c, hg::DType dtype, int thread
   std::fflush(stdout);
 }
 
-// Best-of-reps time of one call of each kernel and its twin on (N, C) = (2048, 512) floats.
-void run_kernels(int reps) {
+// Best-of-reps time of one call of each kernel and its twin on (N, C) floats.
+void run_kernels(int64_t n, int64_t c, int reps) {
   namespace k = hg::kernels;
   namespace twin = hg::kernels::reference;
-  const int64_t n = 2048, c = 512, total = n * c;
+  const int64_t total = n * c;
   hg::Generator gen(7);
   std::vector<float> x(static_cast<size_t>(total)), g(x.size()), y(x.size()), w(static_cast<size_t>(c), 1.0f);
   std::vector<float> mean(static_cast<size_t>(n)), rstd(mean.size()), dw(w.size()), db(w.size());
@@ -160,9 +161,18 @@ int main(int argc, char** argv) {
   app.add_option("--reps", reps, "timed runs per configuration")->check(CLI::PositiveNumber);
   app.add_flag("--kernels", kernels, "time the f32 kernels and their twins instead (1 thread)");
   CLI11_PARSE(app, argc, argv);
+  std::vector<std::pair<int64_t, int64_t>> sizes;
+  for (const std::string& text : shapes) {
+    int64_t n = 0, c = 0;
+    if (std::sscanf(text.c_str(), "%ldx%ld", &n, &c) != 2 || n <= 0 || c <= 0) {
+      std::fprintf(stderr, "--shape: expected NxC, got %s\n", text.c_str());
+      return 1;
+    }
+    sizes.emplace_back(n, c);
+  }
   if (kernels) {
     omp_set_num_threads(1);
-    run_kernels(reps);
+    for (const auto& [n, c] : sizes) run_kernels(n, c, reps);
     return 0;
   }
   const hg::DType dtype = dtype_text == "f32" ? hg::DType::f32
@@ -170,12 +180,7 @@ int main(int argc, char** argv) {
                                                 : hg::DType::bf16;
   for (const int threads : thread_counts) {
     omp_set_num_threads(threads);
-    for (const std::string& text : shapes) {
-      int64_t n = 0, c = 0;
-      if (std::sscanf(text.c_str(), "%ldx%ld", &n, &c) != 2 || n <= 0 || c <= 0) {
-        std::fprintf(stderr, "--shape: expected NxC, got %s\n", text.c_str());
-        return 1;
-      }
+    for (const auto& [n, c] : sizes) {
       for (const Workload& work : workloads()) {
         if (!ops.empty() && std::find(ops.begin(), ops.end(), work.name) == ops.end()) continue;
         run(work, n, c, dtype, threads, reps);

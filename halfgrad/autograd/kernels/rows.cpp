@@ -51,6 +51,31 @@ HWY_INLINE VF PartialTerm(DF d, size_t valid, const F& term, std::index_sequence
   return hn::IfThenElseZero(hn::FirstN(d, valid), term(hn::Load(d, in[I])...));
 }
 
+// rows.h's final combination of the 32 partials (t[k] += t[k + w] for w = 16, 8, ..., 1), the
+// same additions in registers: while w spans whole vectors, vector k gains vector k + w / Lanes;
+// then each vector's upper half is added to its lower half.
+template <class D>
+HWY_INLINE float PairwiseHalves(D d, hn::VFromD<D> v) {
+#if HWY_TARGET == HWY_SCALAR  // one lane, and no UpperHalf
+  (void)d;
+  return hn::GetLane(v);
+#else
+  if constexpr (hn::MaxLanes(d) == 1) {
+    return hn::GetLane(v);
+  } else {
+    const hn::Half<D> dh;
+    return PairwiseHalves(dh, hn::Add(hn::LowerHalf(dh, v), hn::UpperHalf(dh, v)));
+  }
+#endif
+}
+
+HWY_INLINE float PairwiseTotal(VF (&total)[kSumVectors]) {
+  for (size_t vectors = kSumVectors / 2; vectors > 0; vectors /= 2) {
+    for (size_t k = 0; k < vectors; ++k) total[k] = hn::Add(total[k], total[k + vectors]);
+  }
+  return PairwiseHalves(DF(), total[0]);
+}
+
 // sum_{i < n} term(x[i]...) in lane order: kSumVectors vectors hold the 32 partial sums, lane k
 // of vector v being partial v * Lanes + k, so that element i always lands in partial i mod 32.
 template <class F, class... P>
@@ -77,12 +102,7 @@ HWY_INLINE float LaneSum(size_t n, const F& term, const P*... x) {
     }
     for (size_t v = 0; v < kSumVectors; ++v) total[v] = hn::Add(total[v], acc[v]);
   }
-  HWY_ALIGN float partial[kSumLanes];
-  for (size_t v = 0; v < kSumVectors; ++v) hn::Store(total[v], d, partial + v * lanes);
-  for (size_t width = kSumLanes / 2; width > 0; width /= 2) {
-    for (size_t k = 0; k < width; ++k) partial[k] += partial[k + width];
-  }
-  return partial[0];
+  return PairwiseTotal(total);
 }
 
 // The largest non-NaN element of x (n >= 1), -inf if there is none. Exact, so any order works.
@@ -243,33 +263,42 @@ void RowSumsImpl(float* y, const float* x, size_t n, size_t c) {
 
 // Per column: a block's rows summed in order, block sums added in order. Whole vectors of
 // columns in registers (4 at a time), the last columns one at a time in the same order.
-void ColumnSumsImpl(float* y, const float* x, size_t n, size_t c, size_t ld) {
+// Columns [j, j + kTile Lanes) of column_sums: kTile vectors of running sums down the rows.
+template <size_t kTile>
+HWY_INLINE void ColumnTile(float* y, const float* x, size_t n, size_t ld, size_t j) {
   const DF d;
   const size_t lanes = hn::Lanes(d);
-  constexpr size_t kTile = 4;
+  VF total[kTile];
+  for (VF& t : total) t = hn::Zero(d);
+  for (size_t block = 0; block < n; block += kColumnBlock) {
+    VF acc[kTile];
+    for (VF& a : acc) a = hn::Zero(d);
+    for (size_t i = block; i < std::min(n, block + kColumnBlock); ++i) {
+      for (size_t t = 0; t < kTile; ++t) acc[t] = hn::Add(acc[t], hn::LoadU(d, x + i * ld + j + t * lanes));
+    }
+    for (size_t t = 0; t < kTile; ++t) total[t] = hn::Add(total[t], acc[t]);
+  }
+  for (size_t t = 0; t < kTile; ++t) hn::StoreU(total[t], d, y + j + t * lanes);
+}
+
+void ColumnSumsImpl(float* y, const float* x, size_t n, size_t c, size_t ld) {
+  const size_t lanes = hn::Lanes(DF());
   size_t j = 0;
-  for (; j + kTile * lanes <= c; j += kTile * lanes) {
-    VF total[kTile];
-    for (VF& t : total) t = hn::Zero(d);
-    for (size_t block = 0; block < n; block += kColumnBlock) {
-      VF acc[kTile];
-      for (VF& a : acc) a = hn::Zero(d);
-      for (size_t i = block; i < std::min(n, block + kColumnBlock); ++i) {
-        for (size_t t = 0; t < kTile; ++t) acc[t] = hn::Add(acc[t], hn::LoadU(d, x + i * ld + j + t * lanes));
-      }
-      for (size_t t = 0; t < kTile; ++t) total[t] = hn::Add(total[t], acc[t]);
+  for (; j + 4 * lanes <= c; j += 4 * lanes) ColumnTile<4>(y, x, n, ld, j);
+  if (j + 2 * lanes <= c) ColumnTile<2>(y, x, n, ld, j), j += 2 * lanes;
+  if (j + lanes <= c) ColumnTile<1>(y, x, n, ld, j), j += lanes;
+  // The last c - j < Lanes columns, walked row by row (each column's additions in the same order).
+  HWY_ALIGN float total[kMaxLanes] = {}, acc[kMaxLanes];
+  const size_t rest = c - j;
+  if (rest == 0) return;
+  for (size_t block = 0; block < n; block += kColumnBlock) {
+    std::fill_n(acc, rest, 0.0f);
+    for (size_t i = block; i < std::min(n, block + kColumnBlock); ++i) {
+      for (size_t k = 0; k < rest; ++k) acc[k] += x[i * ld + j + k];
     }
-    for (size_t t = 0; t < kTile; ++t) hn::StoreU(total[t], d, y + j + t * lanes);
+    for (size_t k = 0; k < rest; ++k) total[k] += acc[k];
   }
-  for (; j < c; ++j) {
-    float total = 0.0f;
-    for (size_t block = 0; block < n; block += kColumnBlock) {
-      float acc = 0.0f;
-      for (size_t i = block; i < std::min(n, block + kColumnBlock); ++i) acc += x[i * ld + j];
-      total += acc;
-    }
-    y[j] = total;
-  }
+  std::copy_n(total, rest, y + j);
 }
 
 }  // namespace hg::kernels::HWY_NAMESPACE

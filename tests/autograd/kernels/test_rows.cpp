@@ -74,8 +74,9 @@ TEST_CASE("row and column sums equal their twins bit for bit", "[simd][kernels]"
       reference::row_sums(want.data(), x.data(), n, c);
       check_bits(got, want, n);
     }
-    // Columns: blocks of 256 rows cross at 600; a row stride wider than the columns.
-    for (const int64_t c : {1, 7, 17, 67, 100}) {
+    // Columns: blocks of 256 rows cross at 600; a row stride wider than the columns; widths that
+    // take tiles of 4, 2 and 1 vectors and a row-by-row rest on 4, 8 and 16 lanes.
+    for (const int64_t c : {1, 7, 17, 32, 48, 67, 100}) {
       INFO("columns C = " << c);
       const int64_t rows = 600, ld = c + 3;
       const std::vector<float> x = random(rows * ld, uint32_t(c) + 1);
