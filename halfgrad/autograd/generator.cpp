@@ -24,27 +24,38 @@ float unit_float(uint32_t bits) { return float(bits >> 8) * 0x1.0p-24f; }
 // Blocks per chunk of a draw (kernels::philox_blocks): 4 KiB of words on a thread's stack.
 constexpr uint64_t kChunkBlocks = 256;
 
+// out[c - from] = low + width u(c) for the counters c in [from, to), serially, in bulk of
+// kChunkBlocks blocks: counter c selects word c % 4 of block c / 4, so one Philox evaluation serves
+// four elements and every value is a pure function of (seed, c).
+void uniform_range(float* out, uint64_t seed, uint64_t from, uint64_t to, float low, float width) {
+  uint32_t words[4 * kChunkBlocks];
+  for (uint64_t b = from / 4; 4 * b < to; b += kChunkBlocks) {
+    kernels::philox_blocks(words, seed, b, size_t(std::min<uint64_t>(kChunkBlocks, (to + 3) / 4 - b)));
+    const uint64_t first = std::max(4 * b, from), last = std::min(4 * (b + kChunkBlocks), to);
+    for (uint64_t c = first; c < last; ++c) out[c - from] = low + width * unit_float(words[c - 4 * b]);
+  }
+}
+
 }  // namespace
 
 void Generator::uniform(std::span<float> out, float low, float high) {
-  // Counter c = offset + i selects word c % 4 of block c / 4: still a pure function of
-  // (seed, c), and one Philox evaluation serves four elements. Chunks of whole blocks (the first
-  // and last may be partly outside the draw) are computed in bulk, in any order.
-  const uint64_t base = offset_, end = offset_ + out.size();
-  const float width = high - low;
-  const uint64_t first_block = base / 4, blocks = (end + 3) / 4 - first_block;
-  const int64_t chunks = int64_t((blocks + kChunkBlocks - 1) / kChunkBlocks);
+  // Chunks of whole blocks (the first and last may be partly outside the draw), in any order.
+  if (out.empty()) return;
+  const uint64_t base = offset_, end = offset_ + out.size(), span = 4 * kChunkBlocks;
+  const int64_t chunks = int64_t((end + span - 1) / span - base / span);
   maybe_parallel(use_team(out.size(), kParallelRandomElements), [&] {
-    uint32_t words[4 * kChunkBlocks];
 #pragma omp for schedule(static)
     for (int64_t chunk = 0; chunk < chunks; ++chunk) {
-      const uint64_t b = first_block + uint64_t(chunk) * kChunkBlocks;
-      kernels::philox_blocks(words, seed_, b, size_t(std::min<uint64_t>(kChunkBlocks, first_block + blocks - b)));
-      const uint64_t from = std::max(4 * b, base), to = std::min(4 * (b + kChunkBlocks), end);
-      for (uint64_t c = from; c < to; ++c) out[size_t(c - base)] = low + width * unit_float(words[c - 4 * b]);
+      const uint64_t from = std::max((base / span + uint64_t(chunk)) * span, base);
+      const uint64_t to = std::min((base / span + uint64_t(chunk) + 1) * span, end);
+      uniform_range(out.data() + (from - base), seed_, from, to, low, high - low);
     }
   });
   offset_ += out.size();
+}
+
+void Generator::uniform_at(std::span<float> out, uint64_t first) const {
+  uniform_range(out.data(), seed_, first, first + out.size(), 0.0f, 1.0f);
 }
 
 void Generator::normal(std::span<float> out, float mean, float stddev) {

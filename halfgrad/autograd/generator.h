@@ -23,6 +23,10 @@ class Generator {
 
   // Each draw uses counters offset .. offset + out.size() - 1, then advances the offset.
   void uniform(std::span<float> out, float low = 0.0f, float high = 1.0f);  // [low, high)
+  // out[i] = the [0, 1) value of counter first + i, as uniform() draws it; const and serial, for
+  // a caller that splits one draw between its own threads (reserve the counters with skip()).
+  void uniform_at(std::span<float> out, uint64_t first) const;
+  void skip(uint64_t counters) { offset_ += counters; }
   void normal(std::span<float> out, float mean = 0.0f, float stddev = 1.0f);
   // Raw words, for dropout masks and stochastic rounding seeds.
   uint32_t next_u32();

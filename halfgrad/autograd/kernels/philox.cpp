@@ -39,36 +39,60 @@ HWY_INLINE void MulWide(D d, V a, uint32_t m, V& hi, V& lo) {
   hi = hn::OddEven(hn::BitCast(d, odd), hn::BitCast(d, hn::ShiftRight<32>(even)));
 }
 
-void PhiloxBlocksImpl(uint32_t* HWY_RESTRICT words, uint64_t key, uint64_t first, size_t blocks) {
+// kSets * Lanes blocks from counter b: kSets independent vectors per round, so that one set's
+// multiplies run while another's wait (a round's chain of multiply, shuffle and xors is several
+// cycles long).
+template <size_t kSets>
+HWY_INLINE void PhiloxVectors(uint32_t* HWY_RESTRICT words, uint64_t key, uint64_t b) {
   // Constants from the Random123 reference implementation (as in hg::philox4x32).
   constexpr uint32_t kMul0 = 0xD2511F53, kMul1 = 0xCD9E8D57;
   constexpr uint32_t kWeyl0 = 0x9E3779B9, kWeyl1 = 0xBB67AE85;
   const hn::ScalableTag<uint32_t> d;
   using V = hn::Vec<decltype(d)>;
   const size_t n = hn::Lanes(d);
-  size_t i = 0;
-  for (; i + n <= blocks; i += n) {
-    const uint64_t b = first + i;
-    // Counters whose low words wrap inside the vector carry into the high word: rare (once
-    // every 2^32 blocks), so done by the reference.
-    if (uint32_t(b) > std::numeric_limits<uint32_t>::max() - uint32_t(n - 1)) {
-      ScalarBlocks(words + 4 * i, key, b, n);
-      continue;
-    }
-    V c0 = hn::Iota(d, uint32_t(b)), c1 = hn::Set(d, uint32_t(b >> 32)), c2 = hn::Zero(d), c3 = hn::Zero(d);
-    uint32_t k0 = uint32_t(key), k1 = uint32_t(key >> 32);
-    for (int round = 0; round < 10; ++round) {
+  V c0[kSets], c1[kSets], c2[kSets], c3[kSets];
+  for (size_t s = 0; s < kSets; ++s) {
+    c0[s] = hn::Iota(d, uint32_t(b + s * n));
+    c1[s] = hn::Set(d, uint32_t(b >> 32));
+    c2[s] = c3[s] = hn::Zero(d);
+  }
+  uint32_t k0 = uint32_t(key), k1 = uint32_t(key >> 32);
+  for (int round = 0; round < 10; ++round) {
+    for (size_t s = 0; s < kSets; ++s) {
       V hi0, lo0, hi1, lo1;
-      MulWide(d, c0, kMul0, hi0, lo0);
-      MulWide(d, c2, kMul1, hi1, lo1);
-      c0 = hn::Xor(hn::Xor(hi1, c1), hn::Set(d, k0));
-      c1 = lo1;
-      c2 = hn::Xor(hn::Xor(hi0, c3), hn::Set(d, k1));
-      c3 = lo0;
-      k0 += kWeyl0;
-      k1 += kWeyl1;
+      MulWide(d, c0[s], kMul0, hi0, lo0);
+      MulWide(d, c2[s], kMul1, hi1, lo1);
+      c0[s] = hn::Xor(hn::Xor(hi1, c1[s]), hn::Set(d, k0));
+      c1[s] = lo1;
+      c2[s] = hn::Xor(hn::Xor(hi0, c3[s]), hn::Set(d, k1));
+      c3[s] = lo0;
     }
-    hn::StoreInterleaved4(c0, c1, c2, c3, d, words + 4 * i);
+    k0 += kWeyl0;
+    k1 += kWeyl1;
+  }
+  for (size_t s = 0; s < kSets; ++s) hn::StoreInterleaved4(c0[s], c1[s], c2[s], c3[s], d, words + 4 * s * n);
+}
+
+void PhiloxBlocksImpl(uint32_t* HWY_RESTRICT words, uint64_t key, uint64_t first, size_t blocks) {
+  constexpr size_t kSets = 4;
+  const size_t n = hn::Lanes(hn::ScalableTag<uint32_t>());
+  // Counters whose low words wrap inside a group carry into the high word: rare (once every 2^32
+  // blocks), so done by the reference.
+  const auto wraps = [](uint64_t b, size_t count) { return uint32_t(b) > std::numeric_limits<uint32_t>::max() - uint32_t(count - 1); };
+  size_t i = 0;
+  for (; i + kSets * n <= blocks; i += kSets * n) {
+    if (wraps(first + i, kSets * n)) {
+      ScalarBlocks(words + 4 * i, key, first + i, kSets * n);
+    } else {
+      PhiloxVectors<kSets>(words + 4 * i, key, first + i);
+    }
+  }
+  for (; i + n <= blocks; i += n) {
+    if (wraps(first + i, n)) {
+      ScalarBlocks(words + 4 * i, key, first + i, n);
+    } else {
+      PhiloxVectors<1>(words + 4 * i, key, first + i);
+    }
   }
   ScalarBlocks(words + 4 * i, key, first + i, blocks - i);
 }

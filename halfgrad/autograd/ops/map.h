@@ -11,6 +11,7 @@
 #include <array>
 #include <cstdint>
 #include <memory>
+#include <type_traits>
 #include <vector>
 
 #include "halfgrad/autograd/kernels/cast.h"
@@ -33,7 +34,8 @@ void broadcast_chunk(float* dst, const float* in, const Shape& in_shape, const S
                      int64_t n);
 
 // out = kernel(inputs...) over `shape`. kernel(float* y, const std::array<const float*, K>& x,
-// int64_t n) sees each input already broadcast to `shape` and widened; y does not alias x.
+// int64_t n) sees each input already broadcast to `shape` and widened; y does not alias x. A
+// kernel may take a fourth argument, the chunk's first element (for per-element state: dropout).
 template <size_t K, class Kernel>
 Tensor map(const Shape& shape, DType dtype, const std::array<Tensor, K>& inputs, Kernel kernel) {
   const ScopedRounder rounder(Tensor::empty(shape, dtype));
@@ -77,12 +79,13 @@ Tensor map(const Shape& shape, DType dtype, const std::array<Tensor, K>& inputs,
           xs[i] = x[i];
         }
       }
-      if (out_f32) {
-        kernel(out_f32 + start, xs, len);
+      float* const dst = out_f32 ? out_f32 + start : y;
+      if constexpr (std::is_invocable_v<Kernel&, float*, const std::array<const float*, K>&, int64_t, int64_t>) {
+        kernel(dst, xs, len, start);
       } else {
-        kernel(y, xs, len);
-        rounder.store({y, size_t(len)}, start);
+        kernel(dst, xs, len);
       }
+      if (!out_f32) rounder.store({y, size_t(len)}, start);
     }
   });
   return out;

@@ -9,7 +9,9 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <memory>
 
+#include "halfgrad/autograd/allocator.h"
 #include "halfgrad/autograd/autocast.h"
 #include "halfgrad/autograd/kernels/accumulate.h"
 #include "halfgrad/autograd/kernels/elementwise.h"
@@ -207,17 +209,32 @@ Tensor layer_norm(const Tensor& x0, const Tensor& weight0, const Tensor& bias0, 
 Tensor dropout(const Tensor& x, float p, Generator& gen, bool training) {
   check(p >= 0.0f && p < 1.0f, "dropout: p must be in [0, 1), got ", p);
   if (!training || p == 0.0f) return x;
-  // mask: 1/(1-p) where kept, 0 where dropped, in f32 so the scale is not rounded. Drawn into
-  // the mask's own storage: no zero-filled vector and no copy.
-  const Tensor mask = Tensor::empty(x.shape(), DType::f32);
-  const std::span<float> u(mask.data<float>(), size_t(x.numel()));
-  gen.uniform(u);
+  // Element i is kept when the uniform of counter first + i is >= p, and then scaled by 1/(1-p)
+  // in f32 (not rounded). Each chunk draws its own counters, so the uniforms are never stored;
+  // the keep bytes are saved for the backward (a quarter of an f32 mask).
+  const uint64_t first = gen.offset();
+  gen.skip(uint64_t(x.numel()));
+  const std::shared_ptr<std::byte> keep = allocate_storage(size_t(x.numel()));
+  auto* kept = reinterpret_cast<uint8_t*>(keep.get());
   const float scale = 1.0f / (1.0f - p);
-  for (float& v : u) v = v >= p ? scale : 0.0f;
-  auto apply = [](float* out, const std::array<const float*, 2>& in, int64_t n) { kernels::mul(out, in[0], in[1], n); };
-  Tensor y = detail::map<2>(x.shape(), x.dtype(), {x, mask}, apply);
-  return record("dropout", y, {x}, [x, mask, apply](const Tensor& dy) {
-    accumulate_grad(x, detail::map<2>(dy.shape(), dy.dtype(), {dy, mask}, apply));
+  const auto apply = [kept, scale](float* out, const float* in, int64_t n, int64_t start) {
+    alignas(64) float mask[detail::kChunk];
+    const uint8_t* const k = kept + start;  // a local pointer, so that the loop vectorizes
+    for (int64_t i = 0; i < n; ++i) mask[i] = float(k[i]) * scale;  // branch-free: 0 or scale
+    kernels::mul(out, in, mask, n);
+  };
+  Tensor y = detail::map<1>(x.shape(), x.dtype(), {x}, [&, draw = gen](float* out, const Rows<1>& in, int64_t n, int64_t start) {
+    alignas(64) float u[detail::kChunk];
+    draw.uniform_at({u, size_t(n)}, first + uint64_t(start));
+    uint8_t* const k = kept + start;
+    const float drop = p;
+    for (int64_t i = 0; i < n; ++i) k[i] = u[i] >= drop;
+    apply(out, in[0], n, start);
+  });
+  return record("dropout", y, {x}, [x, keep, apply](const Tensor& dy) {
+    accumulate_grad(x, detail::map<1>(dy.shape(), dy.dtype(), {dy}, [&](float* out, const Rows<1>& in, int64_t n, int64_t start) {
+      apply(out, in[0], n, start);
+    }));
   });
 }
 

@@ -31,7 +31,9 @@ TEST_CASE("philox_blocks gives hg::philox4x32's words for every block", "[philox
   test_util::for_each_target([&] {
     for (const uint64_t key : keys) {
       for (const uint64_t first : firsts) {
-        for (const size_t blocks : {size_t(0), size_t(1), size_t(3), size_t(16), size_t(17), size_t(40)}) {
+        // Up to 4 sets of 16 lanes a loop (64 blocks), then single vectors, then the reference.
+        for (const size_t blocks : {size_t(0), size_t(1), size_t(3), size_t(16), size_t(17), size_t(40), size_t(64),
+                                    size_t(65), size_t(130)}) {
           INFO("key " << key << ", first " << first << ", blocks " << blocks);
           std::vector<uint32_t> words(4 * blocks + 4, 0xDEADBEEFu);  // 4 sentinels after the end
           philox_blocks(words.data(), key, first, blocks);
@@ -77,6 +79,14 @@ TEST_CASE("Generator's draws are their definition over philox4x32, on any team",
           wrong += test_util::bits(z[i]) != test_util::bits(expected_z);
         }
         CHECK(wrong == 0);
+        // uniform_at: the same [0, 1) values of any counters, serially, the offset untouched.
+        std::vector<float> at(n), unit(n);
+        Generator(seed, offset).uniform(unit);
+        gen.uniform_at(at, offset);
+        CHECK(gen.offset() == 2 * n + offset);
+        CHECK(at == unit);
+        gen.skip(7);
+        CHECK(gen.offset() == 2 * n + offset + 7);
       }
     }
   }
