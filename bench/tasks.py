@@ -44,12 +44,14 @@ ROWS = {
         "order": "--tokenizer words",
     },
     # The transformer's defaults (docs/classifier.md, "Transformer recipe") on topics and order;
-    # on langid the best of its sweeps (BENCHMARKS.md, "Language id: dropping the encoder branch"):
-    # the bag's char n-grams, recipe and 2^20 buckets, one layer of width 32 with a narrow
-    # feed-forward block, the bag as a skip connection, the encoder branch dropped for 3 examples of 4.
+    # on langid the best of its sweeps (BENCHMARKS.md, "Language id: one head over batches grouped
+    # by length"): the bag's char n-grams, recipe and 2^20 buckets, one layer of width 32 with one
+    # head and a narrow feed-forward block, the bag as a skip connection, the encoder branch dropped
+    # for 3 examples of 4, batches of similar lengths.
     "transformer": {
-        "langid": "--layers 1 --d-model 32 --dropout 0.5 --lr 1e-2 --batch-size 256 --pooling mean --epochs 5"
-                  " --d-ff 16 --weight-decay 0.1 --max-len 128 --buckets 1048576 --bag-skip --encoder-drop-path 0.75",
+        "langid": "--layers 1 --d-model 32 --heads 1 --dropout 0.5 --lr 1e-2 --batch-size 256 --pooling mean"
+                  " --epochs 5 --d-ff 16 --weight-decay 0.1 --max-len 128 --buckets 1048576 --bag-skip"
+                  " --encoder-drop-path 0.75 --group-by-length",
         "topics": "--tokenizer sentencepiece --layers 1",
         "order": "--tokenizer words --layers 1",
     },
@@ -63,8 +65,8 @@ TORCH = {  # bench/torch_train.py: the same encoder classifier in PyTorch
     # langid: halfgrad's transformer row (hashed char n-grams, no positions, mean pooling, the row's
     # recipe; warmup 83 = 10% of 825 steps rounded up, clipping 1 and decay on matrices as halfgrad's Trainer).
     "langid": "--task langid --tokens char-ngrams --buckets 1048576 --positions none --decay matrices --clip 1"
-              " --layers 1 --d_model 32 --heads 4 --d_ff 16 --dropout 0.5 --lr 1e-2 --wd 0.1 --batch 256 --epochs 5"
-              " --warmup 83 --max_len 128 --bag_skip --encoder_drop_path 0.75",
+              " --layers 1 --d_model 32 --heads 1 --d_ff 16 --dropout 0.5 --lr 1e-2 --wd 0.1 --batch 256 --epochs 5"
+              " --warmup 83 --max_len 128 --bag_skip --encoder_drop_path 0.75 --group_by_length",
     "topics": "--task topics --tokens words --layers 1 --epochs 10",
     "order": "--task order --tokens words --layers 1 --epochs 10",
 }

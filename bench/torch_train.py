@@ -184,6 +184,24 @@ class Classifier(nn.Module):
         return self._tap("logits", self.head(pooled))
 
 
+def group_by_length(perm, lengths, batch):
+    """HF's get_length_grouped_indices (transformers' trainer_pt_utils.py) over a shuffled order,
+    as halfgrad's DataLoader (halfgrad/data/data_loader.cpp): mega-batches of min(50, n / 4
+    batches) batches, each sorted by length, longest first (stably), and the first element of the
+    mega-batch with the longest text swapped to the front."""
+    n = len(perm)
+    mega = max(1, min(n // (4 * batch), 50)) * batch
+    order = []
+    for b in range(0, n, mega):
+        order += sorted(perm[b:b + mega], key=lambda i: -lengths[i])
+    best = 0
+    for b in range(mega, n, mega):
+        if lengths[order[b]] > lengths[order[best]]:
+            best = b
+    order[0], order[best] = order[best], order[0]
+    return order
+
+
 def lr_at(step, base_lr, warmup, total):
     if step < warmup:
         return base_lr * (step + 1) / warmup
@@ -368,6 +386,8 @@ def main():
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--fixed_pad", action="store_true")
+    ap.add_argument("--group_by_length", action="store_true",
+                    help="batches of similar lengths (HF's group_by_length, as halfgrad's --group-by-length)")
     ap.add_argument("--max_steps", type=int, default=0, help="stop early (timing tests)")
     ap.add_argument("--underflow", default="", help="comma list of epochs at which to run the "
                     "gradient underflow analysis (0 = at init)")
@@ -461,6 +481,8 @@ def main():
         t0 = time.time()
         model.train()
         perm = torch.randperm(N, generator=gen).tolist()
+        if args.group_by_length:
+            perm = group_by_length(perm, [len(t) for t in tr_ids], args.batch)
         tl, tc, tn = 0.0, 0, 0
         for s in range(0, N, args.batch):
             idx = perm[s: s + args.batch]
