@@ -2,11 +2,14 @@
 // (captured when the op ran, so a backward outside the guard still uses it). Each check sums 4096
 // ones, whose f16 chain stagnates at 2048 (2048 + 1 is a tie between 2048 and 2050: even,
 // 2048), while f32 and f16 blocks of 32 with an f32 carry (each block exactly 32) give 4096: a
-// path the mode did not reach gives 4096 instead of 2048. The kernels' bits are tested against
-// an oracle in tests/autograd/kernels/test_accumulate.cpp.
+// path the mode did not reach gives 4096 instead of 2048. The head products' backward and the
+// label-smoothing sum use chains derived beside them, which give a different value in each of the
+// three modes. The kernels' bits are tested against an oracle in
+// tests/autograd/kernels/test_accumulate.cpp.
 #include <catch2/catch.hpp>
 
 #include <cmath>
+#include <vector>
 
 #include "halfgrad/autograd/autocast.h"
 #include "halfgrad/autograd/all_ops.h"
@@ -142,6 +145,98 @@ TEST_CASE("accumulation reaches the statistics of softmax, log_softmax, layer_no
     const float loss = std::log(e);
     const float rounded = mode == Accumulation::kF32 ? loss : float(half(loss).to_double());
     CHECK(cross_entropy(Tensor::zeros({1, kLong}), Indices({0}, Shape{1})).item() == rounded);
+  }
+}
+
+// A chain that tells the three modes apart in 64 terms: 1 first, then 63 terms of 2^-11, half an
+// ulp of 1 in f16. f32: 1 + 63 2^-11, exact. f16: every step is a tie between 1 and 1 + 2^-10,
+// and rounds to 1 (even). f16 blocks of 32: the first block stays at 1, the second sums 32 terms
+// exactly to 2^-6, and the f32 carry gives 1 + 2^-6. `weights` holds such a chain in every row
+// and column but the first, which hold ones: W[i, j] = 1 if i = 0 or j = 0, else 2^-11.
+constexpr int64_t kShort = 64;
+
+float chain(Accumulation mode) {
+  switch (mode) {
+    case Accumulation::kF32: return 1.0f + 63.0f * 0x1p-11f;
+    case Accumulation::kF16: return 1.0f;
+    case Accumulation::kF16Blocked: return 1.0f + 0x1p-6f;
+  }
+  return 0.0f;
+}
+
+Tensor weights(const Shape& shape) {
+  std::vector<float> w(size_t(kShort * kShort));
+  for (int64_t i = 0; i < kShort; ++i) {
+    for (int64_t j = 0; j < kShort; ++j) w[size_t(i * kShort + j)] = (i == 0 || j == 0) ? 1.0f : 0x1p-11f;
+  }
+  return Tensor::from_vector(w, shape);
+}
+
+// g: a (kShort, kShort) gradient (any leading dims of 1) whose entry [i, j] sums one row or
+// column of W with unit factors, the line picked by g's index `line` (0: i, 1: j): 64 where that
+// index is 0 (a line of ones), else RN16 of the mode's chain (the backward products are f16
+// under the guard: 1 + 63 2^-11 is a tie in f16 and rounds to 1 + 2^-5).
+void check_chains(const Tensor& g, int line, Accumulation mode) {
+  const std::vector<float> got = g.to_vector();
+  REQUIRE(got.size() == size_t(kShort * kShort));
+  const float want = float(half(chain(mode)).to_double());
+  int64_t wrong = 0;
+  for (int64_t i = 0; i < kShort; ++i) {
+    for (int64_t j = 0; j < kShort; ++j) {
+      const bool ones_line = (line == 0 ? i : j) == 0;
+      wrong += got[size_t(i * kShort + j)] != (ones_line ? float(kShort) : want);
+    }
+  }
+  CHECK(wrong == 0);
+}
+
+TEST_CASE("accumulation reaches the backward GEMMs of attention's head products", "[accumulate]") {
+  for (const Accumulation mode : kAll) {
+    INFO("mode " << int(mode));
+    // scores = q k^T over one head of width 64 with 64 queries and keys; the upstream gradient
+    // is W: dq[t, d] = sum_s W[t, s] (k = 1), dk[s, d] = sum_t W[t, s] (q = 1).
+    Tensor q = ones({1, kShort, kShort}, true), k = ones({1, kShort, kShort}, true);
+    // context = p v: do = W: dp[t, s] = sum_d W[t, d] (v = 1), dv[s, d] = sum_t W[t, d] (p = 1).
+    Tensor p = ones({1, 1, kShort, kShort}, true), v = ones({1, kShort, kShort}, true);
+    Tensor y;
+    {
+      const Autocast guard({.dtype = DType::f16, .accumulation = mode});
+      const Tensor scores = matmul_heads_transposed(q, k, 1);  // (1, 1, 64, 64)
+      const Tensor context = matmul_heads(p, v);               // (1, 64, 64)
+      y = add(sum(mul(scores, weights({1, 1, kShort, kShort}))), sum(mul(context, weights({1, kShort, kShort}))));
+    }
+    backward(y);
+    // dq[t, d] sums row t of W and dk[s, d] column s, the same for every d; dp[t, s] sums row t
+    // for every s, dv[s, d] column d for every s.
+    check_chains(q.grad(), 0, mode);
+    check_chains(k.grad(), 0, mode);
+    check_chains(p.grad(), 0, mode);
+    check_chains(v.grad(), 1, mode);
+  }
+}
+
+TEST_CASE("accumulation reaches cross_entropy's label-smoothing sum of log-probabilities", "[accumulate]") {
+  for (const Accumulation mode : kAll) {
+    INFO("mode " << int(mode));
+    // 1024 logits: 0, then -40 (e^-40 = 4e-18 vanishes beside 1 in every mode, so the sum of the
+    // exponentials is 1 and log_softmax returns the logits exactly). With label_smoothing 1 the
+    // loss is -(1/K) sum_j logp_j: 1023 terms of -40. f32 and f16 blocks of 32 (-1280 each, -1240
+    // for the first) sum exactly to -40920; the f16 chain rounds once past 2^15 (ulp 32), and its
+    // value is derived here step by step, each step RN16 of the exact sum. Under both f16 modes
+    // the total over the (one) row is an f16 chain too: one more rounding of the row's loss.
+    std::vector<float> z(1024, -40.0f);
+    z[0] = 0.0f;
+    float s = 0.0f;
+    if (mode == Accumulation::kF16) {
+      for (const float x : z) s = float(half(s + x).to_double());
+    } else {
+      s = -40920.0f;
+    }
+    const float term = -s / 1024.0f;  // -(1 - 1) logp_0 - (1/1024) s, both exact
+    const float want = mode == Accumulation::kF32 ? term : float(half(term).to_double());
+    const Autocast guard({.dtype = DType::f16, .accumulation = mode});
+    const Tensor logits = Tensor::from_vector(z, {1, 1024});
+    CHECK(cross_entropy(logits, Indices({0}, Shape{1}), {.label_smoothing = 1.0f}).item() == want);
   }
 }
 
