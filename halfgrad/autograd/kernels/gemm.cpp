@@ -559,7 +559,9 @@ void gemm_product(float* c, int64_t ldc, int64_t c_batch_stride, const GemmOpera
   check_operand(b, "b", k, n);
   check(options.bias == nullptr || !options.accumulate,
         "gemm: options.bias and options.accumulate together (C = bias + A B or C += A B, not both)");
-  if (options.accumulation != Accumulation::kF32) {  // f16 chains (accumulate.h), matrix by matrix
+  const GemmEngine engine = choose_gemm_engine(a.dtype, b.dtype, options.accumulation,
+                                               bf16_dot_mode(options.bf16_dot), cpu_has_bf16_dot());
+  if (engine == GemmEngine::kF16Chains) {  // f16 chains (accumulate.h), matrix by matrix
     for (int64_t i = 0; i < batch; ++i) {
       const std::vector<float> wa = widen_op(a.member(i), m, k), wb = widen_op(b.member(i), k, n);
       float* ci = c + i * c_batch_stride;
@@ -579,13 +581,10 @@ void gemm_product(float* c, int64_t ldc, int64_t c_batch_stride, const GemmOpera
   const int64_t team = team_size(flops, kParallelFlops);
   const int64_t parts = (batch % team == 0 || batch >= 4 * team) ? 1 : team;
   const int64_t tasks = batch * parts;
-  // bf16 x bf16 may run on VDPBF16PS instead, in its own order (gemm_bf16dot.h).
-  const Bf16DotKernel dot = choose_bf16_dot(a.dtype, b.dtype, options.accumulation, bf16_dot_mode(options.bf16_dot),
-                                           cpu_has_bf16_dot());
   const auto run = [&](int64_t t) {
     const int64_t i = t / parts;
-    if (dot != Bf16DotKernel::kNone) {
-      return gemm_bf16dot_part(dot, c + i * c_batch_stride, ldc, a.member(i), b.member(i), m, n, k,
+    if (engine != GemmEngine::kPacked) {  // VDPBF16PS's order (gemm_bf16dot.h)
+      return gemm_bf16dot_part(engine, c + i * c_batch_stride, ldc, a.member(i), b.member(i), m, n, k,
                                options.accumulate, options.bias, t % parts, parts);
     }
     HWY_DYNAMIC_DISPATCH(GemmPartImpl)(c + i * c_batch_stride, ldc, a.member(i),
@@ -608,6 +607,17 @@ void scale_output_row(float* row, int64_t n, float scale, const float* bias) {
 }
 
 }  // namespace
+
+GemmEngine choose_gemm_engine(DType a, DType b, Accumulation accumulation, Bf16Dot mode, bool cpu_has_bf16_dot) {
+  if (accumulation != Accumulation::kF32) return GemmEngine::kF16Chains;
+  if (a != DType::bf16 || b != DType::bf16) return GemmEngine::kPacked;
+  switch (mode) {
+    case Bf16Dot::kAuto: return cpu_has_bf16_dot ? GemmEngine::kBf16Dot : GemmEngine::kPacked;
+    case Bf16Dot::kExact: return GemmEngine::kPacked;
+    case Bf16Dot::kEmulated: return GemmEngine::kBf16DotEmulated;
+  }
+  return GemmEngine::kPacked;
+}
 
 // batch x [op(A): (M,K), op(B): (K,N) -> C: (M,N), ldc], then the output-scale epilogue.
 void gemm(float* c, int64_t ldc, const GemmOperand& a, const GemmOperand& b, int64_t m, int64_t n, int64_t k,

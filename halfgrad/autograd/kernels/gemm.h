@@ -80,4 +80,13 @@ struct GemmOptions {
 void gemm(float* c, int64_t ldc, const GemmOperand& a, const GemmOperand& b, int64_t m,
           int64_t n, int64_t k, GemmOptions options = {});
 
+// The engine gemm runs a product on, a pure function of the operands' dtypes, the options' sums
+// and bf16 mode (after bf16_dot_mode's overrides) and the CPU (tested on every CPU):
+// kPacked: the packed f32 kernel and the order above (every dtype pair, f32 sums);
+// kF16Chains: accumulate.h's f16 chains (kF16, kF16Blocked; operands widened, any dtypes);
+// kBf16Dot, kBf16DotEmulated: gemm_bf16dot.h's VDPBF16PS order, on the instruction or emulated
+// (both operands bf16, f32 sums; the instruction also needs a CPU that has it).
+enum class GemmEngine { kPacked, kF16Chains, kBf16Dot, kBf16DotEmulated };
+GemmEngine choose_gemm_engine(DType a, DType b, Accumulation accumulation, Bf16Dot mode, bool cpu_has_bf16_dot);
+
 }  // namespace hg::kernels

@@ -248,16 +248,6 @@ std::atomic<int> g_mode{-1};
 
 }  // namespace
 
-Bf16DotKernel choose_bf16_dot(DType a, DType b, Accumulation accumulation, Bf16Dot mode, bool cpu_has_instruction) {
-  if (a != DType::bf16 || b != DType::bf16 || accumulation != Accumulation::kF32) return Bf16DotKernel::kNone;
-  switch (mode) {
-    case Bf16Dot::kAuto: return cpu_has_instruction ? Bf16DotKernel::kInstruction : Bf16DotKernel::kNone;
-    case Bf16Dot::kExact: return Bf16DotKernel::kNone;
-    case Bf16Dot::kEmulated: return Bf16DotKernel::kEmulation;
-  }
-  return Bf16DotKernel::kNone;
-}
-
 bool cpu_has_bf16_dot() {
 #if HG_BF16DOT_X86
   static const bool has = [] {
@@ -310,18 +300,18 @@ float dpbf16_fma(float acc, uint16_t x, uint16_t y) {
   return (sign * s - threshold) < -(sign * e) ? std::copysign(0.0f, r) : r;
 }
 
-void gemm_bf16dot_part(Bf16DotKernel kernel, float* c, int64_t ldc, const GemmOperand& a_op, const GemmOperand& b_op,
+void gemm_bf16dot_part(GemmEngine engine, float* c, int64_t ldc, const GemmOperand& a_op, const GemmOperand& b_op,
                        int64_t m_total, int64_t n_total, int64_t k, bool accumulate, const float* bias,
                        int64_t part, int64_t parts) {
-  check(kernel != Bf16DotKernel::kNone, "gemm_bf16dot: no dot kernel chosen");
+  check(engine == GemmEngine::kBf16Dot || engine == GemmEngine::kBf16DotEmulated, "gemm_bf16dot: not a dot engine");
   check(a_op.dtype == DType::bf16 && b_op.dtype == DType::bf16, "gemm_bf16dot: operands are ",
         dtype_name(a_op.dtype), " and ", dtype_name(b_op.dtype), ", not bf16 and bf16");
-  check(kernel != Bf16DotKernel::kInstruction || cpu_has_bf16_dot(),
+  check(engine != GemmEngine::kBf16Dot || cpu_has_bf16_dot(),
         "gemm_bf16dot: this CPU has no AVX512_BF16 (grep avx512_bf16 /proc/cpuinfo)");
 #if HG_BF16DOT_X86
-  const TileKernel tile = kernel == Bf16DotKernel::kInstruction ? tile_instruction : tile_emulation;
+  const TileKernel tile = engine == GemmEngine::kBf16Dot ? tile_instruction : tile_emulation;
 #else
-  const TileKernel tile = tile_emulation;  // kInstruction was refused above
+  const TileKernel tile = tile_emulation;  // kBf16Dot was refused above
 #endif
   const size_t m = size_t(m_total), n = size_t(n_total);
   // The cut of gemm.cpp's GemmPartImpl, in this kernel's tiles.

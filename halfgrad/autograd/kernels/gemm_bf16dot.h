@@ -54,12 +54,6 @@
 
 namespace hg::kernels {
 
-// The kernel a product runs on, a pure function of its inputs (tested on every CPU): kNone is
-// gemm.h's exact path. The dot kernels take both operands bf16 and f32 sums; kInstruction also
-// a CPU with the instruction.
-enum class Bf16DotKernel { kNone, kInstruction, kEmulation };
-Bf16DotKernel choose_bf16_dot(DType a, DType b, Accumulation accumulation, Bf16Dot mode, bool cpu_has_instruction);
-
 // AVX512F and AVX512_BF16 usable on this CPU (CPUID and the OS's AVX-512 state), checked once.
 bool cpu_has_bf16_dot();
 
@@ -90,13 +84,13 @@ class ScopedBf16Dot {
 // flushed to a zero of its sign).
 float dpbf16_fma(float acc, uint16_t x, uint16_t y);
 
-// Part `part` of `parts` of C(m,n) [+]= [bias +] op(A)(m,k) op(B)(k,n), A and B bf16, on `kernel`
-// (kInstruction or kEmulation): the longer side of C, in register tiles, is cut into `parts`
+// Part `part` of `parts` of C(m,n) [+]= [bias +] op(A)(m,k) op(B)(k,n), A and B bf16, on `engine`
+// (kBf16Dot or kBf16DotEmulated): the longer side of C, in register tiles, is cut into `parts`
 // runs; each element's chain is the same whichever part computes it, and starts from C's old
 // value (accumulate), bias[j] (bias: null or n values, gemm.h's GemmOptions) or 0. gemm
-// (gemm.cpp) calls it per (matrix, part) task after validating the arguments; kInstruction on a
-// CPU without the instruction is an hg::Error.
-void gemm_bf16dot_part(Bf16DotKernel kernel, float* c, int64_t ldc, const GemmOperand& a, const GemmOperand& b,
+// (gemm.cpp) calls it per (matrix, part) task after validating the arguments; kBf16Dot on a CPU
+// without the instruction is an hg::Error.
+void gemm_bf16dot_part(GemmEngine engine, float* c, int64_t ldc, const GemmOperand& a, const GemmOperand& b,
                        int64_t m, int64_t n, int64_t k, bool accumulate, const float* bias, int64_t part,
                        int64_t parts);
 

@@ -198,21 +198,29 @@ void report_instruction(bool ran) {
   }
 }
 
-TEST_CASE("bf16 dot: the kernel is chosen from the dtypes, the sums, the mode and the CPU", "[gemm][bf16dot]") {
-  using K = Bf16DotKernel;
+TEST_CASE("gemm's engine is chosen from the dtypes, the sums, the bf16 mode and the CPU", "[gemm][bf16dot]") {
+  using E = GemmEngine;
+  constexpr DType kDtypes[] = {DType::f32, DType::f16, DType::bf16};
   for (const bool cpu : {false, true}) {
     INFO("cpu has the instruction: " << cpu);
-    CHECK(choose_bf16_dot(DType::bf16, DType::bf16, Accumulation::kF32, Bf16Dot::kAuto, cpu) ==
-          (cpu ? K::kInstruction : K::kNone));
-    CHECK(choose_bf16_dot(DType::bf16, DType::bf16, Accumulation::kF32, Bf16Dot::kExact, cpu) == K::kNone);
-    CHECK(choose_bf16_dot(DType::bf16, DType::bf16, Accumulation::kF32, Bf16Dot::kEmulated, cpu) == K::kEmulation);
+    CHECK(choose_gemm_engine(DType::bf16, DType::bf16, Accumulation::kF32, Bf16Dot::kAuto, cpu) ==
+          (cpu ? E::kBf16Dot : E::kPacked));
+    CHECK(choose_gemm_engine(DType::bf16, DType::bf16, Accumulation::kF32, Bf16Dot::kExact, cpu) == E::kPacked);
+    CHECK(choose_gemm_engine(DType::bf16, DType::bf16, Accumulation::kF32, Bf16Dot::kEmulated, cpu) ==
+          E::kBf16DotEmulated);
     for (const Bf16Dot mode : {Bf16Dot::kAuto, Bf16Dot::kExact, Bf16Dot::kEmulated}) {
-      for (const DType other : {DType::f32, DType::f16}) {
-        CHECK(choose_bf16_dot(other, DType::bf16, Accumulation::kF32, mode, cpu) == K::kNone);
-        CHECK(choose_bf16_dot(DType::bf16, other, Accumulation::kF32, mode, cpu) == K::kNone);
-      }
-      for (const Accumulation f16 : {Accumulation::kF16, Accumulation::kF16Blocked}) {
-        CHECK(choose_bf16_dot(DType::bf16, DType::bf16, f16, mode, cpu) == K::kNone);
+      for (const DType a : kDtypes) {
+        for (const DType b : kDtypes) {
+          INFO(dtype_name(a) << " x " << dtype_name(b) << ", mode " << int(mode));
+          // f16 sums always run the chains, whatever the operands and the mode.
+          for (const Accumulation f16 : {Accumulation::kF16, Accumulation::kF16Blocked}) {
+            CHECK(choose_gemm_engine(a, b, f16, mode, cpu) == E::kF16Chains);
+          }
+          // f32 sums with any operand not bf16: the packed kernel.
+          if (a != DType::bf16 || b != DType::bf16) {
+            CHECK(choose_gemm_engine(a, b, Accumulation::kF32, mode, cpu) == E::kPacked);
+          }
+        }
       }
     }
   }
@@ -226,7 +234,7 @@ TEST_CASE("bf16 dot: the kernel is chosen from the dtypes, the sums, the mode an
     float c = 0.0f;
     const uint16_t one = 0x3F80;
     const GemmOperand x{&one, DType::bf16, 1};
-    CHECK_THROWS_WITH(gemm_bf16dot_part(Bf16DotKernel::kInstruction, &c, 1, x, x, 1, 1, 1, false, nullptr, 0, 1),
+    CHECK_THROWS_WITH(gemm_bf16dot_part(GemmEngine::kBf16Dot, &c, 1, x, x, 1, 1, 1, false, nullptr, 0, 1),
                       Catch::Contains("this CPU has no AVX512_BF16"));
   }
   // The scope sets the mode and restores what was in force before it.
