@@ -49,8 +49,12 @@ int main(int argc, char** argv) {
     const double transport = time_ms(comm, repeats, [&] { comm.allgatherv(mine, counts, all); });
     if (comm.rank() == 0) {
       const double received = double(n) * 4 * double(world - 1);
-      std::printf("%s\n", nlohmann::json({{"bench", "ddp"}, {"what", "allgatherv"}, {"floats", n}, {"ranks", world},
-                                          {"ms", transport}, {"bytes_sent_per_rank", n * 4},
+      std::printf("%s\n", nlohmann::json({{"bench", "ddp"},
+                                          {"what", "allgatherv"},
+                                          {"floats", n},
+                                          {"ranks", world},
+                                          {"ms", transport},
+                                          {"bytes_sent_per_rank", n * 4},
                                           {"gb_per_s", received / (transport * 1e-3) / 1e9}})
                               .dump()
                               .c_str());
@@ -64,9 +68,12 @@ int main(int argc, char** argv) {
         ddp.reduce_gradients({p});
       });
       if (comm.rank() == 0) {
-        std::printf("%s\n", nlohmann::json({{"bench", "ddp"}, {"what", "reduce_gradients"},
-                                            {"wire", hg::dist::wire_format_name(format)}, {"floats", n},
-                                            {"ranks", world}, {"ms", reduce},
+        std::printf("%s\n", nlohmann::json({{"bench", "ddp"},
+                                            {"what", "reduce_gradients"},
+                                            {"wire", hg::dist::wire_format_name(format)},
+                                            {"floats", n},
+                                            {"ranks", world},
+                                            {"ms", reduce},
                                             {"bytes_sent_per_rank", ddp.last_reduce().bytes},
                                             {"buckets", ddp.last_reduce().buckets}})
                                 .dump()

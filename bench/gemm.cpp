@@ -25,8 +25,8 @@
 // CBLAS with 32-bit integers, declared here so that no BLAS header path is needed. The OpenBLAS
 // extensions are weak: another BLAS still links, and then runs with its own thread count.
 extern "C" {
-void cblas_sgemm(int order, int trans_a, int trans_b, int m, int n, int k, float alpha,
-                 const float* a, int lda, const float* b, int ldb, float beta, float* c, int ldc);
+void cblas_sgemm(int order, int trans_a, int trans_b, int m, int n, int k, float alpha, const float* a, int lda,
+                 const float* b, int ldb, float beta, float* c, int ldc);
 void openblas_set_num_threads(int threads) __attribute__((weak));
 char* openblas_get_corename() __attribute__((weak));
 }
@@ -47,8 +47,7 @@ struct Shape {
 Shape parse_shape(const std::string& text) {
   Shape s{};
   char tail = 0;
-  if (std::sscanf(text.c_str(), "%ldx%ldx%ld%c", &s.m, &s.n, &s.k, &tail) != 3 || s.m <= 0 ||
-      s.n <= 0 || s.k <= 0) {
+  if (std::sscanf(text.c_str(), "%ldx%ldx%ld%c", &s.m, &s.n, &s.k, &tail) != 3 || s.m <= 0 || s.n <= 0 || s.k <= 0) {
     return Shape{};
   }
   return s;
@@ -68,8 +67,7 @@ struct Operand {
     }
   }
   const void* data(DType t) const {
-    return t == DType::f32 ? static_cast<const void*>(f32.data())
-                           : t == DType::f16 ? f16.data() : bf16.data();
+    return t == DType::f32 ? static_cast<const void*>(f32.data()) : t == DType::f16 ? f16.data() : bf16.data();
   }
 };
 
@@ -87,14 +85,14 @@ std::vector<double> time_runs(int reps, F run) {
   return seconds;
 }
 
-void print(const char* impl, const std::string& dtype, const std::string& layout, const Shape& s,
-           int threads, const std::vector<double>& seconds) {
+void print(const char* impl, const std::string& dtype, const std::string& layout, const Shape& s, int threads,
+           const std::vector<double>& seconds) {
   const double flops = 2.0 * double(s.m) * double(s.n) * double(s.k);
   std::printf(
       "{\"bench\":\"gemm\",\"impl\":\"%s\",\"dtype\":\"%s\",\"layout\":\"%s\",\"m\":%ld,"
       "\"n\":%ld,\"k\":%ld,\"threads\":%d,\"gflops\":%.2f,\"gflops_best\":%.2f,\"reps\":%zu}\n",
-      impl, dtype.c_str(), layout.c_str(), s.m, s.n, s.k, threads,
-      flops / seconds[seconds.size() / 2] * 1e-9, flops / seconds.front() * 1e-9, seconds.size());
+      impl, dtype.c_str(), layout.c_str(), s.m, s.n, s.k, threads, flops / seconds[seconds.size() / 2] * 1e-9,
+      flops / seconds.front() * 1e-9, seconds.size());
   std::fflush(stdout);
 }
 
@@ -104,8 +102,7 @@ int main(int argc, char** argv) {
   CLI::App app{"GEMM throughput: halfgrad (f32/f16/bf16 inputs) and OpenBLAS sgemm"};
   std::vector<int> thread_counts{1, 2};
   std::vector<std::string> dtypes{"f32", "f16", "bf16", "bf16-dot"};
-  std::vector<std::string> shapes{"2048x128x128", "2048x512x128", "2048x128x512", "4096x256x256",
-                                  "512x512x512"};
+  std::vector<std::string> shapes{"2048x128x128", "2048x512x128", "2048x128x512", "4096x256x256", "512x512x512"};
   std::string layout = "nn";
   int reps = 15;
   bool openblas = true;
@@ -152,16 +149,16 @@ int main(int argc, char** argv) {
         const GemmOperand a_op{a.data(t), t, lda, transpose_a}, b_op{b.data(t), t, ldb, transpose_b};
         const bool dot = name == "bf16-dot";
         if (dot && !hg::kernels::cpu_has_bf16_dot()) {
-          std::printf("{\"bench\":\"gemm\",\"impl\":\"halfgrad\",\"dtype\":\"bf16-dot\",\"layout\":\"%s\","
-                      "\"m\":%ld,\"n\":%ld,\"k\":%ld,\"threads\":%d,\"note\":\"not available on this CPU "
-                      "(no AVX512_BF16)\"}\n",
-                      layout.c_str(), s.m, s.n, s.k, threads);
+          std::printf(
+              "{\"bench\":\"gemm\",\"impl\":\"halfgrad\",\"dtype\":\"bf16-dot\",\"layout\":\"%s\","
+              "\"m\":%ld,\"n\":%ld,\"k\":%ld,\"threads\":%d,\"note\":\"not available on this CPU "
+              "(no AVX512_BF16)\"}\n",
+              layout.c_str(), s.m, s.n, s.k, threads);
           continue;
         }
         const hg::kernels::ScopedBf16Dot path(dot ? Bf16Dot::kAuto : Bf16Dot::kExact);
-        print("halfgrad", name, layout, s, threads, time_runs(reps, [&] {
-                hg::kernels::gemm(c.data(), s.n, a_op, b_op, s.m, s.n, s.k);
-              }));
+        print("halfgrad", name, layout, s, threads,
+              time_runs(reps, [&] { hg::kernels::gemm(c.data(), s.n, a_op, b_op, s.m, s.n, s.k); }));
       }
     }
 #ifdef HG_BENCH_OPENBLAS
@@ -175,8 +172,8 @@ int main(int argc, char** argv) {
       const int lda = int(transpose_a ? s.m : s.k), ldb = int(transpose_b ? s.k : s.n);
       print("openblas", "f32", layout, s, threads, time_runs(reps, [&] {
               cblas_sgemm(kCblasRowMajor, transpose_a ? kCblasTrans : kCblasNoTrans,
-                          transpose_b ? kCblasTrans : kCblasNoTrans, int(s.m), int(s.n), int(s.k),
-                          1.0f, a.f32.data(), lda, b.f32.data(), ldb, 0.0f, c.data(), int(s.n));
+                          transpose_b ? kCblasTrans : kCblasNoTrans, int(s.m), int(s.n), int(s.k), 1.0f, a.f32.data(),
+                          lda, b.f32.data(), ldb, 0.0f, c.data(), int(s.n));
             }));
     }
 #endif

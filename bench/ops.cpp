@@ -58,9 +58,8 @@ const std::vector<Workload>& workloads() {
       {"add_bias", [](const Tensor& x, const Tensor&, const Tensor& b) { return hg::add(x, b); }},
       {"sum_rows", [](const Tensor& x, const Tensor&, const Tensor&) { return hg::sum(x, -1); }},
       {"sum_cols", [](const Tensor& x, const Tensor&, const Tensor&) { return hg::sum(x, 0); }},
-      {"chain", [](const Tensor& x, const Tensor& w, const Tensor& b) {
-         return hg::softmax(hg::gelu(hg::layer_norm(x, w, b)));
-       }},
+      {"chain", [](const Tensor& x, const Tensor& w,
+                   const Tensor& b) { return hg::softmax(hg::gelu(hg::layer_norm(x, w, b))); }},
   };
   return all;
 }
@@ -107,24 +106,36 @@ void run_kernels(int64_t n, int64_t c, int reps) {
   gen.normal(g);
   using Body = std::function<void()>;
   const std::vector<std::tuple<const char*, Body, Body>> kernels = {
-      {"add", [&] { k::add(y.data(), x.data(), g.data(), total); }, [&] { twin::add(y.data(), x.data(), g.data(), total); }},
+      {"add", [&] { k::add(y.data(), x.data(), g.data(), total); },
+       [&] { twin::add(y.data(), x.data(), g.data(), total); }},
       {"exp", [&] { k::exp(y.data(), x.data(), total); }, [&] { twin::exp(y.data(), x.data(), total); }},
       {"tanh", [&] { k::tanh(y.data(), x.data(), total); }, [&] { twin::tanh(y.data(), x.data(), total); }},
       {"erf", [&] { k::erf(y.data(), x.data(), total); }, [&] { twin::erf(y.data(), x.data(), total); }},
       {"gelu", [&] { k::gelu(y.data(), x.data(), total); }, [&] { twin::gelu(y.data(), x.data(), total); }},
       {"gelu_backward", [&] { k::gelu_backward(y.data(), g.data(), x.data(), total); },
        [&] { twin::gelu_backward(y.data(), g.data(), x.data(), total); }},
-      {"gelu_tanh", [&] { k::gelu_tanh(y.data(), x.data(), total); }, [&] { twin::gelu_tanh(y.data(), x.data(), total); }},
+      {"gelu_tanh", [&] { k::gelu_tanh(y.data(), x.data(), total); },
+       [&] { twin::gelu_tanh(y.data(), x.data(), total); }},
       {"gelu_tanh_backward", [&] { k::gelu_tanh_backward(y.data(), g.data(), x.data(), total); },
        [&] { twin::gelu_tanh_backward(y.data(), g.data(), x.data(), total); }},
       {"softmax_forward", [&] { k::softmax_forward(y.data(), x.data(), n, c); },
        [&] { twin::softmax_forward(y.data(), x.data(), n, c); }},
       {"softmax_backward", [&] { k::softmax_backward(y.data(), g.data(), x.data(), n, c); },
        [&] { twin::softmax_backward(y.data(), g.data(), x.data(), n, c); }},
-      {"layer_norm_forward", [&] { k::layer_norm_forward(y.data(), mean.data(), rstd.data(), x.data(), w.data(), w.data(), n, c, 1e-5f); },
-       [&] { twin::layer_norm_forward(y.data(), mean.data(), rstd.data(), x.data(), w.data(), w.data(), n, c, 1e-5f); }},
-      {"layer_norm_backward", [&] { k::layer_norm_backward(y.data(), dw.data(), db.data(), g.data(), x.data(), w.data(), mean.data(), rstd.data(), n, c); },
-       [&] { twin::layer_norm_backward(y.data(), dw.data(), db.data(), g.data(), x.data(), w.data(), mean.data(), rstd.data(), n, c); }},
+      {"layer_norm_forward",
+       [&] { k::layer_norm_forward(y.data(), mean.data(), rstd.data(), x.data(), w.data(), w.data(), n, c, 1e-5f); },
+       [&] {
+         twin::layer_norm_forward(y.data(), mean.data(), rstd.data(), x.data(), w.data(), w.data(), n, c, 1e-5f);
+       }},
+      {"layer_norm_backward",
+       [&] {
+         k::layer_norm_backward(y.data(), dw.data(), db.data(), g.data(), x.data(), w.data(), mean.data(), rstd.data(),
+                                n, c);
+       },
+       [&] {
+         twin::layer_norm_backward(y.data(), dw.data(), db.data(), g.data(), x.data(), w.data(), mean.data(),
+                                   rstd.data(), n, c);
+       }},
       {"row_sums", [&] { k::row_sums(y.data(), x.data(), n, c); }, [&] { twin::row_sums(y.data(), x.data(), n, c); }},
   };
   const auto best_ns = [&](const Body& body) {
@@ -175,9 +186,7 @@ int main(int argc, char** argv) {
     for (const auto& [n, c] : sizes) run_kernels(n, c, reps);
     return 0;
   }
-  const hg::DType dtype = dtype_text == "f32" ? hg::DType::f32
-                          : dtype_text == "f16" ? hg::DType::f16
-                                                : hg::DType::bf16;
+  const hg::DType dtype = dtype_text == "f32" ? hg::DType::f32 : dtype_text == "f16" ? hg::DType::f16 : hg::DType::bf16;
   for (const int threads : thread_counts) {
     omp_set_num_threads(threads);
     for (const auto& [n, c] : sizes) {

@@ -100,7 +100,7 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "bench_step: target %s is not compiled in or not supported here\n", target.c_str());
     return 2;
   }
-  hg::use_default_wait_policy(argv);  // re-executes once unless OMP_WAIT_POLICY/GOMP_SPINCOUNT are set
+  hg::use_default_wait_policy(argv);            // re-executes once unless OMP_WAIT_POLICY/GOMP_SPINCOUNT are set
   std::optional<hg::AdaptiveThreads> adaptive;  // fed every step, --warmup's included (it has its own warm-up)
   if (threads == "auto") {
     adaptive.emplace(omp_get_max_threads());

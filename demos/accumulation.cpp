@@ -113,7 +113,8 @@ int main(int argc, char** argv) {
     if (std::find(modes.begin(), modes.end(), optim::accumulation_name(mode)) == modes.end()) continue;
     const demos::RunSpec spec{.label = std::string("accumulate ") + optim::accumulation_name(mode),
                               .mixed_precision = {.precision = optim::Precision::kFp16, .accumulation = mode}};
-    runs.push_back(demos::train_language_id(split, spec, {.steps = flags.steps, .seed = flags.seed, .model = flags.model}));
+    runs.push_back(
+        demos::train_language_id(split, spec, {.steps = flags.steps, .seed = flags.seed, .model = flags.model}));
     std::printf("  trained %-24s %6.1f s\n", spec.label.c_str(), runs.back().seconds);
     std::fflush(stdout);
   }
@@ -161,7 +162,8 @@ int main(int argc, char** argv) {
           static_cast<long long>(rows), at(rows, 4), at(rows, 3), static_cast<long long>(c.d_model),
           static_cast<long long>(c.max_len), at(c.d_model, 1), static_cast<long long>(c.d_model));
       char text[160];
-      std::snprintf(text, sizeof text, "f16 accumulation is harmless on this model (%+.2f points): its long sums mix signs", -gap);
+      std::snprintf(text, sizeof text,
+                    "f16 accumulation is harmless on this model (%+.2f points): its long sums mix signs", -gap);
       title = text;
     } else {
       char text[160];
@@ -171,8 +173,10 @@ int main(int argc, char** argv) {
     }
   }
 
-  report::SvgPlot dots({.title = "Dot product of K f16 pairs: error / sum|x y|", .x_label = "log2 K",
-                        .y_label = "error (mean of 8 trials)", .log2_y = true});
+  report::SvgPlot dots({.title = "Dot product of K f16 pairs: error / sum|x y|",
+                        .x_label = "log2 K",
+                        .y_label = "error (mean of 8 trials)",
+                        .log2_y = true});
   const char* names[] = {"f32", "f16", "f16-blocked"};
   for (int sign = 0; sign < 2; ++sign) {
     for (int m = 0; m < 3; ++m) {
@@ -188,6 +192,7 @@ int main(int argc, char** argv) {
   report::SvgPlot losses({.title = title, .x_label = "step", .y_label = "loss (mean of 25 steps)"});
   demos::add_loss_curves(losses, runs);
   losses.save(flags.path("accumulation-loss.svg"));
-  std::printf("\nwrote %s, %s\n", flags.path("accumulation-dot.svg").c_str(), flags.path("accumulation-loss.svg").c_str());
+  std::printf("\nwrote %s, %s\n", flags.path("accumulation-dot.svg").c_str(),
+              flags.path("accumulation-loss.svg").c_str());
   return 0;
 }

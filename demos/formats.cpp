@@ -101,11 +101,12 @@ std::vector<Kept> print_what_formats_keep() {
                 100 * f.clamped_fraction);
     kept.push_back({name, f});
   };
-  for (const FloatFormat format : {formats::f16, formats::bf16, formats::e4m3, formats::e5m2, formats::e3m2,
-                                   formats::e2m3, formats::e2m1}) {
+  for (const FloatFormat format :
+       {formats::f16, formats::bf16, formats::e4m3, formats::e5m2, formats::e3m2, formats::e2m3, formats::e2m1}) {
     row(format_name(format), fidelity(format, values));
   }
-  for (const MxFormat& format : {mx::mxfp8_e4m3, mx::mxfp8_e5m2, mx::mxfp6_e3m2, mx::mxfp6_e2m3, mx::mxfp4, mx::mxint8}) {
+  for (const MxFormat& format :
+       {mx::mxfp8_e4m3, mx::mxfp8_e5m2, mx::mxfp6_e3m2, mx::mxfp6_e2m3, mx::mxfp4, mx::mxint8}) {
     row(format.name, fidelity(format, values));
   }
   row("mxfp8_e4m3 round-up", fidelity(mx::mxfp8_e4m3, values, {.scale_rule = MxScaleRule::kRoundUp}));
@@ -132,9 +133,10 @@ void save_kept_figure(const std::vector<Kept>& kept, const std::string& path) {
     if (k.name == mx::mxfp8_e4m3.name) mx = 100 * flushed.back();
   }
   char title[160];
-  std::snprintf(title, sizeof title,
-                "Range decides what is lost: e4m3 flushes %.1f%% of a gradient-like vector, MXFP8 e4m3 (a scale per 32) %.1f%%",
-                e4m3, mx);
+  std::snprintf(
+      title, sizeof title,
+      "Range decides what is lost: e4m3 flushes %.1f%% of a gradient-like vector, MXFP8 e4m3 (a scale per 32) %.1f%%",
+      e4m3, mx);
   report::SvgPlot plot({.title = title, .y_label = "fraction of the vector (log2 axis)", .log2_y = true});
   plot.set_categories(names);
   plot.add_bars("flushed to zero", flushed);
@@ -162,7 +164,8 @@ int main(int argc, char** argv) {
        {demos::RunSpec{.label = "fp32"},
         demos::RunSpec{.label = "fp16 O2, dynamic scale", .mixed_precision = {.precision = optim::Precision::kFp16}},
         demos::RunSpec{.label = "bf16 autocast", .mixed_precision = {.precision = optim::Precision::kBf16}}}) {
-    runs.push_back(demos::train_language_id(split, spec, {.steps = flags.steps, .seed = flags.seed, .model = flags.model}));
+    runs.push_back(
+        demos::train_language_id(split, spec, {.steps = flags.steps, .seed = flags.seed, .model = flags.model}));
     std::printf("  trained %-24s %6.1f s\n", spec.label.c_str(), runs.back().seconds);
     std::fflush(stdout);
   }

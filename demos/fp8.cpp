@@ -71,7 +71,8 @@ void save_scale_figure(const demos::RunResult& r, const std::string& path) {
     curves.push_back(std::move(c));
   }
   char title[128];
-  std::snprintf(title, sizeof title, "Delayed scaling lifts the e4m3 gradients by up to 2^%.0f (%s)", largest, r.label.c_str());
+  std::snprintf(title, sizeof title, "Delayed scaling lifts the e4m3 gradients by up to 2^%.0f (%s)", largest,
+                r.label.c_str());
   report::SvgPlot plot({.title = title, .x_label = "optimizer step", .y_label = "log2 (scale of dY)"});
   demos::add_curves(plot, curves);
   plot.save(path);
@@ -109,13 +110,14 @@ SaturatedSteps saturated_steps(const demos::RunResult& r) {
 // every seed; then the tensors the short history saturated most. Returns the finding sentence.
 std::string print_saturation(const std::vector<std::vector<demos::RunResult>>& runs, size_t longer, size_t shorter,
                              int64_t history, int64_t short_history) {
-  std::printf("Saturation: the delayed scale of step t comes from the amax history of the steps before it. A\n"
-              "tensor whose amax outgrows the history's largest by more than the power-of-two scale's headroom\n"
-              "(1 to 2x) exceeds e4m3's max 448 once scaled, and is clamped to it. History %lld against %lld,\n"
-              "e4m3 everywhere, power-of-two scales, at the inspected steps:\n",
-              static_cast<long long>(short_history), static_cast<long long>(history));
-  std::printf("%-24s %13s %10s %9s %9s %9s %9s  %s\n", "run", "steps w. sat.", "worst sat%", "x sat%", "W sat%", "dY sat%",
-              "test acc", "per seed (test acc)");
+  std::printf(
+      "Saturation: the delayed scale of step t comes from the amax history of the steps before it. A\n"
+      "tensor whose amax outgrows the history's largest by more than the power-of-two scale's headroom\n"
+      "(1 to 2x) exceeds e4m3's max 448 once scaled, and is clamped to it. History %lld against %lld,\n"
+      "e4m3 everywhere, power-of-two scales, at the inspected steps:\n",
+      static_cast<long long>(short_history), static_cast<long long>(history));
+  std::printf("%-24s %13s %10s %9s %9s %9s %9s  %s\n", "run", "steps w. sat.", "worst sat%", "x sat%", "W sat%",
+              "dY sat%", "test acc", "per seed (test acc)");
   for (size_t k : {longer, shorter}) {
     const demos::RunResult& r = runs[k][0];
     const auto [steps, worst] = saturated_steps(r);
@@ -131,15 +133,17 @@ std::string print_saturation(const std::vector<std::vector<demos::RunResult>>& r
   for (const Fp8Cast& c : runs[shorter][0].fp8) {
     if (c.stats.overflow > 0) most.push_back(&c);
   }
-  std::sort(most.begin(), most.end(), [](const Fp8Cast* a, const Fp8Cast* b) { return a->saturated_share() > b->saturated_share(); });
+  std::sort(most.begin(), most.end(),
+            [](const Fp8Cast* a, const Fp8Cast* b) { return a->saturated_share() > b->saturated_share(); });
   if (most.size() > 3) most.resize(3);
   for (const Fp8Cast* c : most) {
     std::printf("  most saturated with history %lld: %s %s, %.4f%% of its values (largest |x| %g)\n",
-                static_cast<long long>(short_history), c->key.c_str(), fp8_role_name(c->role), 100 * c->saturated_share(),
-                double(c->amax));
+                static_cast<long long>(short_history), c->key.c_str(), fp8_role_name(c->role),
+                100 * c->saturated_share(), double(c->amax));
   }
-  std::printf("(steps w. sat.: inspected steps of the first seed on which any cast saturated; worst sat%%: that\n"
-              " step's share of all cast values; x, W, dY sat%%: over the inspected steps; test acc: mean of the seeds)\n\n");
+  std::printf(
+      "(steps w. sat.: inspected steps of the first seed on which any cast saturated; worst sat%%: that\n"
+      " step's share of all cast values; x, W, dY sat%%: over the inspected steps; test acc: mean of the seeds)\n\n");
 
   const SaturatedSteps sat_short = saturated_steps(runs[shorter][0]), sat_long = saturated_steps(runs[longer][0]);
   const size_t inspected = runs[shorter][0].fp8_steps.size();
@@ -160,8 +164,8 @@ std::string print_saturation(const std::vector<std::vector<demos::RunResult>>& r
                   sat_long.steps, sat_short.worst, sat_long.worst, acc_short, acc_long, static_cast<long long>(history),
                   std::fabs(acc_short - acc_long) < 1.0
                       ? "harmless here, the clamped\nvalues are too few for training to notice"
-                      : acc_long > acc_short ? "saturation costs accuracy here, and the longer history recovers it"
-                                             : "the shorter history trains better here, saturation notwithstanding");
+                  : acc_long > acc_short ? "saturation costs accuracy here, and the longer history recovers it"
+                                         : "the shorter history trains better here, saturation notwithstanding");
   }
   return text;
 }
@@ -183,9 +187,11 @@ void save_saturation_figure(const std::vector<std::vector<demos::RunResult>>& ru
   }
   const double worst = *std::max_element(curves.back().y.begin(), curves.back().y.end());
   char title[200];
-  std::snprintf(title, sizeof title, "%s saturates up to %.3f%% of a step's values: %.1f%% test accuracy against %.1f%%",
+  std::snprintf(title, sizeof title,
+                "%s saturates up to %.3f%% of a step's values: %.1f%% test accuracy against %.1f%%",
                 runs[shorter][0].label.c_str(), worst, mean_accuracy(runs[shorter]), mean_accuracy(runs[longer]));
-  report::SvgPlot plot({.title = title, .x_label = "optimizer step (inspected, first seed)", .y_label = "values saturated (%)"});
+  report::SvgPlot plot(
+      {.title = title, .x_label = "optimizer step (inspected, first seed)", .y_label = "values saturated (%)"});
   demos::add_curves(plot, curves);
   plot.save(path);
 }
@@ -210,7 +216,8 @@ std::vector<std::vector<float>> weight_grads(nn::TextClassifier& model, const op
   std::vector<std::vector<float>> grads;
   const nn::NamedTensors params = model.named_parameters();
   for (const std::string& key : keys) {
-    const auto it = std::find_if(params.begin(), params.end(), [&](const auto& p) { return p.first == key + ".weight"; });
+    const auto it =
+        std::find_if(params.begin(), params.end(), [&](const auto& p) { return p.first == key + ".weight"; });
     check(it != params.end() && it->second.has_grad(), "fp8 demo: no weight gradient for linear layer ", key);
     grads.push_back(it->second.grad().to_vector());
   }
@@ -223,11 +230,12 @@ std::vector<std::vector<float>> weight_grads(nn::TextClassifier& model, const op
 // dropout off (every pass computes the same function); the delayed scales from the
 // `calibration_batches` batches before it. Printed as a table; per variant, the errors by layer.
 std::vector<std::vector<double>> gradient_errors(const data::Split& split, nn::TextClassifier& model,
-                                                 const std::vector<demos::RunSpec>& specs, std::span<const size_t> variants,
-                                                 const std::vector<std::string>& keys, uint64_t seed,
-                                                 int64_t calibration_batches) {
+                                                 const std::vector<demos::RunSpec>& specs,
+                                                 std::span<const size_t> variants, const std::vector<std::string>& keys,
+                                                 uint64_t seed, int64_t calibration_batches) {
   model.eval();
-  data::DataLoader loader(split.train, data::Tokenizer(), {.batch_size = 64, .seed = seed, .max_len = model.config.max_len});
+  data::DataLoader loader(split.train, data::Tokenizer(),
+                          {.batch_size = 64, .seed = seed, .max_len = model.config.max_len});
   std::vector<data::Batch> calibration;
   for (int64_t i = 0; i < calibration_batches; ++i) calibration.push_back(loader.batch(i % loader.num_batches()));
   const data::Batch batch = loader.batch(calibration_batches % loader.num_batches());
@@ -246,14 +254,16 @@ std::vector<std::vector<double>> gradient_errors(const data::Split& split, nn::T
       errors.back().push_back(norm > 0 ? std::sqrt(diff / norm) : NAN);
     }
   }
-  std::printf("Weight-gradient error against bf16, per linear layer: |g - g_bf16| / |g_bf16| on one batch of 64,\n"
-              "from the bf16 run's final weights (first seed, dropout off), the delayed scales from the %lld batches\n"
-              "before it (1: every scale 1; ds: delayed scaling)\n",
-              static_cast<long long>(calibration_batches));
+  std::printf(
+      "Weight-gradient error against bf16, per linear layer: |g - g_bf16| / |g_bf16| on one batch of 64,\n"
+      "from the bf16 run's final weights (first seed, dropout off), the delayed scales from the %lld batches\n"
+      "before it (1: every scale 1; ds: delayed scaling)\n",
+      static_cast<long long>(calibration_batches));
   std::printf("%-40s", "layer");
   for (size_t v : variants) {
     std::string name = specs[v].label;
-    for (const auto& [from, to] : {std::pair<std::string, std::string>{", no scaling", " 1"}, {", delayed scaling", " ds"}}) {
+    for (const auto& [from, to] :
+         {std::pair<std::string, std::string>{", no scaling", " 1"}, {", delayed scaling", " ds"}}) {
       if (const size_t at = name.find(from); at != std::string::npos) name.replace(at, from.size(), to);
     }
     std::printf(" %10s", name.c_str());
@@ -278,17 +288,24 @@ void report_gradient_errors(const std::vector<std::vector<double>>& errors, cons
   for (size_t v = 0; v < kVariants.size(); ++v) {
     const auto [lo, hi] = std::minmax_element(errors[v].begin(), errors[v].end());
     char range[96];
-    std::snprintf(range, sizeof range, "%s%s %.3f to %.3f", v == 0 ? "" : v == 2 ? ",\n" : v + 1 == kVariants.size() ? " and " : ", ",
+    std::snprintf(range, sizeof range, "%s%s %.3f to %.3f",
+                  v == 0                      ? ""
+                  : v == 2                    ? ",\n"
+                  : v + 1 == kVariants.size() ? " and "
+                                              : ", ",
                   specs[kVariants[v]].label.c_str(), *lo, *hi);
     ranges += range;
   }
-  std::printf("Finding (gradients): the relative error of a layer's weight gradient against bf16 is, per recipe,\n%s.\n\n",
-              ranges.c_str());
+  std::printf(
+      "Finding (gradients): the relative error of a layer's weight gradient against bf16 is, per recipe,\n%s.\n\n",
+      ranges.c_str());
   char title[160];
-  std::snprintf(title, sizeof title, "Weight-gradient error against bf16 per layer: e4m3 up to %.0f%% unscaled, %.0f%% scaled",
+  std::snprintf(title, sizeof title,
+                "Weight-gradient error against bf16 per layer: e4m3 up to %.0f%% unscaled, %.0f%% scaled",
                 100 * *std::max_element(errors[2].begin(), errors[2].end()),
                 100 * *std::max_element(errors[3].begin(), errors[3].end()));
-  report::SvgPlot plot({.title = title, .x_label = "linear layer (forward order)", .y_label = "|g - g_bf16| / |g_bf16| (%)"});
+  report::SvgPlot plot(
+      {.title = title, .x_label = "linear layer (forward order)", .y_label = "|g - g_bf16| / |g_bf16| (%)"});
   plot.set_categories(layers);
   for (size_t v = 0; v < kVariants.size(); ++v) {
     std::vector<double> percents;
@@ -320,7 +337,9 @@ void add_fp8_flags(CLI::App& app, Fp8Options& o) {
                  "batches that fill the amax histories before the one whose weight gradients are compared")
       ->capture_default_str()
       ->check(CLI::Range(int64_t{1}, int64_t{1024}));
-  app.add_option("--seeds", o.seeds, "seeds of each run: --seed, --seed + 1, ...")->capture_default_str()->check(CLI::Range(1, 16));
+  app.add_option("--seeds", o.seeds, "seeds of each run: --seed, --seed + 1, ...")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 16));
 }
 
 void print_intro(const Fp8Options& o) {
@@ -348,14 +367,19 @@ std::vector<demos::RunSpec> fp8_specs(int64_t history, int64_t short_history) {
   using Format = Fp8Recipe::Format;
   return {
       {.label = "bf16", .mixed_precision = {.precision = Precision::kBf16}},
-      {.label = "hybrid, no scaling", .mixed_precision = {.precision = Precision::kFp8, .fp8 = {.scale = Fp8Recipe::Scale::kNone}}},
-      {.label = "hybrid, delayed scaling", .mixed_precision = {.precision = Precision::kFp8, .fp8 = {.amax_history_len = history}}},
+      {.label = "hybrid, no scaling",
+       .mixed_precision = {.precision = Precision::kFp8, .fp8 = {.scale = Fp8Recipe::Scale::kNone}}},
+      {.label = "hybrid, delayed scaling",
+       .mixed_precision = {.precision = Precision::kFp8, .fp8 = {.amax_history_len = history}}},
       {.label = "e4m3, no scaling",
-       .mixed_precision = {.precision = Precision::kFp8, .fp8 = {.format = Format::kE4M3, .scale = Fp8Recipe::Scale::kNone}}},
+       .mixed_precision = {.precision = Precision::kFp8,
+                           .fp8 = {.format = Format::kE4M3, .scale = Fp8Recipe::Scale::kNone}}},
       {.label = "e4m3, delayed scaling",
-       .mixed_precision = {.precision = Precision::kFp8, .fp8 = {.format = Format::kE4M3, .amax_history_len = history}}},
+       .mixed_precision = {.precision = Precision::kFp8,
+                           .fp8 = {.format = Format::kE4M3, .amax_history_len = history}}},
       {.label = "e4m3, history " + std::to_string(short_history),
-       .mixed_precision = {.precision = Precision::kFp8, .fp8 = {.format = Format::kE4M3, .amax_history_len = short_history}}},
+       .mixed_precision = {.precision = Precision::kFp8,
+                           .fp8 = {.format = Format::kE4M3, .amax_history_len = short_history}}},
   };
 }
 
@@ -375,9 +399,10 @@ void print_run_table(const std::vector<std::vector<demos::RunResult>>& runs, int
       loss += x.final_loss / double(per_seed.size());
       accuracies += " " + percent(100 * x.test_accuracy) + "%";
     }
-    std::printf("%-24s %10.6f %8.2f%% %9s %9s %9s %9s %s\n", r.label.c_str(), loss, mean_accuracy(per_seed),
-                percent(lost_share(r, Fp8Role::kInput, false)).c_str(), percent(lost_share(r, Fp8Role::kWeight, false)).c_str(),
-                percent(lost_share(r, Fp8Role::kGradOutput, false)).c_str(), percent(saturated).c_str(), accuracies.c_str());
+    std::printf(
+        "%-24s %10.6f %8.2f%% %9s %9s %9s %9s %s\n", r.label.c_str(), loss, mean_accuracy(per_seed),
+        percent(lost_share(r, Fp8Role::kInput, false)).c_str(), percent(lost_share(r, Fp8Role::kWeight, false)).c_str(),
+        percent(lost_share(r, Fp8Role::kGradOutput, false)).c_str(), percent(saturated).c_str(), accuracies.c_str());
   }
   std::printf(
       "(final loss, test acc: means over the seeds. x, W, dY ->0%%: share of the GEMM inputs, weights and\n"
@@ -385,7 +410,6 @@ void print_run_table(const std::vector<std::vector<demos::RunResult>>& runs, int
       " inspected steps of the first seed (one in %lld, from step 0, where every scale is still 1);\n"
       " saturated: the largest share clamped to the format's max. n/a: no fp8 casts.)\n\n",
       static_cast<long long>(inspect_every));
-
 }
 
 void save_fp8_figures(const std::vector<std::vector<demos::RunResult>>& runs, const std::vector<demos::RunSpec>& specs,
@@ -394,8 +418,9 @@ void save_fp8_figures(const std::vector<std::vector<demos::RunResult>>& runs, co
   const double bf16 = mean_accuracy(runs[0]), e4m3_plain = mean_accuracy(runs[3]), e4m3_scaled = mean_accuracy(runs[4]);
   const demos::RunResult& scaled = runs[4][0];
   char title[160];
-  std::snprintf(title, sizeof title, "Unscaled e4m3 gradients end at %.0f%%; delayed scaling recovers %.0f%% (bf16 %.0f%%)",
-                e4m3_plain, e4m3_scaled, bf16);
+  std::snprintf(title, sizeof title,
+                "Unscaled e4m3 gradients end at %.0f%%; delayed scaling recovers %.0f%% (bf16 %.0f%%)", e4m3_plain,
+                e4m3_scaled, bf16);
   report::SvgPlot losses({.title = title, .x_label = "step", .y_label = "loss (mean of 25 steps, first seed)"});
   std::vector<demos::RunResult> first;
   for (const auto& per_seed : runs) first.push_back(per_seed[0]);
@@ -428,7 +453,7 @@ int main(int argc, char** argv) {
   print_intro(o);
   const data::Split split = demos::language_id_split(flags);
   const std::vector<demos::RunSpec> specs = fp8_specs(history, short_history);
-  std::optional<nn::TextClassifier> bf16_model;  // the first seed's bf16 run, for the gradient errors
+  std::optional<nn::TextClassifier> bf16_model;     // the first seed's bf16 run, for the gradient errors
   std::vector<std::vector<demos::RunResult>> runs;  // per spec, per seed
   for (const demos::RunSpec& spec : specs) {
     runs.emplace_back();
@@ -436,12 +461,14 @@ int main(int argc, char** argv) {
       const demos::RunSettings settings{
           .steps = flags.steps, .seed = flags.seed + uint64_t(s), .inspect_every = inspect_every, .model = flags.model};
       if (runs.size() == 1 && s == 0) {
-        bf16_model.emplace(demos::language_id_config(int64_t(split.train.label_names.size()), flags.model), settings.seed);
+        bf16_model.emplace(demos::language_id_config(int64_t(split.train.label_names.size()), flags.model),
+                           settings.seed);
         runs.back().push_back(demos::train_language_id(split, spec, settings, *bf16_model));
       } else {
         runs.back().push_back(demos::train_language_id(split, spec, settings));
       }
-      std::printf("  trained %-24s seed %d %6.1f s\n", spec.label.c_str(), int(flags.seed) + s, runs.back().back().seconds);
+      std::printf("  trained %-24s seed %d %6.1f s\n", spec.label.c_str(), int(flags.seed) + s,
+                  runs.back().back().seconds);
       std::fflush(stdout);
     }
   }
@@ -449,7 +476,9 @@ int main(int argc, char** argv) {
   print_run_table(runs, inspect_every);
 
   const demos::RunResult &plain = runs[3][0], &scaled = runs[4][0];
-  std::printf("e4m3 gradients, per tensor, at the inspected steps (->0%% flushed, sat%% saturated; scale: the last one used)\n");
+  std::printf(
+      "e4m3 gradients, per tensor, at the inspected steps (->0%% flushed, sat%% saturated; scale: the last one "
+      "used)\n");
   std::printf("%-40s %-11s %8s %8s %8s %8s %10s\n", "GEMM", "tensor", "1: ->0%", "1: sat%", "ds: ->0%", "ds: sat%",
               "ds: scale");
   std::vector<std::string> names;
@@ -475,15 +504,17 @@ int main(int argc, char** argv) {
   }
   std::printf("(1: every scale 1; ds: delayed scaling; first seed)\n\n");
 
-  const double bf16 = mean_accuracy(runs[0]), hybrid_plain = mean_accuracy(runs[1]), hybrid_scaled = mean_accuracy(runs[2]),
-               e4m3_plain = mean_accuracy(runs[3]), e4m3_scaled = mean_accuracy(runs[4]);
+  const double bf16 = mean_accuracy(runs[0]), hybrid_plain = mean_accuracy(runs[1]),
+               hybrid_scaled = mean_accuracy(runs[2]), e4m3_plain = mean_accuracy(runs[3]),
+               e4m3_scaled = mean_accuracy(runs[4]);
   std::printf(
       "Finding (mean of %d seeds): with e4m3 gradients and no scaling, fp8 flushed %.1f%% of the output\n"
       "gradients to zero and reached %.1f%% test accuracy; delayed per-tensor scaling flushed %.2f%% and\n"
       "reached %.1f%%, against %.1f%% for bf16 (7 classes: chance is 14.3%%). The hybrid recipe's e5m2\n"
       "gradients reach 2^-16: unscaled they flush %.1f%% and reach %.1f%%, scaled %.1f%% --\n%s.\n",
-      seeds, lost_share(plain, Fp8Role::kGradOutput, false), e4m3_plain, lost_share(scaled, Fp8Role::kGradOutput, false),
-      e4m3_scaled, bf16, lost_share(runs[1][0], Fp8Role::kGradOutput, false), hybrid_plain, hybrid_scaled,
+      seeds, lost_share(plain, Fp8Role::kGradOutput, false), e4m3_plain,
+      lost_share(scaled, Fp8Role::kGradOutput, false), e4m3_scaled, bf16,
+      lost_share(runs[1][0], Fp8Role::kGradOutput, false), hybrid_plain, hybrid_scaled,
       std::fabs(hybrid_scaled - hybrid_plain) < 1.0
           ? "harmless here: e5m2's wider range keeps the gradients that matter, which is why TE's default\n"
             "recipe stores gradients in e5m2, and why e4m3 gradients need their scale"
@@ -496,8 +527,9 @@ int main(int argc, char** argv) {
   for (const Fp8Cast& c : runs[4][0].fp8) {
     if (c.role == Fp8Role::kInput) layers.push_back(c.key);
   }
-  report_gradient_errors(gradient_errors(split, *bf16_model, specs, kVariants, layers, flags.seed, o.calibration_batches),
-                         specs, layers, flags.path("fp8-grad-error.svg"));
+  report_gradient_errors(
+      gradient_errors(split, *bf16_model, specs, kVariants, layers, flags.seed, o.calibration_batches), specs, layers,
+      flags.path("fp8-grad-error.svg"));
 
   save_fp8_figures(runs, specs, names, dy, flags);
   return 0;

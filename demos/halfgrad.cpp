@@ -148,11 +148,14 @@ void train_spm_model(dist::Communicator& world, const data::Dataset& train_set, 
 std::string resolve_checkpoint(const std::string& dir, bool best, bool note = true,
                                const std::string& flag = "--checkpoint") {
   namespace fs = std::filesystem;
-  const bool checkpoint = fs::exists(fs::path(dir) / io::kManifestFile) || fs::exists(fs::path(dir) / "config.json") ||
-                          fs::exists(fs::path(dir) / "model.safetensors");  // a damaged one: the loader says what is wrong
+  const bool checkpoint =
+      fs::exists(fs::path(dir) / io::kManifestFile) || fs::exists(fs::path(dir) / "config.json") ||
+      fs::exists(fs::path(dir) / "model.safetensors");  // a damaged one: the loader says what is wrong
   if (checkpoint) {
-    check(!best, "--best picks among a run's checkpoints: give the run's output directory (the folder of its "
-                 "checkpoint-N), not the checkpoint ", dir);
+    check(!best,
+          "--best picks among a run's checkpoints: give the run's output directory (the folder of its "
+          "checkpoint-N), not the checkpoint ",
+          dir);
     return dir;
   }
   const fs::path latest = io::latest_checkpoint(dir);
@@ -166,9 +169,11 @@ std::string resolve_checkpoint(const std::string& dir, bool best, bool note = tr
     const auto recorded = state.find("best_model_checkpoint");
     check(recorded != state.end() && recorded->is_string() && !recorded->get<std::string>().empty(), dir,
           ": the run recorded no best checkpoint (it needs evaluation data, and an evaluation at a step it saved): "
-          "drop --best for the latest, ", latest.string());
+          "drop --best for the latest, ",
+          latest.string());
     chosen = fs::path(dir) / fs::path(recorded->get<std::string>()).filename();
-    check(io::checkpoint_complete(chosen), dir, ": the best checkpoint, ", chosen.string(), ", is missing or incomplete");
+    check(io::checkpoint_complete(chosen), dir, ": the best checkpoint, ", chosen.string(),
+          ", is missing or incomplete");
   }
   if (note) {
     std::fprintf(stderr, "note: %s is a run's output directory: using its %s checkpoint, %s\n", dir.c_str(),
@@ -194,7 +199,8 @@ nn::ClassifierConfig check_train_flags(dist::Communicator& world, const CLI::App
     check(world.size() == 1 || o.threads != "auto",
           "--threads auto times one process's steps; under mpirun they wait for the slowest rank: give --threads N, "
           "or leave it out for the cores divided among the ranks");
-    if (!o.resume.empty()) o.resume = resolve_checkpoint(o.resume, /*best=*/false, /*note=*/world.rank() == 0, "--resume");
+    if (!o.resume.empty())
+      o.resume = resolve_checkpoint(o.resume, /*best=*/false, /*note=*/world.rank() == 0, "--resume");
     if (!o.spm_model.empty()) a.tokenizer.set_spm_model(data::read_spm_model_file(o.spm_model), o.spm_model);
     if (!o.resume.empty() && a.tokenizer.kind == data::TokenizerKind::kSentencePiece && o.spm_model.empty()) {
       resume_spm_model(o.resume, a.tokenizer);  // the checkpoint's model, not a new one trained again
@@ -276,7 +282,8 @@ std::string model_line(const nn::TextClassifier& model, const cli::TrainOptions&
   const std::string tokenizer =
       o.tokenizer + (a.tokenizer.hashed() ? " over " + std::to_string(a.tokenizer.buckets) + " buckets" : "");
   char text[512];
-  std::snprintf(text, sizeof text,
+  std::snprintf(
+      text, sizeof text,
       "model: %lld parameters (d_model %lld, heads %lld, layers %lld, d_ff %lld, max_len %lld, tokenizer %s, "
       "positions %s%s); precision %s%s; %s%s",
       static_cast<long long>(model.parameter_count()), static_cast<long long>(config.d_model),
@@ -284,7 +291,9 @@ std::string model_line(const nn::TextClassifier& model, const cli::TrainOptions&
       static_cast<long long>(config.max_len), tokenizer.c_str(), o.positions.c_str(),
       config.bag_skip ? (config.encoder_drop_path > 0.0f ? ", bag skip, encoder drop path" : ", bag skip") : "",
       o.precision.c_str(),
-      a.mixed_precision.precision == optim::Precision::kFp16 ? (" " + o.opt_level + ", loss scale " + o.loss_scale).c_str() : "",
+      a.mixed_precision.precision == optim::Precision::kFp16
+          ? (" " + o.opt_level + ", loss scale " + o.loss_scale).c_str()
+          : "",
       team.c_str(),
       world_size > 1 ? (" x " + std::to_string(world_size) + " processes, --ddp-comm " + o.ddp_comm).c_str() : "");
   return text;
@@ -323,8 +332,8 @@ void check_step_counts(dist::Communicator& world, const train::TrainingArguments
   const int64_t eval_every = a.eval_steps > 0 ? a.eval_steps : a.logging_steps;
   dist::agree(world, [&] {  // the same on every rank; agreed, so rank 0 alone prints it
     check(a.save_strategy != train::IntervalStrategy::kSteps || a.save_steps <= steps, "--save-steps ", a.save_steps,
-          " is more than the run's ", steps, " optimizer steps: no checkpoint would be saved; give --save-steps <= ",
-          steps, " or --save-strategy epoch");
+          " is more than the run's ", steps,
+          " optimizer steps: no checkpoint would be saved; give --save-steps <= ", steps, " or --save-strategy epoch");
     check(a.eval_strategy != train::IntervalStrategy::kSteps || eval_every <= steps,
           a.eval_steps > 0 ? "--eval-steps " : "--logging-steps ", eval_every, " is more than the run's ", steps,
           " optimizer steps: nothing would be evaluated; give at most ", steps);
@@ -469,11 +478,12 @@ int run_predict(const cli::CommandLine& cl) {
   for (size_t i = 0; i < texts.size(); ++i) {
     const std::string& label = l.labels[size_t(p.predictions[i])];
     if (cl.logits) {
-      std::string row = "{\"text\": " + nlohmann::json(texts[i]).dump() + ", \"label\": " +
-                        nlohmann::json(label).dump() + ", \"logits\": [";
+      std::string row = "{\"text\": " + nlohmann::json(texts[i]).dump() +
+                        ", \"label\": " + nlohmann::json(label).dump() + ", \"logits\": [";
       char number[32];
       for (int64_t k = 0; k < p.classes; ++k) {
-        std::snprintf(number, sizeof number, "%s%.9g", k ? ", " : "", double(p.logits[size_t(int64_t(i) * p.classes + k)]));
+        std::snprintf(number, sizeof number, "%s%.9g", k ? ", " : "",
+                      double(p.logits[size_t(int64_t(i) * p.classes + k)]));
         row += number;
       }
       std::printf("%s]}\n", row.c_str());

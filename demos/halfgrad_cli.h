@@ -30,10 +30,10 @@ struct RecipeDefaults {
   int64_t batch_size;
   const char* pooling;
 };
-inline constexpr RecipeDefaults kBagRecipe{.dropout = 0.5f, .weight_decay = 0.01f, .learning_rate = 1e-2f,
-                                           .epochs = 5, .batch_size = 256, .pooling = "mean"};
-inline constexpr RecipeDefaults kTransformerRecipe{.dropout = 0.1f, .weight_decay = 0.01f, .learning_rate = 3e-3f,
-                                                   .epochs = 10, .batch_size = 64, .pooling = "cls"};
+inline constexpr RecipeDefaults kBagRecipe{
+    .dropout = 0.5f, .weight_decay = 0.01f, .learning_rate = 1e-2f, .epochs = 5, .batch_size = 256, .pooling = "mean"};
+inline constexpr RecipeDefaults kTransformerRecipe{
+    .dropout = 0.1f, .weight_decay = 0.01f, .learning_rate = 3e-3f, .epochs = 10, .batch_size = 64, .pooling = "cls"};
 
 // "<what> (default V for a bag, --layers 0; W with --layers >= 1)" for the help of a recipe flag.
 template <typename T>
@@ -47,11 +47,11 @@ struct TrainOptions {
   std::string train_file, eval_file, resume, pooling = kBagRecipe.pooling;
   // Parsed into args.mixed_precision once, by resolve_train_options.
   std::string precision = "fp16", opt_level = "O2", loss_scale = "dynamic";
-  std::string accumulate = "f32";  // --accumulate, into args.mixed_precision.accumulation
+  std::string accumulate = "f32";    // --accumulate, into args.mixed_precision.accumulation
   std::string rounding = "nearest";  // --rounding, into args.mixed_precision.rounding
   bool flush_subnormals = false;     // --flush-subnormals, into args.mixed_precision.flush_subnormals
   std::string master_weights = "f32", update_rounding = "nearest";  // --master-weights, --update-rounding
-  std::string bf16_dot = "auto";  // --bf16-dot, into args.mixed_precision.bf16_dot
+  std::string bf16_dot = "auto";                                    // --bf16-dot, into args.mixed_precision.bf16_dot
   bool fp16 = false, bf16 = false;
   // --precision fp8's delayed-scaling recipe (Fp8Recipe's fields, TE's defaults).
   std::string fp8_format = "hybrid", fp8_amax_compute_algo = "max", fp8_scale = "pow2";
@@ -69,15 +69,15 @@ struct TrainOptions {
   // sentencepiece under encoder layers (ordered tokens); none otherwise (a bag).
   std::string positions;
   std::string spm_type = "unigram", spm_model;  // --spm-type, --spm-model (a .model file's path)
-  bool bag_skip = false;  // --bag-skip: ClassifierConfig::bag_skip (needs --layers >= 1)
+  bool bag_skip = false;                        // --bag-skip: ClassifierConfig::bag_skip (needs --layers >= 1)
   float encoder_drop_path = 0.0f;  // --encoder-drop-path: ClassifierConfig::encoder_drop_path (needs --bag-skip)
   float dropout = kBagRecipe.dropout;
   int64_t early_stopping = 0;
-  int64_t inspect = 0;  // NumericsInspector every N optimizer steps (0: off)
-  bool inspect_mx = false;  // the inspector also measures MXFP8/MXFP4 block quantization
+  int64_t inspect = 0;                // NumericsInspector every N optimizer steps (0: off)
+  bool inspect_mx = false;            // the inspector also measures MXFP8/MXFP4 block quantization
   bool overwrite_output_dir = false;  // train into an output dir holding an earlier run's checkpoints
   int64_t train_per_language = 6000, test_per_language = 1000;
-  std::string input_format = "auto";     // --input-format, of --train and --eval
+  std::string input_format = "auto";  // --input-format, of --train and --eval
   // Parsed into args by resolve_train_options (kScheduleNames, kIntervalStrategyNames, kWireFormatNames).
   std::string scheduler = "cosine", eval_strategy = "epoch", save_strategy = "epoch", ddp_comm = "f32";
   bool header = false, no_header = false;  // --header, --no-header (neither: detected)
@@ -116,7 +116,9 @@ inline void add_read_flags(CLI::App& app, std::string& format, bool& header, boo
 inline data::ReadOptions read_options(const std::string& format, bool header, bool no_header) {
   check(!(header && no_header), "--header and --no-header both given: give one");
   return {.format = data::kDataFormatNames.parse(format, "--input-format"),
-          .header = header ? data::HeaderMode::kYes : no_header ? data::HeaderMode::kNo : data::HeaderMode::kAuto};
+          .header = header      ? data::HeaderMode::kYes
+                    : no_header ? data::HeaderMode::kNo
+                                : data::HeaderMode::kAuto};
 }
 
 // --precision and the flags that complete the mixed-precision mode (resolve_train_options parses them).
@@ -188,9 +190,9 @@ inline void add_optimization_flags(CLI::App& app, TrainOptions& o) {
       ->check(CLI::Range(int64_t{1}, int64_t{1} << 20));
   app.add_option("--lr", a.learning_rate,
                  recipe_help("peak learning rate", kBagRecipe.learning_rate, kTransformerRecipe.learning_rate));
-  app.add_option("--weight-decay", a.weight_decay,
-                 recipe_help("AdamW weight decay (matrices only)", kBagRecipe.weight_decay,
-                             kTransformerRecipe.weight_decay));
+  app.add_option(
+      "--weight-decay", a.weight_decay,
+      recipe_help("AdamW weight decay (matrices only)", kBagRecipe.weight_decay, kTransformerRecipe.weight_decay));
   app.add_option("--embedding-lr", a.embedding_learning_rate,
                  "the token table's own peak learning rate, under the same schedule (default: --lr)");
   app.add_option("--label-smoothing", a.label_smoothing_factor,
@@ -198,10 +200,14 @@ inline void add_optimization_flags(CLI::App& app, TrainOptions& o) {
       ->capture_default_str();
   app.add_option("--warmup-steps", a.warmup_steps, "linear warmup steps (instead of --warmup-ratio: give one)")
       ->check(CLI::Range(int64_t{0}, int64_t{1} << 40));
-  app.add_option("--warmup-ratio", a.warmup_ratio, "linear warmup over this share of all steps, in [0, 1), rounded up (instead of --warmup-steps: give one)")
+  app.add_option(
+         "--warmup-ratio", a.warmup_ratio,
+         "linear warmup over this share of all steps, in [0, 1), rounded up (instead of --warmup-steps: give one)")
       ->capture_default_str();
   app.add_option("--scheduler", o.scheduler, optim::kScheduleNames.listed())->capture_default_str();
-  app.add_option("--seed", a.seed, "random seed (weights, data order, dropout)")->capture_default_str()->check(kSeedRange);
+  app.add_option("--seed", a.seed, "random seed (weights, data order, dropout)")
+      ->capture_default_str()
+      ->check(kSeedRange);
   app.add_flag("--group-by-length", a.group_by_length,
                "training batches of texts of similar length (HF's group_by_length): less padding, so a "
                "transformer's steps cost less (the data order changes with it)");
@@ -217,15 +223,14 @@ inline void add_run_flags(CLI::App& app, TrainOptions& o) {
   app.add_option("--output-dir", a.output_dir, "checkpoints and logs")->capture_default_str();
   app.add_flag("--overwrite-output-dir", o.overwrite_output_dir,
                "train into an output dir that holds checkpoints of an earlier run (never one a live run holds)");
-  app.add_option("--resume", o.resume, "continue from a checkpoint, or a run's output directory (its latest checkpoint)")
+  app.add_option("--resume", o.resume,
+                 "continue from a checkpoint, or a run's output directory (its latest checkpoint)")
       ->check(CLI::ExistingDirectory);
   app.add_option("--eval-strategy,--evaluation-strategy", o.eval_strategy, train::kIntervalStrategyNames.listed())
       ->capture_default_str();
   app.add_option("--eval-steps", a.eval_steps, "evaluate every N steps (selects --eval-strategy steps)")
       ->check(kStepCount);
-  app.add_option("--logging-steps", a.logging_steps, "log every N steps")
-      ->capture_default_str()
-      ->check(kStepCount);
+  app.add_option("--logging-steps", a.logging_steps, "log every N steps")->capture_default_str()->check(kStepCount);
   app.add_option("--save-strategy", o.save_strategy, train::kIntervalStrategyNames.listed())->capture_default_str();
   app.add_option("--save-steps", a.save_steps, "save every N steps (selects --save-strategy steps)")->check(kStepCount);
   app.add_option("--save-total-limit", a.save_total_limit, "keep the newest N checkpoints and the best (-1: all)")
@@ -234,8 +239,7 @@ inline void add_run_flags(CLI::App& app, TrainOptions& o) {
                "checkpoints without the optimizer, scheduler, scaler and RNG state (HF's save_only_model): a third "
                "of the size; eval and predict take them, --resume does not");
   app.add_option("--max-grad-norm", a.max_grad_norm, "gradient clipping (0: off)")->capture_default_str();
-  app.add_option("--grad-accum", a.gradient_accumulation_steps, "gradient accumulation steps")
-      ->check(kStepCount);
+  app.add_option("--grad-accum", a.gradient_accumulation_steps, "gradient accumulation steps")->check(kStepCount);
   app.add_flag("--load-best", a.load_best_model_at_end, "load the best checkpoint at the end");
   app.add_option("--metric", a.metric_for_best_model, "loss | accuracy | f1 (for --load-best and --early-stopping)")
       ->capture_default_str();
@@ -270,14 +274,16 @@ inline void add_model_flags(CLI::App& app, TrainOptions& o) {
                  data::kTokenizerKindNames.listed() + " (sentencepiece: trained on --train, or --spm-model)")
       ->capture_default_str()
       ->check(CLI::IsMember(data::kTokenizerKindNames.names()));
-  app.add_option("--positions", o.positions,
-                 "learned | none (a bag); default learned for bytes, and for words and sentencepiece with --layers >= 1 "
-                 "(then words drops its bigrams), else none")
+  app.add_option(
+         "--positions", o.positions,
+         "learned | none (a bag); default learned for bytes, and for words and sentencepiece with --layers >= 1 "
+         "(then words drops its bigrams), else none")
       ->check(CLI::IsMember({"learned", "none"}));
   // The types halfgrad trains (kSpmTypeNames' first two; a --spm-model may be of any).
   const std::vector<std::string> trained_types = {std::string(data::kSpmTypeNames.name(data::SpmType::kUnigram)),
                                                   std::string(data::kSpmTypeNames.name(data::SpmType::kBpe))};
-  app.add_option("--spm-type", o.spm_type, "sentencepiece: the model to train, " + trained_types[0] + " | " + trained_types[1])
+  app.add_option("--spm-type", o.spm_type,
+                 "sentencepiece: the model to train, " + trained_types[0] + " | " + trained_types[1])
       ->capture_default_str()
       ->check(CLI::IsMember(trained_types));
   app.add_option("--vocab-size", a.tokenizer.spm_vocab_size, "sentencepiece: pieces of the model to train")
@@ -295,13 +301,20 @@ inline void add_model_flags(CLI::App& app, TrainOptions& o) {
                  "char-ngrams, words: hash buckets, the embedding rows (default: min(2^18, a power of two >= 4 x the "
                  "training data's distinct n-grams), 2^18 for the main job)")
       ->check(CLI::Range(int64_t{1}, io::ArchitectureCaps::kBuckets));
-  app.add_option("--d-model", o.d_model, "model width")->capture_default_str()->check(CLI::Range(int64_t{1}, io::ArchitectureCaps::kDModel));
+  app.add_option("--d-model", o.d_model, "model width")
+      ->capture_default_str()
+      ->check(CLI::Range(int64_t{1}, io::ArchitectureCaps::kDModel));
   app.add_option("--heads", o.heads, "attention heads (must divide d-model)")
       ->capture_default_str()
       ->check(CLI::Range(int64_t{1}, io::ArchitectureCaps::kHeads));
-  app.add_option("--layers", o.layers, "encoder layers")->capture_default_str()->check(CLI::Range(int64_t{0}, io::ArchitectureCaps::kLayers));
-  app.add_option("--d-ff", o.d_ff, "feed-forward width")->capture_default_str()->check(CLI::Range(int64_t{1}, io::ArchitectureCaps::kDFf));
-  app.add_option("--dropout", o.dropout, recipe_help("dropout probability", kBagRecipe.dropout, kTransformerRecipe.dropout))
+  app.add_option("--layers", o.layers, "encoder layers")
+      ->capture_default_str()
+      ->check(CLI::Range(int64_t{0}, io::ArchitectureCaps::kLayers));
+  app.add_option("--d-ff", o.d_ff, "feed-forward width")
+      ->capture_default_str()
+      ->check(CLI::Range(int64_t{1}, io::ArchitectureCaps::kDFf));
+  app.add_option("--dropout", o.dropout,
+                 recipe_help("dropout probability", kBagRecipe.dropout, kTransformerRecipe.dropout))
       ->check(CLI::Range(0.0, 0.99));
   app.add_option("--pooling", o.pooling,
                  recipe_help("mean | cls", std::string(kBagRecipe.pooling), std::string(kTransformerRecipe.pooling)))
@@ -377,7 +390,8 @@ inline void resolve_precision(const GivenFlags& given, TrainOptions& o) {
     Fp8Recipe& r = a.mixed_precision.fp8;
     r.format = kFp8FormatNames.parse(o.fp8_format, "fp8_format (--fp8-format)");
     r.amax_history_len = o.fp8_amax_history_len;
-    r.amax_compute_algo = kFp8AmaxAlgoNames.parse(o.fp8_amax_compute_algo, "fp8_amax_compute_algo (--fp8-amax-compute-algo)");
+    r.amax_compute_algo =
+        kFp8AmaxAlgoNames.parse(o.fp8_amax_compute_algo, "fp8_amax_compute_algo (--fp8-amax-compute-algo)");
     r.margin = o.fp8_margin;
     r.scale = kFp8ScaleNames.parse(o.fp8_scale, "fp8_scale (--fp8-scale)");
     a.mixed_precision.validate();
@@ -386,7 +400,8 @@ inline void resolve_precision(const GivenFlags& given, TrainOptions& o) {
   a.mixed_precision.accumulation = optim::kAccumulationNames.parse(o.accumulate, "accumulate (--accumulate)");
   a.mixed_precision.rounding = optim::kRoundingNames.parse(o.rounding, "rounding (--rounding)");
   a.mixed_precision.flush_subnormals = o.flush_subnormals;
-  a.mixed_precision.master_weights = optim::kMasterWeightsNames.parse(o.master_weights, "master_weights (--master-weights)");
+  a.mixed_precision.master_weights =
+      optim::kMasterWeightsNames.parse(o.master_weights, "master_weights (--master-weights)");
   a.mixed_precision.update_rounding =
       optim::kUpdateRoundingNames.parse(o.update_rounding, "update_rounding (--update-rounding)");
   a.mixed_precision.bf16_dot = optim::kBf16DotNames.parse(o.bf16_dot, "bf16_dot (--bf16-dot)");
@@ -400,7 +415,8 @@ inline void resolve_strategies(const GivenFlags& given, TrainOptions& o) {
   // A step count selects its strategy; under another explicit strategy it would be ignored.
   using Strategy = train::IntervalStrategy;
   for (const auto& [steps, strategy_flag, field, text, strategy] :
-       {std::tuple{"--save-steps", "--save-strategy", "save_strategy (--save-strategy)", &o.save_strategy, &a.save_strategy},
+       {std::tuple{"--save-steps", "--save-strategy", "save_strategy (--save-strategy)", &o.save_strategy,
+                   &a.save_strategy},
         std::tuple{"--eval-steps", "--eval-strategy", "eval_strategy (--eval-strategy)", &o.eval_strategy,
                    &a.eval_strategy}}) {
     *strategy = train::kIntervalStrategyNames.parse(*text, field);
@@ -433,7 +449,8 @@ inline void resolve_strategies(const GivenFlags& given, TrainOptions& o) {
   check(!o.inspect_mx || o.inspect > 0, "--inspect-mx adds columns to --inspect: give --inspect N too");
   check(!given("--save-total-limit") || a.save_strategy != Strategy::kNo,
         "--save-total-limit has no effect with --save-strategy no");
-  check(!a.save_only_model || a.save_strategy != Strategy::kNo, "--save-only-model has no effect with --save-strategy no");
+  check(!a.save_only_model || a.save_strategy != Strategy::kNo,
+        "--save-only-model has no effect with --save-strategy no");
   check(!(given("--epochs") && given("--max-steps")),
         "--epochs and --max-steps both given: --max-steps would override --epochs; give one");
   check(!(given("--warmup-ratio") && given("--warmup-steps")),
@@ -452,8 +469,8 @@ inline void resolve_model(const GivenFlags& given, TrainOptions& o) {
   check(!(a.tokenizer.kind == data::TokenizerKind::kBytes || spm) || !given("--buckets"),
         "--buckets applies to the hashed tokenizers only (this run is ", o.tokenizer, "): drop --buckets");
   for (const char* flag : {"--spm-type", "--vocab-size", "--spm-model"}) {
-    check(spm || !given(flag), flag, " applies to --tokenizer sentencepiece only (this run is ", o.tokenizer, "): drop ",
-          flag);
+    check(spm || !given(flag), flag, " applies to --tokenizer sentencepiece only (this run is ", o.tokenizer,
+          "): drop ", flag);
   }
   check(!given("--spm-model") || !(given("--spm-type") || given("--vocab-size")),
         "--spm-model brings its own model type and vocabulary: drop --spm-type and --vocab-size");
@@ -509,11 +526,11 @@ struct CommandLine {
   int64_t eval_batch = 256;
   std::string input_format = "auto";       // eval --input-format
   bool header = false, no_header = false;  // eval --header, --no-header
-  std::vector<std::string> texts;  // predict
-  std::string input_file;          // predict --input
-  int64_t top_k = 0;               // predict --top-k (0: every label, in label order)
-  bool logits = false;             // predict --logits
-  std::string export_dir;          // export-langid
+  std::vector<std::string> texts;          // predict
+  std::string input_file;                  // predict --input
+  int64_t top_k = 0;                       // predict --top-k (0: every label, in label order)
+  bool logits = false;                     // predict --logits
+  std::string export_dir;                  // export-langid
   uint64_t export_seed = 0;
   CLI::App *train_cmd = nullptr, *eval_cmd = nullptr, *predict_cmd = nullptr, *export_cmd = nullptr;
 };
@@ -535,16 +552,14 @@ inline void setup_command_line(CLI::App& app, CommandLine& cl) {
       ->required()
       ->check(CLI::ExistingFile);
   add_read_flags(*cl.eval_cmd, cl.input_format, cl.header, cl.no_header);
-  cl.eval_cmd->add_option("--batch-size", cl.eval_batch, "batch size")
-      ->check(CLI::Range(int64_t{1}, int64_t{1} << 20));
+  cl.eval_cmd->add_option("--batch-size", cl.eval_batch, "batch size")->check(CLI::Range(int64_t{1}, int64_t{1} << 20));
 
   cl.predict_cmd = app.add_subcommand("predict", "label texts with a checkpoint");
-  cl.predict_cmd->add_option("--checkpoint", cl.checkpoint, checkpoint_help)
-      ->required()
-      ->check(CLI::ExistingDirectory);
+  cl.predict_cmd->add_option("--checkpoint", cl.checkpoint, checkpoint_help)->required()->check(CLI::ExistingDirectory);
   cl.predict_cmd->add_flag("--best", cl.best, best_help);
   cl.predict_cmd->add_option("texts", cl.texts, "texts to label (default: one per line of --input, or of stdin)");
-  cl.predict_cmd->add_option("--input", cl.input_file, "a file of texts, one per line (- : stdin); blank lines are skipped")
+  cl.predict_cmd
+      ->add_option("--input", cl.input_file, "a file of texts, one per line (- : stdin); blank lines are skipped")
       ->check(CLI::ExistingFile | CLI::IsMember({"-"}));
   cl.predict_cmd->add_option("--top-k", cl.top_k, "print the K most probable labels, most probable first")
       ->check(CLI::Range(int64_t{1}, int64_t{1} << 20));

@@ -21,8 +21,8 @@ using optim::LossScaling;
 constexpr optim::Precision kFp16 = optim::Precision::kFp16;  // O2
 
 void print_table(const std::vector<demos::RunResult>& runs) {
-  std::printf("\n%-26s %10s %9s %11s %11s %11s %8s %11s\n", "run", "final loss", "test acc", "zero grads",
-              "zero act.g", "act.g ->0", "skipped", "final scale");
+  std::printf("\n%-26s %10s %9s %11s %11s %11s %8s %11s\n", "run", "final loss", "test acc", "zero grads", "zero act.g",
+              "act.g ->0", "skipped", "final scale");
   for (const demos::RunResult& r : runs) {
     std::printf("%-26s %10.6f %8.2f%% %10.3f%% %10.3f%% %10.3f%% %8lld %11g\n", r.label.c_str(), r.final_loss,
                 100 * r.test_accuracy, 100 * r.param_grad_zero, 100 * r.act_grad_zero, 100 * r.act_grad_fp16_underflow,
@@ -31,7 +31,7 @@ void print_table(const std::vector<demos::RunResult>& runs) {
 }
 
 std::vector<demos::RunResult> train_runs(const data::Split& split, const std::vector<demos::RunSpec>& specs,
-                                    const demos::RunSettings& settings) {
+                                         const demos::RunSettings& settings) {
   std::vector<demos::RunResult> runs;
   for (const demos::RunSpec& spec : specs) {
     runs.push_back(demos::train_language_id(split, spec, settings));
@@ -52,11 +52,13 @@ void save_scale_figure(const std::vector<const demos::RunResult*>& runs, const s
   }
   char title[160];
   if (skipped == 0) {
-    std::snprintf(title, sizeof title, "Loss scale: no step overflowed, so no scale ever moved (log2 S %g to %g)", lo, hi);
+    std::snprintf(title, sizeof title, "Loss scale: no step overflowed, so no scale ever moved (log2 S %g to %g)", lo,
+                  hi);
   } else {
     const demos::RunResult* most = runs[0];
     for (const demos::RunResult* r : runs) most = r->skipped > most->skipped ? r : most;
-    std::snprintf(title, sizeof title, "Loss scale: %lld overflowing steps skipped, each halving the scale (%s: 2^%g to 2^%g)",
+    std::snprintf(title, sizeof title,
+                  "Loss scale: %lld overflowing steps skipped, each halving the scale (%s: 2^%g to 2^%g)",
                   static_cast<long long>(skipped), most->label.c_str(), std::log2(most->scales.front()),
                   std::log2(most->scales.back()));
   }
@@ -88,10 +90,14 @@ int main(int argc, char** argv) {
   app.add_option("--static-scale", static_scale, "the static run's loss scale")
       ->capture_default_str()
       ->check(CLI::PositiveNumber);
-  app.add_option("--large-batch", large_batch, "batch of a second part, whose mean loss has smaller gradients (0: skip it; 1024 was measured, docs/demos.md)")
+  app.add_option(
+         "--large-batch", large_batch,
+         "batch of a second part, whose mean loss has smaller gradients (0: skip it; 1024 was measured, docs/demos.md)")
       ->capture_default_str()
       ->check(CLI::Range(int64_t{0}, int64_t{8192}));
-  app.add_option("--large-steps", large_steps, "optimizer steps of the second part")->capture_default_str()->check(CLI::PositiveNumber);
+  app.add_option("--large-steps", large_steps, "optimizer steps of the second part")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
   CLI11_PARSE(app, argc, argv);
   flags.apply();
 
@@ -114,8 +120,10 @@ int main(int argc, char** argv) {
       {
           {.label = "f32"},
           {.label = "fp16, no scaling", .mixed_precision = {.precision = kFp16, .loss_scaling = none}},
-          {.label = "fp16, no scaling, FTZ", .mixed_precision = {.precision = kFp16, .loss_scaling = none, .flush_subnormals = true}},
-          {.label = static_label, .mixed_precision = {.precision = kFp16, .loss_scaling = {LossScaling::Kind::kStatic, static_scale}}},
+          {.label = "fp16, no scaling, FTZ",
+           .mixed_precision = {.precision = kFp16, .loss_scaling = none, .flush_subnormals = true}},
+          {.label = static_label,
+           .mixed_precision = {.precision = kFp16, .loss_scaling = {LossScaling::Kind::kStatic, static_scale}}},
           {.label = "fp16, dynamic", .mixed_precision = {.precision = kFp16}},
           {.label = "fp16, dynamic, FTZ", .mixed_precision = {.precision = kFp16, .flush_subnormals = true}},
           {.label = "fp16, dynamic from 2^32",
@@ -150,14 +158,19 @@ int main(int argc, char** argv) {
         "where even gradual underflow holds nothing. %lld steps each, same seed.\n",
         static_cast<long long>(large_batch), static_cast<long long>(large_batch),
         static_cast<long long>(large_batch / 64), static_cast<long long>(large_steps));
-    large = train_runs(split,
-                  {
-                      {.label = "f32, large batch"},
-                      {.label = "fp16, no scaling, large", .mixed_precision = {.precision = kFp16, .loss_scaling = none}},
-                      {.label = "fp16, dynamic, large", .mixed_precision = {.precision = kFp16}},
-                  },
-                  {.steps = large_steps, .seed = flags.seed, .batch = large_batch, .log_every = std::max<int64_t>(1, large_steps / 10),
-                   .inspect_every = std::max<int64_t>(1, large_steps / 10), .model = flags.model});
+    large = train_runs(
+        split,
+        {
+            {.label = "f32, large batch"},
+            {.label = "fp16, no scaling, large", .mixed_precision = {.precision = kFp16, .loss_scaling = none}},
+            {.label = "fp16, dynamic, large", .mixed_precision = {.precision = kFp16}},
+        },
+        {.steps = large_steps,
+         .seed = flags.seed,
+         .batch = large_batch,
+         .log_every = std::max<int64_t>(1, large_steps / 10),
+         .inspect_every = std::max<int64_t>(1, large_steps / 10),
+         .model = flags.model});
     print_table(large);
   }
 
@@ -166,18 +179,21 @@ int main(int argc, char** argv) {
   std::snprintf(line, sizeof line,
                 "\nFinding: at batch 64, unscaled fp16 ends at %.1f%% (f32 %.1f%%) because subnormals keep the small\n"
                 "gradients; under flush-to-zero it ends at %.1f%%, and the dynamic loss scale recovers %.1f%%.\n",
-                100 * plain.test_accuracy, 100 * f32.test_accuracy, 100 * ftz.test_accuracy, 100 * ftz_scaled.test_accuracy);
+                100 * plain.test_accuracy, 100 * f32.test_accuracy, 100 * ftz.test_accuracy,
+                100 * ftz_scaled.test_accuracy);
   finding = line;
   if (!large.empty()) {
     const double gap = 100 * (large[2].test_accuracy - large[1].test_accuracy);
     std::snprintf(line, sizeof line,
                   "At batch %lld without flush-to-zero, unscaled fp16 flushes %.2f%% of the activation gradients\n"
-                  "(of the f32 run's, %.2f%% lie below fp16's range); unscaled fp16 ends at %.1f%%, dynamic scaling %.1f%%, f32 %.1f%%: %s.\n",
+                  "(of the f32 run's, %.2f%% lie below fp16's range); unscaled fp16 ends at %.1f%%, dynamic scaling "
+                  "%.1f%%, f32 %.1f%%: %s.\n",
                   static_cast<long long>(large_batch), 100 * large[1].act_grad_fp16_underflow,
                   100 * large[0].act_grad_fp16_underflow, 100 * large[1].test_accuracy, 100 * large[2].test_accuracy,
                   100 * large[0].test_accuracy,
-                  std::fabs(gap) >= 1.0 ? "the loss scale matters without flush-to-zero too"
-                                        : "even there the flushed gradients do not change the result, the model learns from the rest");
+                  std::fabs(gap) >= 1.0
+                      ? "the loss scale matters without flush-to-zero too"
+                      : "even there the flushed gradients do not change the result, the model learns from the rest");
     finding += line;
   }
   if (large.empty()) {
@@ -196,6 +212,7 @@ int main(int argc, char** argv) {
   demos::add_loss_curves(losses, runs);
   losses.save(flags.path("loss_scaling-loss.svg"));
   save_scale_figure({&runs[3], &runs[4], &runs[5], &runs[6]}, flags.path("loss_scaling-scale.svg"));
-  std::printf("\nwrote %s, %s\n", flags.path("loss_scaling-loss.svg").c_str(), flags.path("loss_scaling-scale.svg").c_str());
+  std::printf("\nwrote %s, %s\n", flags.path("loss_scaling-loss.svg").c_str(),
+              flags.path("loss_scaling-scale.svg").c_str());
   return 0;
 }

@@ -27,7 +27,9 @@ using optim::MasterWeightsKind;
 using optim::Precision;
 using optim::UpdateRounding;
 
-double mean(const std::vector<double>& v) { return v.empty() ? 0.0 : std::accumulate(v.begin(), v.end(), 0.0) / double(v.size()); }
+double mean(const std::vector<double>& v) {
+  return v.empty() ? 0.0 : std::accumulate(v.begin(), v.end(), 0.0) / double(v.size());
+}
 
 void print_rounding() {
   std::printf("== Small updates to a 16-bit weight (round to nearest even) ==\n");
@@ -68,10 +70,13 @@ std::vector<Variant> variants(Precision precision) {
   const bool bf16 = precision == Precision::kBf16;
   const std::string f = bf16 ? "bf16" : "fp16";
   auto pure = [&](UpdateRounding rounding) {
-    return optim::MixedPrecisionOptions{.precision = precision, .master_weights = MasterWeightsKind::kNone, .update_rounding = rounding};
+    return optim::MixedPrecisionOptions{
+        .precision = precision, .master_weights = MasterWeightsKind::kNone, .update_rounding = rounding};
   };
   return {
-      {f + ", f32 masters", {.precision = precision}, bf16 ? 4.0 : 6.0,
+      {f + ", f32 masters",
+       {.precision = precision},
+       bf16 ? 4.0 : 6.0,
        bf16 ? "f32 weights, cast per op" : "f16 model + f32 master"},
       {"pure " + f + ", nearest", pure(UpdateRounding::kNearest), 2.0, "16-bit weights"},
       {"pure " + f + ", stochastic", pure(UpdateRounding::kStochastic), 2.0, "16-bit weights"},
@@ -96,7 +101,8 @@ struct Outcome {
 
 // The log2 histogram of |u| / |w| of the f32-master run's updates, with the bands of the 16-bit
 // format shaded: always lost under nearest rounding, depends on w's mantissa, kept.
-void save_ratio_figure(const demos::RunResult& r, int half_ulp_log2, const std::string& format, const std::string& path) {
+void save_ratio_figure(const demos::RunResult& r, int half_ulp_log2, const std::string& format,
+                       const std::string& path) {
   const precision::Log2Histogram& h = r.update_ratios;
   std::vector<double> x, y;  // from the first nonempty bin to the last
   for (int e = precision::Log2Histogram::kMinExponent; e <= precision::Log2Histogram::kMaxExponent; ++e) {
@@ -109,8 +115,10 @@ void save_ratio_figure(const demos::RunResult& r, int half_ulp_log2, const std::
   const double lo = std::min(x.front(), half_ulp_log2 - 4.0), hi = std::max(x.back() + 1, half_ulp_log2 + 4.0);
   const double lost = r.updates ? 100.0 * double(r.updates_lost_in_f16) / double(r.updates) : 0.0;
   char title[128];
-  std::snprintf(title, sizeof title, "%.0f%% of the updates are below half an ulp of their %s weight", lost, format.c_str());
-  report::SvgPlot plot({.title = title, .x_label = "log2 (|update| / |" + format + " weight|), f32-master run",
+  std::snprintf(title, sizeof title, "%.0f%% of the updates are below half an ulp of their %s weight", lost,
+                format.c_str());
+  report::SvgPlot plot({.title = title,
+                        .x_label = "log2 (|update| / |" + format + " weight|), f32-master run",
                         .y_label = "share of updates"});
   plot.add_line("updates", x, y, /*steps=*/true);
   plot.set_x_range(lo, hi);
@@ -127,8 +135,8 @@ void save_ratio_figure(const demos::RunResult& r, int half_ulp_log2, const std::
 // the curves themselves lie within a line width of each other, their differences do not. The
 // title states the finding.
 void save_loss_figure(const std::vector<Outcome>& outcomes, const std::string& title, const std::string& path) {
-  report::SvgPlot plot({.title = title, .x_label = "optimizer step",
-                        .y_label = "training loss minus f32 masters' (mean of seeds)"});
+  report::SvgPlot plot(
+      {.title = title, .x_label = "optimizer step", .y_label = "training loss minus f32 masters' (mean of seeds)"});
   auto mean_curve = [](const Outcome& o) {
     std::vector<double> y(o.runs[0].losses.size(), 0.0);
     for (const demos::RunResult& r : o.runs) {
@@ -165,8 +173,12 @@ int main(int argc, char** argv) {
   std::vector<std::string> formats = {"bf16", "fp16"};
   std::vector<std::string> updates = {"nearest", "stochastic", "kahan"};
   demos::add_demo_flags(app, flags);
-  app.add_option("--lr", lr, "peak learning rate (AdamW, cosine schedule)")->capture_default_str()->check(CLI::PositiveNumber);
-  app.add_option("--seeds", seeds, "seeds of each run: --seed, --seed + 1, ...")->capture_default_str()->check(CLI::Range(1, 16));
+  app.add_option("--lr", lr, "peak learning rate (AdamW, cosine schedule)")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
+  app.add_option("--seeds", seeds, "seeds of each run: --seed, --seed + 1, ...")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 16));
   app.add_option("--formats", formats, "16-bit formats to train in")
       ->capture_default_str()
       ->check(CLI::IsMember({"bf16", "fp16"}))
@@ -194,11 +206,13 @@ int main(int argc, char** argv) {
     std::vector<Outcome> outcomes;
     for (const Variant& v : variants(precision)) {
       const bool wanted = v.options.master_weights == MasterWeightsKind::kF32 ||
-                          std::find(updates.begin(), updates.end(), optim::kUpdateRoundingNames.name(v.options.update_rounding)) != updates.end();
+                          std::find(updates.begin(), updates.end(),
+                                    optim::kUpdateRoundingNames.name(v.options.update_rounding)) != updates.end();
       if (!wanted) continue;
       Outcome o{.variant = v};
       for (int s = 0; s < seeds; ++s) {
-        const demos::RunSettings settings{.steps = flags.steps, .seed = flags.seed + uint64_t(s), .lr = lr, .model = flags.model};
+        const demos::RunSettings settings{
+            .steps = flags.steps, .seed = flags.seed + uint64_t(s), .lr = lr, .model = flags.model};
         const bool reference = v.options.master_weights == MasterWeightsKind::kF32;
         o.runs.push_back(demos::train_language_id(
             split, {.label = v.label, .mixed_precision = v.options, .track_updates = reference && s == 0}, settings));
@@ -207,7 +221,8 @@ int main(int argc, char** argv) {
       }
       outcomes.push_back(std::move(o));
     }
-    std::printf("\n%-26s %6s %9s %10s %11s  %s\n", "run", "bytes", "test acc", "final loss", "vs masters", "per seed (test acc)");
+    std::printf("\n%-26s %6s %9s %10s %11s  %s\n", "run", "bytes", "test acc", "final loss", "vs masters",
+                "per seed (test acc)");
     const double reference = outcomes[0].accuracy();
     for (const Outcome& o : outcomes) {
       std::ostringstream per_seed;
@@ -216,11 +231,12 @@ int main(int argc, char** argv) {
         std::snprintf(cell, sizeof cell, " %.2f%%", 100 * r.test_accuracy);
         per_seed << cell;
       }
-      std::printf("%-26s %6.0f %8.2f%% %10.4f %+10.2f  %s\n", o.variant.label.c_str(), o.variant.bytes, o.accuracy(), o.loss(),
-                  o.accuracy() - reference, per_seed.str().c_str());
+      std::printf("%-26s %6.0f %8.2f%% %10.4f %+10.2f  %s\n", o.variant.label.c_str(), o.variant.bytes, o.accuracy(),
+                  o.loss(), o.accuracy() - reference, per_seed.str().c_str());
     }
     std::printf("(bytes: ");
-    for (const Outcome& o : outcomes) std::printf("%s%s %.0f", &o == &outcomes[0] ? "" : "; ", o.variant.memory, o.variant.bytes);
+    for (const Outcome& o : outcomes)
+      std::printf("%s%s %.0f", &o == &outcomes[0] ? "" : "; ", o.variant.memory, o.variant.bytes);
     std::printf(")\n");
     const demos::RunResult& tracked = outcomes[0].runs[0];
     const double lost = tracked.updates ? 100.0 * double(tracked.updates_lost_in_f16) / double(tracked.updates) : 0.0;
@@ -238,11 +254,10 @@ int main(int argc, char** argv) {
       const Outcome& o = outcomes[i];
       char part[200];
       std::snprintf(part, sizeof part, "%s%s %+.2f points (loss %+.4f, %.0f bytes/param)", i == 1 ? " " : ";\n  ",
-                    o.variant.label.c_str(), o.accuracy() - reference, o.loss() - outcomes[0].loss(),
-                    o.variant.bytes);
+                    o.variant.label.c_str(), o.accuracy() - reference, o.loss() - outcomes[0].loss(), o.variant.bytes);
       finding_line += part;
-      std::snprintf(part, sizeof part, "%s %s %+.1f", i == 1 ? "" : ",", kRoundingShort[size_t(o.variant.options.update_rounding)],
-                    o.accuracy() - reference);
+      std::snprintf(part, sizeof part, "%s %s %+.1f", i == 1 ? "" : ",",
+                    kRoundingShort[size_t(o.variant.options.update_rounding)], o.accuracy() - reference);
       title += part;
     }
     finding += finding_line + ".\n";

@@ -39,7 +39,7 @@ namespace hg::demos {
 struct RunSpec {
   std::string label;
   optim::MixedPrecisionOptions mixed_precision;  // the Accelerator's (f32 by default)
-  bool track_weight_changes = false;   // share of model weight elements an optimizer step changed
+  bool track_weight_changes = false;             // share of model weight elements an optimizer step changed
   // At every optimizer step, every element's update u (the change of the optimizer's f32
   // parameter, the master under O2 or bf16) against the 16-bit weight w it started from (bf16
   // for a bf16 run, else f16). Needs f32 optimizer parameters (f32 masters): in pure 16-bit
@@ -110,7 +110,9 @@ inline RunResult train_language_id(const data::Split& split, const RunSpec& spec
   data::DataLoader loader(split.train, data::Tokenizer(),
                           {.batch_size = settings.batch, .seed = settings.seed, .max_len = model.config.max_len});
   report::NumericsInspector inspector(
-      {.every = settings.inspect_every, .activations = false, .name_anomalies = spec.mixed_precision.loss_scaling.kind != optim::LossScaling::Kind::kNone});
+      {.every = settings.inspect_every,
+       .activations = false,
+       .name_anomalies = spec.mixed_precision.loss_scaling.kind != optim::LossScaling::Kind::kNone});
 
   RunResult r{.label = spec.label};
   double window = 0;
@@ -126,8 +128,8 @@ inline RunResult train_language_id(const data::Split& split, const RunSpec& spec
     std::vector<std::vector<float>> masters_before;
     if (spec.track_updates) {
       for (const Tensor& p : optimizer.parameters()) {
-        check(p.dtype() == DType::f32, "demo run '", spec.label, "': track_updates needs f32 optimizer parameters (f32 or O2), got ",
-              dtype_name(p.dtype()));
+        check(p.dtype() == DType::f32, "demo run '", spec.label,
+              "': track_updates needs f32 optimizer parameters (f32 or O2), got ", dtype_name(p.dtype()));
         masters_before.push_back(p.to_vector());
       }
     }
@@ -202,8 +204,7 @@ inline RunResult train_language_id(const data::Split& split, const RunSpec& spec
     r.fp8_steps.push_back(double(s.step));
     r.fp8_by_step.push_back(s.fp8);
   }
-  const train::EvalPrediction eval =
-      train::run_evaluation(model, split.test, 256, accelerator.mixed_precision());
+  const train::EvalPrediction eval = train::run_evaluation(model, split.test, 256, accelerator.mixed_precision());
   int64_t correct = 0;
   for (size_t i = 0; i < eval.predictions.size(); ++i) correct += eval.predictions[i] == eval.label_ids[i] ? 1 : 0;
   r.test_accuracy = double(correct) / double(eval.predictions.size());
@@ -244,7 +245,8 @@ inline void add_curves(report::SvgPlot& plot, const std::vector<Curve>& curves) 
     std::vector<std::string> names = {curves[i].name};
     for (size_t j = i + 1; j < curves.size(); ++j) {
       bool same = !drawn[j] && curves[j].x == curves[i].x;
-      for (size_t k = 0; same && k < curves[i].y.size(); ++k) same = std::fabs(curves[j].y[k] - curves[i].y[k]) <= tolerance;
+      for (size_t k = 0; same && k < curves[i].y.size(); ++k)
+        same = std::fabs(curves[j].y[k] - curves[i].y[k]) <= tolerance;
       if (same) names.push_back(curves[j].name), drawn[j] = true;
     }
     plot.add_line(names.size() == 1 ? names[0] : joined(names) + " coincide", curves[i].x, curves[i].y);
@@ -264,7 +266,7 @@ struct DemoFlags {
   uint64_t seed = 0;
   std::string out = "demo-output";
   int threads = 1;
-  int64_t eval_size = 1000;  // test words per language
+  int64_t eval_size = 1000;    // test words per language
   std::string model = "main";  // language_id_config's size
 
   // Sets the OpenMP thread count and creates the output directory.

@@ -225,7 +225,9 @@ std::vector<OpShare> op_shares(const Pass& plain, const Pass& scaled) {
   for (const hg::report::TensorNumerics& t : plain.numerics.tensors) {
     if (t.kind == TensorKind::kActivation) forward.push_back(t.name);
   }
-  auto position = [&](const std::string& name) { return std::find(forward.begin(), forward.end(), name) - forward.begin(); };
+  auto position = [&](const std::string& name) {
+    return std::find(forward.begin(), forward.end(), name) - forward.begin();
+  };
   std::vector<OpShare> out;
   for (const hg::report::TensorNumerics& t : plain.numerics.tensors) {
     if (t.kind != TensorKind::kActivationGrad) continue;
@@ -245,7 +247,8 @@ std::vector<size_t> print_op_table(const std::vector<OpShare>& ops, const std::s
   for (size_t i = 0; i < order.size(); ++i) order[i] = i;
   std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return ops[a].flushed > ops[b].flushed; });
   const size_t top = std::min<size_t>(8, ops.size());
-  OpShare all{.name = "all " + std::to_string(ops.size()) + " ops"}, rest{.name = "other " + std::to_string(ops.size() - top) + " ops"};
+  OpShare all{.name = "all " + std::to_string(ops.size()) + " ops"},
+      rest{.name = "other " + std::to_string(ops.size() - top) + " ops"};
   for (size_t k = 0; k < order.size(); ++k) {
     all.add(ops[order[k]]);
     if (k >= top) rest.add(ops[order[k]]);
@@ -256,7 +259,8 @@ std::vector<size_t> print_op_table(const std::vector<OpShare>& ops, const std::s
       "of all -> 0: its part of all activation-gradient elements, the rows add up to the total;\n"
       "reshape and permute pass a gradient on unchanged: their rows repeat the op before them)\n",
       top);
-  std::printf("%4s %-26s %10s %9s %12s %14s\n", "#", "op", "elements", "-> 0", "of all -> 0", (scaled_label + " -> 0").c_str());
+  std::printf("%4s %-26s %10s %9s %12s %14s\n", "#", "op", "elements", "-> 0", "of all -> 0",
+              (scaled_label + " -> 0").c_str());
   auto row = [&](const std::string& place, const OpShare& o) {
     std::printf("%4s %-26s %10llu %8.2f%% %11.3f%% %13.2f%%\n", place.c_str(), o.name.c_str(),
                 static_cast<unsigned long long>(o.count), percent(o.flushed, o.count), percent(o.flushed, all.count),
@@ -277,9 +281,10 @@ void print_real_gradients(const hg::demos::DemoFlags& flags, double figure_scale
       "backward in f32 (dropout off). Each gradient is cast to fp16 as an fp16 backward would store it:\n\n",
       static_cast<long long>(flags.steps));
   const hg::data::Split split = hg::demos::language_id_split(flags);
-  hg::nn::TextClassifier model(hg::demos::language_id_config(int64_t(split.train.label_names.size()), flags.model), flags.seed);
-  const hg::demos::RunResult trained =
-      hg::demos::train_language_id(split, {.label = "f32"}, {.steps = flags.steps, .seed = flags.seed, .model = flags.model}, model);
+  hg::nn::TextClassifier model(hg::demos::language_id_config(int64_t(split.train.label_names.size()), flags.model),
+                               flags.seed);
+  const hg::demos::RunResult trained = hg::demos::train_language_id(
+      split, {.label = "f32"}, {.steps = flags.steps, .seed = flags.seed, .model = flags.model}, model);
   std::printf("after %lld steps: training loss %.4f, test accuracy %.1f%%\n\n", static_cast<long long>(flags.steps),
               trained.final_loss, 100 * trained.test_accuracy);
   model.eval();
@@ -294,7 +299,8 @@ void print_real_gradients(const hg::demos::DemoFlags& flags, double figure_scale
   std::printf("%-16s %12s %12s %12s %12s %12s\n", "loss scale", "act.g -> 0", "act.g subn.", "act.g -> inf",
               "weight.g -> 0", "weight.g inf");
   for (const Pass& p : passes) {
-    const NumericsStats a = p.numerics.merged(TensorKind::kActivationGrad), w = p.numerics.merged(TensorKind::kParamGrad);
+    const NumericsStats a = p.numerics.merged(TensorKind::kActivationGrad),
+                        w = p.numerics.merged(TensorKind::kParamGrad);
     char label[32];
     std::snprintf(label, sizeof label, "x 2^%g", std::log2(p.scale));
     std::printf("%-16s %11.2f%% %11.2f%% %11.2f%% %11.2f%% %11.2f%%\n", label, percent(a.underflow, a.total()),
@@ -308,7 +314,8 @@ void print_real_gradients(const hg::demos::DemoFlags& flags, double figure_scale
       "then a dynamic scaler skips the step and halves the scale.\n");
 
   const Pass& plain = passes[0];
-  const Pass& scaled = *std::find_if(passes.begin(), passes.end(), [&](const Pass& p) { return p.scale == figure_scale; });
+  const Pass& scaled =
+      *std::find_if(passes.begin(), passes.end(), [&](const Pass& p) { return p.scale == figure_scale; });
   const NumericsStats a = plain.numerics.merged(TensorKind::kActivationGrad);
   char scaled_name[48], scaled_label[16], note[64];
   std::snprintf(scaled_name, sizeof scaled_name, "scaled by 2^%g", std::log2(figure_scale));
@@ -316,12 +323,13 @@ void print_real_gradients(const hg::demos::DemoFlags& flags, double figure_scale
   std::snprintf(note, sizeof note, "%.1f%% become zero in fp16", percent(a.underflow, a.total()));
   const NumericsStats sa = scaled.numerics.merged(TensorKind::kActivationGrad);
   char histogram_title[200];
-  std::snprintf(histogram_title, sizeof histogram_title,
-                "Unscaled, %.2f%% of the activation gradients become zero in fp16 and %.0f%% subnormal; %s, %.2f%% and %.2f%%",
-                percent(a.underflow, a.total()), percent(a.subnormal, a.total()), scaled_name, percent(sa.underflow, sa.total()),
-                percent(sa.subnormal, sa.total()));
+  std::snprintf(
+      histogram_title, sizeof histogram_title,
+      "Unscaled, %.2f%% of the activation gradients become zero in fp16 and %.0f%% subnormal; %s, %.2f%% and %.2f%%",
+      percent(a.underflow, a.total()), percent(a.subnormal, a.total()), scaled_name, percent(sa.underflow, sa.total()),
+      percent(sa.subnormal, sa.total()));
   hg::report::histogram_figure(histogram_title, {"unscaled", scaled_name},
-                              {a.input, scaled.numerics.merged(TensorKind::kActivationGrad).input}, note)
+                               {a.input, scaled.numerics.merged(TensorKind::kActivationGrad).input}, note)
       .save(flags.path("underflow-histogram.svg"));
 
   const std::vector<OpShare> ops = op_shares(plain, scaled);
@@ -358,8 +366,8 @@ void print_real_gradients(const hg::demos::DemoFlags& flags, double figure_scale
       "in the %zu ops above, the most in %s (%.1f%% of its elements); scaled by %s, %.2f%% do; the\n"
       "weight gradients fp16 seemed to wipe out (%zu) are exact zeros holding rounding noise.\n",
       percent(a.underflow, a.total()), percent(top_flushed, a.underflow), top.size(), most.name.c_str(),
-      percent(most.flushed, most.count), scaled_label, percent(scaled.numerics.merged(TensorKind::kActivationGrad).underflow, a.total()),
-      noise_count);
+      percent(most.flushed, most.count), scaled_label,
+      percent(scaled.numerics.merged(TensorKind::kActivationGrad).underflow, a.total()), noise_count);
 
   // The figure: activation gradients per op in forward order, then the weight gradients per
   // tensor, on a log2 axis (a doubling of headroom for the region labels); the exact-zero weight
@@ -399,8 +407,8 @@ void print_real_gradients(const hg::demos::DemoFlags& flags, double figure_scale
   char bars_title[200];
   std::snprintf(bars_title, sizeof bars_title,
                 "Unscaled, fp16 flushes up to %.1f%% of an op's activation gradients (%s); %s, at most %.2f%%",
-                ops.empty() ? 0.0 : percent(ops[worst].flushed, ops[worst].count), ops.empty() ? "" : ops[worst].name.c_str(),
-                scaled_name, largest_scaled);
+                ops.empty() ? 0.0 : percent(ops[worst].flushed, ops[worst].count),
+                ops.empty() ? "" : ops[worst].name.c_str(), scaled_name, largest_scaled);
   hg::report::SvgPlot bars({.title = bars_title,
                             .y_label = "share flushed to zero (log2 axis; 2^-10 ~ 0.1%)",
                             .log2_y = true,
@@ -410,11 +418,14 @@ void print_real_gradients(const hg::demos::DemoFlags& flags, double figure_scale
   bars.add_bars("unscaled", unscaled);
   bars.add_bars(scaled_name, with_scale);
   bars.add_markers("exact gradient 0 (noise)", noise_x);
-  if (largest > 0) bars.set_y_range(std::exp2(std::floor(std::log2(smallest)) - 1), std::exp2(std::ceil(std::log2(largest)) + 1));
+  if (largest > 0)
+    bars.set_y_range(std::exp2(std::floor(std::log2(smallest)) - 1), std::exp2(std::ceil(std::log2(largest)) + 1));
   bars.add_region(-0.5, n_ops - 0.5, "activation gradients, per op in forward order");
-  bars.add_region(n_ops - 0.5, n - 0.5, "weight gradients, per tensor; dashed: |g(3L)/3 - g(L)| > 2^-10 |g(L)|, no bar");
+  bars.add_region(n_ops - 0.5, n - 0.5,
+                  "weight gradients, per tensor; dashed: |g(3L)/3 - g(L)| > 2^-10 |g(L)|, no bar");
   bars.save(flags.path("underflow-layers.svg"));
-  std::printf("\nwrote %s, %s\n", flags.path("underflow-histogram.svg").c_str(), flags.path("underflow-layers.svg").c_str());
+  std::printf("\nwrote %s, %s\n", flags.path("underflow-histogram.svg").c_str(),
+              flags.path("underflow-layers.svg").c_str());
 }
 
 }  // namespace

@@ -18,8 +18,14 @@ using namespace hg;
 
 int main(int argc, char** argv) try {
   const data::Dataset train = argc > 1 ? data::read_tsv(argv[1]) : data::synthetic_dataset(512, 4, /*seed=*/0);
-  nn::TextClassifier model({.vocab = 256, .max_len = 32, .d_model = 64, .heads = 4, .d_ff = 128, .layers = 1,
-                            .classes = int64_t(train.label_names.size())}, /*seed=*/0);
+  nn::TextClassifier model({.vocab = 256,
+                            .max_len = 32,
+                            .d_model = 64,
+                            .heads = 4,
+                            .d_ff = 128,
+                            .layers = 1,
+                            .classes = int64_t(train.label_names.size())},
+                           /*seed=*/0);
   optim::MixedPrecision mp(model, {.precision = optim::Precision::kFp16, .opt_level = optim::OptLevel::kO2});
   optim::AdamW optimizer(optim::decay_groups(mp.optimizer_parameters(), /*lr=*/1e-3f, /*weight_decay=*/0.01f));
   data::DataLoader loader(train, data::Tokenizer(), {.batch_size = 64, .max_len = 32});
@@ -33,7 +39,7 @@ int main(int argc, char** argv) try {
         Autocast autocast = mp.autocast();  // f16 products, f32 losses and sums
         loss = cross_entropy(model.forward(batch.ids, batch.attention_mask), batch.labels);
       }
-      backward(mp.scale(loss));                      // f16 gradients, scaled so they do not underflow
+      backward(mp.scale(loss));                    // f16 gradients, scaled so they do not underflow
       mp.step(optimizer, /*max_grad_norm=*/1.0f);  // unscale, clip, AdamW on the f32 masters (or skip)
       optimizer.zero_grad();
       model.zero_grad();

@@ -17,7 +17,7 @@
 
 #include "halfgrad/precision/catch_matchers.h"  // hg::EqualsBits, hg::WithinUlps
 #include "halfgrad/precision/half.h"
-#include "halfgrad/precision/testing.h"         // hg::ulp_distance, hg::all_values, hg::finite_values
+#include "halfgrad/precision/testing.h"  // hg::ulp_distance, hg::all_values, hg::finite_values
 
 namespace {
 

@@ -10,7 +10,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 SECONDS=0
-export HALFGRAD_EXTRA_PACKAGES="clang libclang-rt-14-dev"  # the fuzz targets (scripts/fuzz.sh)
+# clang for the fuzz targets (scripts/fuzz.sh), clang-format-14 for repository.formatted.
+export HALFGRAD_EXTRA_PACKAGES="clang libclang-rt-14-dev clang-format-14"
 # No test runs the benchmarks (scripts/main.sh builds them); the test files and the library
 # compile as unity builds (CMakeLists.txt says why; the Highway kernel files compile alone).
 bash scripts/build.sh -DHALFGRAD_BENCHMARKS=OFF -DHALFGRAD_UNITY_TESTS=ON -DHALFGRAD_UNITY_LIBRARY=ON

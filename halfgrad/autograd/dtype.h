@@ -15,9 +15,7 @@ enum class DType : uint8_t { f32, f16, bf16 };
 
 constexpr size_t element_size(DType t) { return t == DType::f32 ? 4 : 2; }
 
-constexpr std::string_view dtype_name(DType t) {
-  return t == DType::f32 ? "f32" : t == DType::f16 ? "f16" : "bf16";
-}
+constexpr std::string_view dtype_name(DType t) { return t == DType::f32 ? "f32" : t == DType::f16 ? "f16" : "bf16"; }
 
 // The narrow format a 2-byte dtype stores (f16 -> binary16, bf16 -> bfloat16).
 constexpr precision::FloatFormat storage_format(DType t) {

@@ -36,8 +36,8 @@ struct Fp8Cast {
   float scale = 1, amax = 0;
   precision::NumericsStats stats;
 
-  double flushed_share() const;    // of the values: nonzero ones the cast made zero
-  double saturated_share() const;  // beyond the format's max, clamped to it
+  double flushed_share() const;      // of the values: nonzero ones the cast made zero
+  double saturated_share() const;    // beyond the format's max, clamped to it
   void merge(const Fp8Cast& later);  // amax: the larger; scale: the later cast's; stats summed
 };
 

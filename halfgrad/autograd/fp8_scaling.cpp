@@ -118,8 +118,8 @@ std::vector<float> Fp8Scaling::staged_amaxes() const {
 }
 
 void Fp8Scaling::set_staged_amaxes(const std::vector<float>& amaxes) {
-  check(amaxes.size() == gemms_.size() * kFp8Roles.size(), "fp8 scaling: ", amaxes.size(),
-        " staged amaxes for ", gemms_.size() * kFp8Roles.size(), " scaled tensors");
+  check(amaxes.size() == gemms_.size() * kFp8Roles.size(), "fp8 scaling: ", amaxes.size(), " staged amaxes for ",
+        gemms_.size() * kFp8Roles.size(), " scaled tensors");
   size_t i = 0;
   for (auto& [key, gemm] : gemms_) {
     for (Fp8TensorScale& s : gemm) s.amax_history[0] = amaxes[i++];
@@ -161,8 +161,7 @@ void Fp8Scaling::load_state_dict(const nlohmann::json& state, const std::string&
       check(std::isfinite(s.scale) && s.scale > 0, where, ": scale ", s.scale, " is not finite and > 0");
       check(t.contains("amax_history") && t["amax_history"].is_array() &&
                 int64_t(t["amax_history"].size()) == recipe_.amax_history_len,
-            where, ": 'amax_history' is not an array of ", recipe_.amax_history_len,
-            " amaxes (fp8_amax_history_len)");
+            where, ": 'amax_history' is not an array of ", recipe_.amax_history_len, " amaxes (fp8_amax_history_len)");
       for (const nlohmann::json& a : t["amax_history"]) {
         check(a.is_number() || a == "inf", where, ": amax_history holds ", a.dump(), " (expected a number or \"inf\")");
         s.amax_history.push_back(a.is_number() ? a.get<float>() : INFINITY);

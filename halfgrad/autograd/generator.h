@@ -2,8 +2,8 @@
 // random numbers: as easy as 1, 2, 3", SC 2011; the generator PyTorch and JAX use on GPUs).
 // Element i of a draw is a pure function of (seed, offset + i), so a tensor's values do not
 // depend on the thread count or the order of evaluation. uniform() and next_u32() take word c % 4
-// of block c / 4 for counter c; normal() takes words 0 and 1 of block c (Box-Muller). The whole state is (seed, offset):
-// saving those two numbers makes a run resumable bit for bit.
+// of block c / 4 for counter c; normal() takes words 0 and 1 of block c (Box-Muller). The whole state is (seed,
+// offset): saving those two numbers makes a run resumable bit for bit.
 #pragma once
 
 #include <array>

@@ -93,8 +93,7 @@ std::vector<float> read_rows(const Tensor& t, std::span<const int64_t> rows) {
     // f32 rows are copied to their place in `out`; narrow ones are gathered, then widened at once.
     std::byte* gathered = staging ? staging : reinterpret_cast<std::byte*>(out.data() + first * c);
     for (int64_t r = 0; r < count; ++r) {
-      std::memcpy(gathered + size_t(r) * row_bytes, t.bytes() + size_t(rows[size_t(first + r)]) * row_bytes,
-                  row_bytes);
+      std::memcpy(gathered + size_t(r) * row_bytes, t.bytes() + size_t(rows[size_t(first + r)]) * row_bytes, row_bytes);
     }
     if (staging) kernels::load_f32(out.data() + first * c, staging, t.dtype(), 0, count * c);
   });
@@ -122,8 +121,7 @@ void write_rows(const Tensor& t, std::span<const int64_t> rows, std::span<const 
     }
     const std::byte* source = staging ? staging : reinterpret_cast<const std::byte*>(block);
     for (int64_t r = 0; r < count; ++r) {
-      std::memcpy(t.bytes() + size_t(rows[size_t(first + r)]) * row_bytes, source + size_t(r) * row_bytes,
-                  row_bytes);
+      std::memcpy(t.bytes() + size_t(rows[size_t(first + r)]) * row_bytes, source + size_t(r) * row_bytes, row_bytes);
     }
   });
 }

@@ -129,12 +129,11 @@ void backward(const Tensor& loss, const Tensor& grad, bool retain_graph) {
   }
   Tensor seed = grad;
   if (!seed.defined()) {
-    check(loss.numel() == 1, "backward: a seed gradient is required for a non-scalar loss of shape ",
-          loss.shape());
+    check(loss.numel() == 1, "backward: a seed gradient is required for a non-scalar loss of shape ", loss.shape());
     seed = Tensor::ones(loss.shape(), loss.dtype());
   }
-  check(seed.shape() == loss.shape(), "backward: seed gradient of shape ", seed.shape(),
-        " for a loss of shape ", loss.shape());
+  check(seed.shape() == loss.shape(), "backward: seed gradient of shape ", seed.shape(), " for a loss of shape ",
+        loss.shape());
 
   Tape& tape = t_tape;
   const TensorImpl& loss_impl = loss.impl();
@@ -166,8 +165,7 @@ void backward(const Tensor& loss, const Tensor& grad, bool retain_graph) {
   }
   if (leaf) leaves.push_back(loss);
   // Leaf hooks see the complete gradient, once each.
-  std::sort(leaves.begin(), leaves.end(),
-            [](const Tensor& a, const Tensor& b) { return a.impl_ptr() < b.impl_ptr(); });
+  std::sort(leaves.begin(), leaves.end(), [](const Tensor& a, const Tensor& b) { return a.impl_ptr() < b.impl_ptr(); });
   leaves.erase(std::unique(leaves.begin(), leaves.end(), [](const Tensor& a, const Tensor& b) { return a.same(b); }),
                leaves.end());
   for (const Tensor& t : leaves) {

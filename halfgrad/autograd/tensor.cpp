@@ -45,8 +45,8 @@ Tensor Tensor::arange(int64_t n, DType dtype) {
 }
 
 Tensor Tensor::from_vector(const std::vector<float>& values, const Shape& shape, DType dtype) {
-  check(int64_t(values.size()) == shape.numel(), "Tensor::from_vector: ", values.size(),
-        " values for shape ", shape, " (", shape.numel(), " elements)");
+  check(int64_t(values.size()) == shape.numel(), "Tensor::from_vector: ", values.size(), " values for shape ", shape,
+        " (", shape.numel(), " elements)");
   Tensor t = empty(shape, dtype);
   t.assign_nearest(values);  // creation is not an op: the rounding scope does not apply
   return t;
@@ -58,9 +58,7 @@ Tensor Tensor::randn(const Shape& shape, Generator& gen, DType dtype, float mean
   return from_vector(values, shape, dtype);
 }
 
-Tensor Tensor::rand(const Shape& shape, Generator& gen, DType dtype) {
-  return uniform(shape, gen, 0.0f, 1.0f, dtype);
-}
+Tensor Tensor::rand(const Shape& shape, Generator& gen, DType dtype) { return uniform(shape, gen, 0.0f, 1.0f, dtype); }
 
 Tensor Tensor::uniform(const Shape& shape, Generator& gen, float low, float high, DType dtype) {
   std::vector<float> values(static_cast<size_t>(shape.numel()));
@@ -69,14 +67,12 @@ Tensor Tensor::uniform(const Shape& shape, Generator& gen, float low, float high
 }
 
 std::span<float> Tensor::f32() const {
-  check(dtype() == DType::f32, "Tensor::f32(): tensor '", name(), "'",
-        " has dtype ", dtype_name(dtype()));
+  check(dtype() == DType::f32, "Tensor::f32(): tensor '", name(), "'", " has dtype ", dtype_name(dtype()));
   return {data<float>(), size_t(numel())};
 }
 
 std::span<uint16_t> Tensor::u16() const {
-  check(dtype() != DType::f32, "Tensor::u16(): tensor '", name(), "'",
-        " has dtype f32");
+  check(dtype() != DType::f32, "Tensor::u16(): tensor '", name(), "'", " has dtype f32");
   return {data<uint16_t>(), size_t(numel())};
 }
 
@@ -117,8 +113,7 @@ void Tensor::assign_rounded(std::span<const float> values, const precision::Roun
 }
 
 float Tensor::item() const {
-  check(numel() == 1, "Tensor::item(): tensor of shape ", shape(), " has ", numel(),
-        " elements, not 1");
+  check(numel() == 1, "Tensor::item(): tensor of shape ", shape(), " has ", numel(), " elements, not 1");
   float value;
   read({&value, 1});
   return value;
@@ -128,8 +123,8 @@ float Tensor::at(std::initializer_list<int64_t> index) const {
   check(int(index.size()) == ndim(), "Tensor::at: ", index.size(), " indices for shape ", shape());
   int64_t flat = 0, dim = 0;
   for (int64_t i : index) {
-    check(i >= 0 && i < shape()[int(dim)], "Tensor::at: index ", i, " out of range in dim ", dim,
-          " of shape ", shape());
+    check(i >= 0 && i < shape()[int(dim)], "Tensor::at: index ", i, " out of range in dim ", dim, " of shape ",
+          shape());
     flat = flat * shape()[int(dim++)] + i;
   }
   float value;
@@ -171,9 +166,8 @@ Tensor Tensor::grad() const {
 
 void Tensor::set_grad(const Tensor& grad) {
   if (grad.defined()) {
-    check(grad.shape() == shape() && grad.dtype() == dtype(), "set_grad: gradient ",
-          grad.shape(), " ", dtype_name(grad.dtype()), " does not match tensor ",
-          shape(), " ", dtype_name(dtype()));
+    check(grad.shape() == shape() && grad.dtype() == dtype(), "set_grad: gradient ", grad.shape(), " ",
+          dtype_name(grad.dtype()), " does not match tensor ", shape(), " ", dtype_name(dtype()));
   }
   impl().grad = grad.impl_ptr();
   impl().sparse_grad.reset();
@@ -186,17 +180,15 @@ void Tensor::set_sparse_grad(SparseRows grad) {
         "set_sparse_grad: values ", g.values.shape(), " ", dtype_name(g.values.dtype()), " for ", g.rows.size(),
         " rows do not match tensor '", name(), "' ", shape(), " ", dtype_name(dtype()));
   for (size_t i = 0; i < g.rows.size(); ++i) {
-    check(g.rows[i] >= 0 && g.rows[i] < size(0) && (i == 0 || g.rows[i - 1] < g.rows[i]),
-          "set_sparse_grad: row id ", g.rows[i], " at ", i, " is out of [0, ", size(0),
+    check(g.rows[i] >= 0 && g.rows[i] < size(0) && (i == 0 || g.rows[i - 1] < g.rows[i]), "set_sparse_grad: row id ",
+          g.rows[i], " at ", i, " is out of [0, ", size(0),
           ") or not above the previous one (ids must be sorted, unique)");
   }
   impl().sparse_grad = std::make_shared<SparseRows>(std::move(grad));
   impl().grad.reset();
 }
 
-Tensor Tensor::grad_values() const {
-  return impl().sparse_grad ? impl().sparse_grad->values : Tensor(impl().grad);
-}
+Tensor Tensor::grad_values() const { return impl().sparse_grad ? impl().sparse_grad->values : Tensor(impl().grad); }
 
 void Tensor::zero_grad() {
   impl().grad.reset();

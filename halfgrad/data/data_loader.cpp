@@ -13,14 +13,15 @@ DataLoader::DataLoader(const Dataset& dataset, const Tokenizer& tokenizer, DataL
     : options_(options) {
   check(options.batch_size >= 1, "DataLoader: batch_size must be >= 1, got ", options.batch_size);
   check(options.max_len >= 1, "DataLoader: max_len must be >= 1, got ", options.max_len);
-  check(options.num_replicas >= 1 && options.rank >= 0 && options.rank < options.num_replicas,
-        "DataLoader: rank ", options.rank, " of ", options.num_replicas, " replicas");
+  check(options.num_replicas >= 1 && options.rank >= 0 && options.rank < options.num_replicas, "DataLoader: rank ",
+        options.rank, " of ", options.num_replicas, " replicas");
   check(!dataset.examples.empty(), dataset.source, ": the data set is empty");
   for (const Example& e : dataset.examples) {
     bool cut = false;
     sequences_.push_back(tokenizer.encode(e.text, options.max_len, &cut));
-    check(!sequences_.back().empty(), dataset.source, ": example ", sequences_.size(), " has no tokens (an empty text, or nothing the ",
-          kTokenizerKindNames.name(tokenizer.config().kind), " tokenizer keeps)");
+    check(!sequences_.back().empty(), dataset.source, ": example ", sequences_.size(),
+          " has no tokens (an empty text, or nothing the ", kTokenizerKindNames.name(tokenizer.config().kind),
+          " tokenizer keeps)");
     truncated_ += cut;
     labels_.push_back(e.label);
   }
@@ -77,7 +78,8 @@ Batch DataLoader::batch(int64_t index) const {
   const int64_t end = std::min(shard_size(), begin + options_.batch_size);
   Batch b;
   int64_t longest = 0;
-  for (int64_t i = begin; i < end; ++i) longest = std::max<int64_t>(longest, int64_t(sequences_[size_t(order_[size_t(i)])].size()));
+  for (int64_t i = begin; i < end; ++i)
+    longest = std::max<int64_t>(longest, int64_t(sequences_[size_t(order_[size_t(i)])].size()));
   const int64_t rows = end - begin;
   std::vector<int32_t> ids(size_t(rows * longest), 0), mask(size_t(rows * longest), 0), labels;
   for (int64_t r = 0; r < rows; ++r) {

@@ -14,9 +14,9 @@
 namespace hg::data {
 
 struct Batch {
-  Indices ids;             // (B, T), 0 = padding
-  Indices attention_mask;  // (B, T), 1 = real token
-  Indices labels;          // (B)
+  Indices ids;                // (B, T), 0 = padding
+  Indices attention_mask;     // (B, T), 1 = real token
+  Indices labels;             // (B)
   std::vector<int64_t> rows;  // the examples' positions in the dataset
   int64_t size() const { return labels.numel(); }
 };

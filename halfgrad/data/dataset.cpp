@@ -78,8 +78,8 @@ bool LineReader::fill() {
 bool LineReader::next(std::string& line) {
   size_t end;
   while ((end = buffer_.find('\n', at_)) == std::string::npos) {
-    check(int64_t(buffer_.size() - at_) <= limits_.max_line_bytes, source_, ":", number_ + 1,
-          ": line longer than the ", limits_.max_line_bytes, "-byte limit (not a text file, or an endless stream?)");
+    check(int64_t(buffer_.size() - at_) <= limits_.max_line_bytes, source_, ":", number_ + 1, ": line longer than the ",
+          limits_.max_line_bytes, "-byte limit (not a text file, or an endless stream?)");
     if (!fill()) break;
   }
   if (end == std::string::npos && at_ == buffer_.size()) return false;  // the end, no partial last line
@@ -92,7 +92,7 @@ bool LineReader::next(std::string& line) {
   line.assign(buffer_, at_, stop - at_);
   at_ = end == std::string::npos ? buffer_.size() : end + 1;
   ++number_;
-  if (!line.empty() && line.back() == '\r') line.pop_back();  // CRLF files
+  if (!line.empty() && line.back() == '\r') line.pop_back();           // CRLF files
   if (first_ && line.rfind("\xEF\xBB\xBF", 0) == 0) line.erase(0, 3);  // a byte-order mark
   first_ = false;
   return true;
@@ -171,8 +171,8 @@ Dataset read_tsv(const std::string& path, const std::vector<std::string>* known_
       notes->push_back(path + ": read as fastText's '__label__X text' lines (--input-format tsv reads label<TAB>text)");
     }
   }
-  const bool skip = format == DataFormat::kTsv ? skip_header(lines, path, options.header, notes)
-                                               : options.header == HeaderMode::kYes;
+  const bool skip =
+      format == DataFormat::kTsv ? skip_header(lines, path, options.header, notes) : options.header == HeaderMode::kYes;
   Dataset dataset;
   dataset.source = path;
   std::map<std::string, int32_t> ids;
@@ -203,8 +203,8 @@ Dataset read_tsv(const std::string& path, const std::vector<std::string>* known_
           ": label starts with a byte-order mark (U+FEFF; files concatenated?): it would be a class of its own");
     auto it = ids.find(label);
     if (it == ids.end()) {
-      check(known_labels == nullptr, at, ": label '", label, "' was not seen in training (known: ",
-            known_labels ? known_labels->size() : 0, " labels)");
+      check(known_labels == nullptr, at, ": label '", label,
+            "' was not seen in training (known: ", known_labels ? known_labels->size() : 0, " labels)");
       it = ids.emplace(label, int32_t(dataset.label_names.size())).first;
       dataset.label_names.push_back(label);
     }
@@ -242,9 +242,9 @@ struct Language {
   const char* code;
   const char* file;
 };
-constexpr Language kLanguages[] = {{"en", "american-english"}, {"de", "ngerman"},    {"fr", "french"},
-                                   {"es", "spanish"},          {"it", "italian"},    {"pt", "portuguese"},
-                                   {"nl", "dutch"}};
+constexpr Language kLanguages[] = {
+    {"en", "american-english"}, {"de", "ngerman"},    {"fr", "french"}, {"es", "spanish"},
+    {"it", "italian"},          {"pt", "portuguese"}, {"nl", "dutch"}};
 
 // A word starts with a capital when its first character is ASCII A-Z or a Latin-1 capital
 // (U+00C0..U+00DE except U+00D7, encoded C3 80..C3 9E).
@@ -266,8 +266,9 @@ void shuffle(std::vector<std::string>& items, Generator& gen) {  // Fisher-Yates
 // nouns), none with an apostrophe, only valid UTF-8.
 std::vector<std::string> read_word_list(const std::string& path) {
   std::ifstream file(path);
-  check(file.good(), path, ": cannot open the word list (install the Debian packages wamerican wngerman "
-                           "wfrench wspanish witalian wportuguese wdutch)");
+  check(file.good(), path,
+        ": cannot open the word list (install the Debian packages wamerican wngerman "
+        "wfrench wspanish witalian wportuguese wdutch)");
   std::vector<std::string> list;
   std::string w;
   while (std::getline(file, w)) {

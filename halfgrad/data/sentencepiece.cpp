@@ -16,7 +16,6 @@ namespace hg::data {
 
 namespace {
 
-
 // Feeds the texts to the trainer without a file (SentenceIterator, sentencepiece_trainer.h).
 class TextIterator : public sentencepiece::SentenceIterator {
  public:
@@ -84,9 +83,9 @@ std::string train_sentencepiece(const std::vector<std::string>& texts, SpmType t
   const std::unordered_map<std::string, std::string> args = {
       {"model_type", std::string(kSpmTypeNames.name(type))},
       {"vocab_size", std::to_string(vocab_size)},
-      {"num_threads", "1"},            // deterministic: see the header
-      {"input_sentence_size", "0"},    // every text
-      {"minloglevel", "1"},            // no progress lines on stderr
+      {"num_threads", "1"},          // deterministic: see the header
+      {"input_sentence_size", "0"},  // every text
+      {"minloglevel", "1"},          // no progress lines on stderr
   };
   sentencepiece::SetRandomGeneratorSeed(0);  // fixed, although training draws from it only for self-tests
   TextIterator it(texts);

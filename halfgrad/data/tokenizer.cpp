@@ -10,8 +10,8 @@ namespace hg::data {
 void TokenizerConfig::validate() const {
   if (kind == TokenizerKind::kBytes) return;
   if (kind == TokenizerKind::kSentencePiece) {
-    check(spm_vocab_size >= 1 && spm_vocab_size <= (int64_t{1} << 24), "tokenizer: vocab_size must be in [1, 2^24], got ",
-          spm_vocab_size);
+    check(spm_vocab_size >= 1 && spm_vocab_size <= (int64_t{1} << 24),
+          "tokenizer: vocab_size must be in [1, 2^24], got ", spm_vocab_size);
     return;
   }
   check(word_ngrams == 1 || word_ngrams == 2, "tokenizer: word_ngrams must be 1 or 2, got ", word_ngrams);
@@ -47,9 +47,12 @@ void TokenizerConfig::train_spm_model(const std::vector<std::string>& texts) {
 
 int64_t TokenizerConfig::model_vocab(bool use_cls) const {
   switch (kind) {
-    case TokenizerKind::kBytes: return ByteTokenizer(use_cls).vocab_size();
-    case TokenizerKind::kSentencePiece: return spm_vocab_size + (use_cls ? 2 : 1);
-    default: return buckets + (use_cls ? 2 : 1);
+    case TokenizerKind::kBytes:
+      return ByteTokenizer(use_cls).vocab_size();
+    case TokenizerKind::kSentencePiece:
+      return spm_vocab_size + (use_cls ? 2 : 1);
+    default:
+      return buckets + (use_cls ? 2 : 1);
   }
 }
 
@@ -66,7 +69,8 @@ Tokenizer::Tokenizer(TokenizerConfig config, bool use_cls) : config_(std::move(c
   config_.validate();
   if (config_.kind != TokenizerKind::kSentencePiece) return;
   check(!config_.spm_model.empty(),
-        "tokenizer: sentencepiece has no model yet (TokenizerConfig::train_spm_model trains one, set_spm_model loads one)");
+        "tokenizer: sentencepiece has no model yet (TokenizerConfig::train_spm_model trains one, set_spm_model loads "
+        "one)");
   spm_ = std::make_shared<const SentencePieceModel>(config_.spm_model);
   check(spm_->piece_count() == config_.spm_vocab_size, "tokenizer: the sentencepiece model has ", spm_->piece_count(),
         " pieces, the config says vocab_size ", config_.spm_vocab_size);

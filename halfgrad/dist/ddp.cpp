@@ -46,11 +46,11 @@ DistributedDataParallel::DistributedDataParallel(Communicator& comm, DdpOptions 
 // What every rank sends and receives in one reduce_gradients(). A layout has three entries per
 // parameter: its gradient's Kind, its row count (sparse), its value count.
 struct GradientExchange {
-  size_t count = 0;                  // parameters
-  std::vector<int64_t> layout, rows;  // this rank's
+  size_t count = 0;                                     // parameters
+  std::vector<int64_t> layout, rows;                    // this rank's
   std::vector<std::vector<int64_t>> layouts, all_rows;  // every rank's, in rank order
-  std::vector<const float*> contributions;  // every rank's values g / W, as f32
-  std::vector<size_t> value_at, row_at;  // per rank: the values and rows the sums have used
+  std::vector<const float*> contributions;              // every rank's values g / W, as f32
+  std::vector<size_t> value_at, row_at;                 // per rank: the values and rows the sums have used
 
   int64_t kind(int k, size_t p) const { return layouts[size_t(k)][3 * p]; }
   int64_t row_count(int k, size_t p) const { return layouts[size_t(k)][3 * p + 1]; }
@@ -187,7 +187,8 @@ void DistributedDataParallel::gather_values(GradientExchange& x) {
   }
   x.contributions.resize(static_cast<size_t>(world));
   if (format == WireFormat::kF32) {
-    for (int k = 0; k < world; ++k) x.contributions[size_t(k)] = reinterpret_cast<const float*>(all_.data() + offset[size_t(k)]);
+    for (int k = 0; k < world; ++k)
+      x.contributions[size_t(k)] = reinterpret_cast<const float*>(all_.data() + offset[size_t(k)]);
   } else {
     contributions_.resize(all_.size() / 2);
     const std::span<const uint16_t> bits(reinterpret_cast<const uint16_t*>(all_.data()), contributions_.size());
@@ -207,7 +208,8 @@ void DistributedDataParallel::sum_dense(Tensor t, size_t p, GradientExchange& x)
     if (x.kind(k, p) == kNone) continue;
     if (n != t.numel()) {
       fail_agreed(comm_, "DistributedDataParallel: parameter '" + t.name() + "' has " + std::to_string(n) +
-                             " gradient values on rank " + std::to_string(k) + ", expected " + std::to_string(t.numel()));
+                             " gradient values on rank " + std::to_string(k) + ", expected " +
+                             std::to_string(t.numel()));
     }
     const float* c = x.contributions[size_t(k)] + x.value_at[size_t(k)];
     for (size_t i = 0; i < acc.size(); ++i) acc[i] += c[i];
@@ -302,9 +304,8 @@ void DistributedDataParallel::check_replicas(const std::vector<std::pair<std::st
   for (size_t r = 1; r < all.size(); ++r) {
     const std::vector<uint64_t> other = values_of<uint64_t>(all[r]);
     if (other.size() != first.size()) {
-      fail_agreed(comm_, "replica check at step " + std::to_string(step) + ": rank " + std::to_string(r) +
-                             " checks " + std::to_string(other.size()) + " tensors, rank 0 " +
-                             std::to_string(first.size()));
+      fail_agreed(comm_, "replica check at step " + std::to_string(step) + ": rank " + std::to_string(r) + " checks " +
+                             std::to_string(other.size()) + " tensors, rank 0 " + std::to_string(first.size()));
     }
     for (size_t i = 0; i < first.size(); ++i) {
       if (other[i] == first[i]) continue;

@@ -32,8 +32,8 @@ struct GradientExchange;  // one reduce_gradients()'s layouts, row ids and value
 
 // What one reduce_gradients() did on this rank.
 struct ReduceStats {
-  int64_t bytes = 0;    // bytes this rank sent: the values in the wire format, row ids, the layout
-  int64_t buckets = 0;  // allgatherv calls for the values
+  int64_t bytes = 0;              // bytes this rank sent: the values in the wire format, row ids, the layout
+  int64_t buckets = 0;            // allgatherv calls for the values
   precision::NumericsStats wire;  // the cast of g / W to a 16-bit wire format (empty for f32)
 };
 

@@ -52,8 +52,8 @@ class MpiCommunicator final : public Communicator {
     int64_t at = 0;
     for (size_t r = 0; r < counts.size(); ++r) {
       // MPI counts are int: the callers split larger buffers (ddp.h's buckets).
-      check(counts[r] >= 0 && counts[r] <= INT_MAX && at <= INT_MAX, "MPI allgatherv: ", counts[r],
-            " bytes from rank ", r, " at offset ", at, " exceed MPI's int counts");
+      check(counts[r] >= 0 && counts[r] <= INT_MAX && at <= INT_MAX, "MPI allgatherv: ", counts[r], " bytes from rank ",
+            r, " at offset ", at, " exceed MPI's int counts");
       sizes[r] = int(counts[r]);
       displacements[r] = int(at);
       at += counts[r];

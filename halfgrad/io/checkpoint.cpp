@@ -37,8 +37,8 @@ bool rename_aside_forced = false;
 
 // The data files; the manifest is added by checkpoint_files().
 const std::vector<std::string>& data_files() {
-  static const std::vector<std::string> files = {kModel,     kConfig, kOptimizerTensors, kOptimizerMeta,
-                                                 kScheduler, kScaler, kRng,              kTrainerState};
+  static const std::vector<std::string> files = {kModel,  kConfig, kOptimizerTensors, kOptimizerMeta, kScheduler,
+                                                 kScaler, kRng,    kTrainerState};
   return files;
 }
 
@@ -163,7 +163,8 @@ void write_contents(const fs::path& dir, int64_t step, const Checkpoint& checkpo
   if (!checkpoint.tokenizer_model.empty()) {
     sizes[kTokenizerModelFile] = write_file(dir / kTokenizerModelFile, checkpoint.tokenizer_model);
   }
-  nlohmann::json manifest = {{"format", kManifestFormat}, {"version", kManifestVersion}, {"step", step}, {"files", sizes}};
+  nlohmann::json manifest = {
+      {"format", kManifestFormat}, {"version", kManifestVersion}, {"step", step}, {"files", sizes}};
   if (checkpoint.model_only) manifest["model_only"] = true;
   write_json(dir / kManifestFile, manifest);
 }
@@ -242,8 +243,8 @@ void verify_checkpoint(const fs::path& dir, bool checksums) {
   }
   const std::string where = (dir / kManifestFile).string();
   // Comparisons only: a manifest of the wrong types is reported, never a nlohmann type_error.
-  check(manifest.is_object() && manifest.contains("format") && manifest["format"] == kManifestFormat, where,
-        ": not a ", kManifestFormat, " manifest");
+  check(manifest.is_object() && manifest.contains("format") && manifest["format"] == kManifestFormat, where, ": not a ",
+        kManifestFormat, " manifest");
   const nlohmann::json version = manifest.contains("version") ? manifest["version"] : nlohmann::json();
   check(version == 1 || version == kManifestVersion, where, ": version ", version.dump(),
         ", this halfgrad reads versions 1 and ", kManifestVersion);
@@ -258,15 +259,17 @@ void verify_checkpoint(const fs::path& dir, bool checksums) {
   for (const std::string& name : names) {
     // Version 1: {"name": size}; version 2: {"name": {"size": n, "sha256": "hex"}}.
     const nlohmann::json entry = files.is_object() && files.contains(name) ? files[name] : nlohmann::json();
-    const nlohmann::json size = version == 1 ? entry : entry.is_object() && entry.contains("size") ? entry["size"] : nlohmann::json();
+    const nlohmann::json size = version == 1                                  ? entry
+                                : entry.is_object() && entry.contains("size") ? entry["size"]
+                                                                              : nlohmann::json();
     check(size.is_number_unsigned(), where, ": does not record the size of ", name);
     const uint64_t recorded = size.get<uint64_t>(), actual = size_of(dir / name);
     check(actual == recorded, dir.string(), ": ", name, " is ", actual, " bytes but ", kManifestFile, " records ",
           recorded, " (truncated or replaced)");
     if (version == 1) continue;
     const nlohmann::json sha = entry.contains("sha256") ? entry["sha256"] : nlohmann::json();
-    check(sha.is_string() && sha.get_ref<const std::string&>().size() == 64, where,
-          ": does not record the SHA-256 of ", name);
+    check(sha.is_string() && sha.get_ref<const std::string&>().size() == 64, where, ": does not record the SHA-256 of ",
+          name);
     if (!checksums) continue;
     const std::string actual_sha = sha256_file(dir / name);
     check(actual_sha == sha.get_ref<const std::string&>(), dir.string(), ": ", name, " has SHA-256 ", actual_sha,

@@ -75,8 +75,7 @@ std::filesystem::path latest_checkpoint(const std::filesystem::path& output_dir)
 // transformers' None. Incomplete directories are left alone. Each deleted directory is first
 // renamed to a temporary name, so a crash mid-delete leaves no half checkpoint under a
 // checkpoint name. Returns the deleted paths.
-std::vector<std::filesystem::path> rotate_checkpoints(const std::filesystem::path& output_dir,
-                                                      int64_t save_total_limit,
+std::vector<std::filesystem::path> rotate_checkpoints(const std::filesystem::path& output_dir, int64_t save_total_limit,
                                                       const std::filesystem::path& keep = {});
 
 // Removes the temporary directories of saves and deletes whose process is gone (a different pid

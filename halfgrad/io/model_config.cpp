@@ -61,22 +61,32 @@ data::TokenizerConfig tokenizer_config_from_json(const nlohmann::json& j, const 
   check(j.is_object(), source, ": tokenizer: expected an object like {\"type\": \"bytes\"}");
   try {
     auto integer = [](const nlohmann::json& value) {  // not get<int64_t>() of a float: 1e30 would be UB
-      check(value.is_number_integer(), "tokenizer: a field has the wrong type (", value.dump(), ", expected an integer)");
+      check(value.is_number_integer(), "tokenizer: a field has the wrong type (", value.dump(),
+            ", expected an integer)");
       return value.get<int64_t>();
     };
     for (const auto& [key, value] : j.items()) {
-      if (key == "type") t.kind = data::kTokenizerKindNames.parse(value.get<std::string>(), "tokenizer: type");
-      else if (key == "ngram_min") t.ngram_min = integer(value);
-      else if (key == "ngram_max") t.ngram_max = integer(value);
-      else if (key == "buckets") t.buckets = integer(value);
-      else if (key == "word_ngrams") t.word_ngrams = integer(value);  // absent before ordered words: 2
-      else if (key == "spm_type") t.spm_type = data::kSpmTypeNames.parse(value.get<std::string>(), "tokenizer: spm_type");
-      else if (key == "vocab_size") t.spm_vocab_size = integer(value);
+      if (key == "type")
+        t.kind = data::kTokenizerKindNames.parse(value.get<std::string>(), "tokenizer: type");
+      else if (key == "ngram_min")
+        t.ngram_min = integer(value);
+      else if (key == "ngram_max")
+        t.ngram_max = integer(value);
+      else if (key == "buckets")
+        t.buckets = integer(value);
+      else if (key == "word_ngrams")
+        t.word_ngrams = integer(value);  // absent before ordered words: 2
+      else if (key == "spm_type")
+        t.spm_type = data::kSpmTypeNames.parse(value.get<std::string>(), "tokenizer: spm_type");
+      else if (key == "vocab_size")
+        t.spm_vocab_size = integer(value);
       else if (key == "model_file") {
-        check(is_string_equal(value, kTokenizerModelFile), "tokenizer: model_file must be '", kTokenizerModelFile, "', got ", value.dump());
+        check(is_string_equal(value, kTokenizerModelFile), "tokenizer: model_file must be '", kTokenizerModelFile,
+              "', got ", value.dump());
       } else if (key == "model_fnv1a64") {
         check(value.is_string(), "tokenizer: model_fnv1a64 must be a string, got ", value.dump());
-      } else fail("tokenizer: unknown key '", key, "'");
+      } else
+        fail("tokenizer: unknown key '", key, "'");
     }
     check(j.contains("type"), "tokenizer: missing field 'type'");
     t.validate();
@@ -103,14 +113,14 @@ double shortest_decimal(float value) {
 nlohmann::json architecture_fields(const ModelConfig& m) {
   const nn::ClassifierConfig& c = m.classifier;
   nlohmann::json j = {
-      {"hidden_act", "gelu"},            // exact: x * Phi(x) with erf, not the tanh approximation
+      {"hidden_act", "gelu"},  // exact: x * Phi(x) with erf, not the tanh approximation
       {"layer_norm_eps", shortest_decimal(nn::LayerNorm::kDefaultEps)},
-      {"norm_first", true},              // pre-LN layers: x + attn(ln1(x)), then h + ff(ln2(h))
-      {"final_layer_norm", true},        // one more LayerNorm after the last layer, before pooling
+      {"norm_first", true},        // pre-LN layers: x + attn(ln1(x)), then h + ff(ln2(h))
+      {"final_layer_norm", true},  // one more LayerNorm after the last layer, before pooling
       // learned, one row per position 0..max_len-1; "none" for bags of hashed n-grams
       {"position_embedding_type", c.position_embedding == nn::PositionEmbedding::kLearned ? "absolute" : "none"},
       {"attention_scale", "1/sqrt(head_dim)"},
-      {"pooling_mask", "attention_mask"},  // mean pooling averages the real tokens only
+      {"pooling_mask", "attention_mask"},            // mean pooling averages the real tokens only
       {"pad_token_id", data::ByteTokenizer::kPad}};  // 0 in every tokenizer
   // Prepended; the last id of every tokenizer's vocabulary (256 for bytes, buckets + 1 hashed).
   if (c.pooling == nn::Pooling::kCls) j["cls_token_id"] = m.tokenizer.model_vocab(true) - 1;
@@ -123,9 +133,11 @@ void check_model_config(const ModelConfig& m, const std::string& source, bool to
   const nn::ClassifierConfig& c = m.classifier;
   using Caps = ArchitectureCaps;
   for (const auto& [field, value, cap] :
-       {std::tuple{"num_hidden_layers", c.layers, Caps::kLayers}, std::tuple{"num_attention_heads", c.heads, Caps::kHeads},
-        std::tuple{"hidden_size", c.d_model, Caps::kDModel}, std::tuple{"intermediate_size", c.d_ff, Caps::kDFf},
-        std::tuple{"max_position_embeddings", c.max_len, Caps::kMaxLen}, std::tuple{"vocab_size", c.vocab, Caps::kVocab}}) {
+       {std::tuple{"num_hidden_layers", c.layers, Caps::kLayers},
+        std::tuple{"num_attention_heads", c.heads, Caps::kHeads}, std::tuple{"hidden_size", c.d_model, Caps::kDModel},
+        std::tuple{"intermediate_size", c.d_ff, Caps::kDFf},
+        std::tuple{"max_position_embeddings", c.max_len, Caps::kMaxLen},
+        std::tuple{"vocab_size", c.vocab, Caps::kVocab}}) {
     check(value <= cap, source, ": ", field, " ", value, " is above the limit ", cap,
           " (the largest halfgrad train builds; docs/robustness.md)");
   }
@@ -136,9 +148,10 @@ void check_model_config(const ModelConfig& m, const std::string& source, bool to
     fail(source, ": ", e.what());
   }
   const int64_t needed = m.tokenizer.model_vocab(c.pooling == nn::Pooling::kCls);
-  check(needed == c.vocab, source, ": vocab_size ", c.vocab, " disagrees with the ", data::kTokenizerKindNames.name(m.tokenizer.kind),
-        " tokenizer", tokenizer_given ? "" : " (config.json has no \"tokenizer\" entry, which means bytes)",
-        ", whose vocabulary is ", needed,
+  check(needed == c.vocab, source, ": vocab_size ", c.vocab, " disagrees with the ",
+        data::kTokenizerKindNames.name(m.tokenizer.kind), " tokenizer",
+        tokenizer_given ? "" : " (config.json has no \"tokenizer\" entry, which means bytes)", ", whose vocabulary is ",
+        needed,
         m.tokenizer.kind == data::TokenizerKind::kCharNgrams || m.tokenizer.kind == data::TokenizerKind::kWords
             ? " (buckets + 1)"
             : "",
@@ -167,8 +180,8 @@ void check_config_matches_weights(const ModelConfig& m, const nn::StateDict& wei
   }
   const std::string past = "encoder.layers." + std::to_string(c.layers) + ".";
   for (const auto& [name, tensor] : weights) {
-    check(name.rfind(past, 0) != 0, file, ": tensor '", name, "' belongs to a layer past config.json's num_hidden_layers ",
-          c.layers);
+    check(name.rfind(past, 0) != 0, file, ": tensor '", name,
+          "' belongs to a layer past config.json's num_hidden_layers ", c.layers);
   }
 }
 
@@ -177,22 +190,22 @@ nlohmann::json model_config_to_json(const ModelConfig& m) {
   nlohmann::json id2label = nlohmann::json::object();
   for (size_t i = 0; i < m.labels.size(); ++i) id2label[std::to_string(i)] = m.labels[i];
   nlohmann::json j = {{"model_type", "halfgrad-text-classifier"},
-          {"vocab_size", c.vocab},
-          {"max_position_embeddings", c.max_len},
-          {"hidden_size", c.d_model},
-          {"num_attention_heads", c.heads},
-          {"intermediate_size", c.d_ff},
-          {"num_hidden_layers", c.layers},
-          {"num_labels", c.classes},
-          {"dropout", c.dropout},
-          {"pooling", c.pooling == nn::Pooling::kMean ? "mean" : "cls"},
-          {"initializer_range", c.init_std},
-          {"position_embedding", nn::to_string(c.position_embedding)},
-          {"sparse_embedding", c.sparse_embedding},
-          {"bag_skip", c.bag_skip},
-          {"encoder_drop_path", c.encoder_drop_path},
-          {"tokenizer", tokenizer_config_to_json(m.tokenizer)},
-          {"id2label", id2label}};
+                      {"vocab_size", c.vocab},
+                      {"max_position_embeddings", c.max_len},
+                      {"hidden_size", c.d_model},
+                      {"num_attention_heads", c.heads},
+                      {"intermediate_size", c.d_ff},
+                      {"num_hidden_layers", c.layers},
+                      {"num_labels", c.classes},
+                      {"dropout", c.dropout},
+                      {"pooling", c.pooling == nn::Pooling::kMean ? "mean" : "cls"},
+                      {"initializer_range", c.init_std},
+                      {"position_embedding", nn::to_string(c.position_embedding)},
+                      {"sparse_embedding", c.sparse_embedding},
+                      {"bag_skip", c.bag_skip},
+                      {"encoder_drop_path", c.encoder_drop_path},
+                      {"tokenizer", tokenizer_config_to_json(m.tokenizer)},
+                      {"id2label", id2label}};
   j.update(architecture_fields(m));
   return j;
 }
@@ -204,8 +217,7 @@ ModelConfig model_config_from_json(const nlohmann::json& j, const std::string& s
   const auto model_type = j.find("model_type");
   check(model_type != j.end() && model_type->is_string() &&
             model_type->get_ref<const std::string&>() == "halfgrad-text-classifier",
-        source,
-        ": model_type is not 'halfgrad-text-classifier' (a config of a different model)");
+        source, ": model_type is not 'halfgrad-text-classifier' (a config of a different model)");
   auto get = [&](const char* key) -> const nlohmann::json& {
     check(j.contains(key), source, ": missing field '", key, "'");
     return j.at(key);
@@ -227,8 +239,8 @@ ModelConfig model_config_from_json(const nlohmann::json& j, const std::string& s
     c.init_std = get("initializer_range");
     const std::string position = j.value("position_embedding", std::string("learned"));  // absent before bag models
     c.position_embedding = nn::parse_position_embedding(position, source + ": position_embedding");
-    c.sparse_embedding = j.value("sparse_embedding", false);  // absent before sparse gradients
-    c.bag_skip = j.value("bag_skip", false);                  // absent before bag_skip
+    c.sparse_embedding = j.value("sparse_embedding", false);   // absent before sparse gradients
+    c.bag_skip = j.value("bag_skip", false);                   // absent before bag_skip
     c.encoder_drop_path = j.value("encoder_drop_path", 0.0f);  // absent before encoder_drop_path
     if (j.contains("tokenizer")) m.tokenizer = tokenizer_config_from_json(j.at("tokenizer"), source);
     const nlohmann::json& id2label = get("id2label");
@@ -242,8 +254,8 @@ ModelConfig model_config_from_json(const nlohmann::json& j, const std::string& s
   check_model_config(m, source, j.contains("tokenizer"));
   const nlohmann::json architecture = architecture_fields(m);
   for (const auto& [key, value] : architecture.items()) {  // absent in config.json files before them
-    check(!j.contains(key) || j.at(key).dump() == value.dump(), source, ": ", key, " is ", j.contains(key) ? j.at(key).dump() : "",
-          ", but halfgrad builds ", value.dump());
+    check(!j.contains(key) || j.at(key).dump() == value.dump(), source, ": ", key, " is ",
+          j.contains(key) ? j.at(key).dump() : "", ", but halfgrad builds ", value.dump());
   }
   return m;
 }

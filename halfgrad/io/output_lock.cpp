@@ -27,7 +27,8 @@ std::string holder_pid(int fd) {
   const std::string pid = holder_pid(fd);
   ::close(fd);
   fail("--output-dir ", dir.string(), " is in use by another halfgrad run (PID ", pid, ", lock file ",
-       (dir / kLockFile).string(), "): two runs would replace each other's checkpoints; give another --output-dir, "
+       (dir / kLockFile).string(),
+       "): two runs would replace each other's checkpoints; give another --output-dir, "
        "or wait for that run to end");
 }
 
@@ -48,7 +49,8 @@ OutputDirLock::OutputDirLock(const std::filesystem::path& output_dir) : path_(ou
       ::close(fd);
       fail(path_.string(), ": cannot lock: ", error);
     }
-    struct stat locked {}, named {};
+    struct stat locked {
+    }, named{};
     if (::fstat(fd, &locked) == 0 && ::stat(path_.c_str(), &named) == 0 && locked.st_ino == named.st_ino &&
         locked.st_dev == named.st_dev) {
       fd_ = fd;

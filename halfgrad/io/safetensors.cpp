@@ -135,7 +135,8 @@ Entry parse_entry(const std::string& path, const std::string& name, const nlohma
     uint64_t size = 0;
     if (!non_negative_integer(dim, size)) {
       const bool negative = dim.is_number_integer() && !dim.is_number_unsigned();
-      fail(where, ": shape ", shape.dump(), negative ? " has a negative dimension" : " holds a dimension that is not an integer in [0, 2^63)");
+      fail(where, ": shape ", shape.dump(),
+           negative ? " has a negative dimension" : " holds a dimension that is not an integer in [0, 2^63)");
     }
     e.dims.push_back(int64_t(size));
   }
@@ -161,9 +162,12 @@ Entry parse_entry(const std::string& path, const std::string& name, const nlohma
 
 const char* safetensors_dtype(DType dtype) {
   switch (dtype) {
-    case DType::f32: return "F32";
-    case DType::f16: return "F16";
-    case DType::bf16: return "BF16";
+    case DType::f32:
+      return "F32";
+    case DType::f16:
+      return "F16";
+    case DType::bf16:
+      return "BF16";
   }
   fail("safetensors: unknown dtype ", int(dtype));
 }
@@ -208,7 +212,8 @@ SafetensorsFile load_safetensors(const std::string& path) {
   check(::fstat(file.fd, &st) == 0, path, ": cannot stat: ", std::strerror(errno));
   check(S_ISREG(st.st_mode), path, ": not a regular file");
   const uint64_t file_size = uint64_t(st.st_size);
-  check(file_size >= 8, path, ": ", file_size, " bytes is too short for a safetensors file (it starts with an 8-byte header length)");
+  check(file_size >= 8, path, ": ", file_size,
+        " bytes is too short for a safetensors file (it starts with an 8-byte header length)");
 
   uint64_t header_size = 0;
   read_at(path, file.fd, &header_size, 8, 0);
@@ -249,11 +254,12 @@ SafetensorsFile load_safetensors(const std::string& path) {
   for (size_t i = 0; i < entries.size(); ++i) {
     const Entry& e = entries[i];
     if (e.begin != expected) {
-      if (i == 0) fail(path, ": tensor '", e.name, "': data_offsets [", e.begin, ", ", e.end, "] leave a gap: the data section starts at 0");
+      if (i == 0)
+        fail(path, ": tensor '", e.name, "': data_offsets [", e.begin, ", ", e.end,
+             "] leave a gap: the data section starts at 0");
       const Entry& p = entries[i - 1];
       fail(path, ": tensor '", e.name, "': data_offsets [", e.begin, ", ", e.end, "] ",
-           e.begin < expected ? "overlap" : "leave a gap after", " tensor '", p.name, "' [", p.begin, ", ", p.end,
-           "]");
+           e.begin < expected ? "overlap" : "leave a gap after", " tensor '", p.name, "' [", p.begin, ", ", p.end, "]");
     }
     expected = e.end;
   }

@@ -96,15 +96,15 @@ void Module::load_state_dict(const StateDict& state, bool strict) {
   for (const auto& [name, tensor] : named_parameters()) {
     const auto it = state.find(name);
     check(it != state.end(), "load_state_dict: missing key '", name, "' (shape ", tensor.shape(), ")");
-    check(it->second.shape() == tensor.shape(), "load_state_dict: key '", name, "' has shape ",
-          it->second.shape(), " but the model expects ", tensor.shape());
+    check(it->second.shape() == tensor.shape(), "load_state_dict: key '", name, "' has shape ", it->second.shape(),
+          " but the model expects ", tensor.shape());
     assign(tensor, it->second, tensor.dtype());
     used.insert(name);
   }
   if (strict) {
     for (const auto& [name, tensor] : state) {
-      check(used.count(name) != 0, "load_state_dict: unexpected key '", name, "' (shape ",
-            tensor.shape(), ") is not a parameter of this model");
+      check(used.count(name) != 0, "load_state_dict: unexpected key '", name, "' (shape ", tensor.shape(),
+            ") is not a parameter of this model");
     }
   }
 }

@@ -29,8 +29,9 @@ void ClassifierConfig::validate() const {
   check(dropout >= 0.0f && dropout < 1.0f, "config: dropout must be in [0, 1), got ", dropout);
   check(encoder_drop_path >= 0.0f && encoder_drop_path < 1.0f, "config: encoder_drop_path must be in [0, 1), got ",
         encoder_drop_path);
-  check(encoder_drop_path == 0.0f || bag_skip,
-        "config: encoder_drop_path needs bag_skip (without the bag path a dropped example has nothing left to classify)");
+  check(
+      encoder_drop_path == 0.0f || bag_skip,
+      "config: encoder_drop_path needs bag_skip (without the bag path a dropped example has nothing left to classify)");
   check(init_std > 0.0f, "config: init_std must be > 0, got ", init_std);
 }
 
@@ -39,7 +40,8 @@ TextClassifier::TextClassifier(const ClassifierConfig& c, uint64_t seed)
   config.validate();
   Generator init_gen(seed);
   const Init init{Init::Scheme::kNormal, c.init_std, &init_gen};
-  token_embedding = register_module("token_embedding", std::make_shared<Embedding>(c.vocab, c.d_model, init, 0, c.sparse_embedding));
+  token_embedding =
+      register_module("token_embedding", std::make_shared<Embedding>(c.vocab, c.d_model, init, 0, c.sparse_embedding));
   if (c.position_embedding == PositionEmbedding::kLearned) {
     position_embedding = register_module("position_embedding", std::make_shared<Embedding>(c.max_len, c.d_model, init));
   }

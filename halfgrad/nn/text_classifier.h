@@ -63,7 +63,7 @@ class TextClassifier : public Module {
   Tensor forward(const Indices& ids, const Indices& attention_mask) const;
 
   ClassifierConfig config;
-  std::shared_ptr<Generator> dropout_gen;  // all dropout masks; its state is checkpointed
+  std::shared_ptr<Generator> dropout_gen;                          // all dropout masks; its state is checkpointed
   std::shared_ptr<Embedding> token_embedding, position_embedding;  // position_embedding: null with kNone
   std::shared_ptr<TransformerEncoder> encoder;
   std::shared_ptr<LayerNorm> norm;

@@ -25,7 +25,8 @@ Tensor TransformerEncoderLayer::forward(const Tensor& x, const Indices& attentio
 
 TransformerEncoder::TransformerEncoder(const EncoderOptions& o, const Init& init, std::shared_ptr<Generator> gen) {
   for (int64_t i = 0; i < o.layers; ++i) {
-    layers.push_back(register_module("layers." + std::to_string(i), std::make_shared<TransformerEncoderLayer>(o, init, gen)));
+    layers.push_back(
+        register_module("layers." + std::to_string(i), std::make_shared<TransformerEncoderLayer>(o, init, gen)));
   }
 }
 

@@ -50,7 +50,7 @@ void Adam::update(std::vector<float>& p, const std::vector<float>& g, const Para
         grad += wd * w;
       }
       float mi = pm[i], vi = pv[i];
-      mi += (1.0f - b1) * (grad - mi);  // torch: exp_avg.lerp_(grad, 1 - beta1)
+      mi += (1.0f - b1) * (grad - mi);           // torch: exp_avg.lerp_(grad, 1 - beta1)
       vi = vi * b2 + (1.0f - b2) * grad * grad;  // exp_avg_sq.mul_(b2).addcmul_(g, g, 1 - b2)
       w -= step_size * mi / (std::sqrt(vi) / bias2_sqrt + eps);
       pw[i] = w;
@@ -61,8 +61,10 @@ void Adam::update(std::vector<float>& p, const std::vector<float>& g, const Para
 }
 
 nlohmann::json Adam::hyperparameters() const {
-  return {{"optimizer", options_.decoupled_weight_decay ? "AdamW" : "Adam"}, {"beta1", options_.beta1},
-          {"beta2", options_.beta2}, {"eps", options_.eps}};
+  return {{"optimizer", options_.decoupled_weight_decay ? "AdamW" : "Adam"},
+          {"beta1", options_.beta1},
+          {"beta2", options_.beta2},
+          {"eps", options_.eps}};
 }
 
 }  // namespace hg::optim

@@ -29,8 +29,7 @@ class Adam : public Optimizer {
 // torch.optim.AdamW (its default weight_decay is 0.01: set it on the groups).
 class AdamW : public Adam {
  public:
-  AdamW(std::vector<ParamGroup> groups, AdamOptions options = {})
-      : Adam(std::move(groups), with_decoupled(options)) {}
+  AdamW(std::vector<ParamGroup> groups, AdamOptions options = {}) : Adam(std::move(groups), with_decoupled(options)) {}
 
  private:
   static AdamOptions with_decoupled(AdamOptions o) {

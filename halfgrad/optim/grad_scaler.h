@@ -40,9 +40,9 @@ struct ScalerHealthOptions {
 
 // One optimizer step as the scaler saw it.
 struct ScalerStep {
-  float scale = 0;            // the scale this step's loss was multiplied by
-  bool skipped = false;       // gradients held inf/NaN: the optimizer did not step
-  std::string first_nonfinite;  // name of the first parameter whose gradient held inf/NaN
+  float scale = 0;                 // the scale this step's loss was multiplied by
+  bool skipped = false;            // gradients held inf/NaN: the optimizer did not step
+  std::string first_nonfinite;     // name of the first parameter whose gradient held inf/NaN
   int64_t zero_grad_elements = 0;  // gradient elements that were exactly zero (after unscaling)
   int64_t grad_elements = 0;
 };

@@ -36,11 +36,16 @@ void LrScheduler::step() {
   apply();
 }
 
-float LrScheduler::last_lr() const { return optimizer_.param_groups().empty() ? 0.0f : optimizer_.param_groups()[0].lr; }
+float LrScheduler::last_lr() const {
+  return optimizer_.param_groups().empty() ? 0.0f : optimizer_.param_groups()[0].lr;
+}
 
 nlohmann::json LrScheduler::state_dict() const {
-  return {{"schedule", std::string(kScheduleNames.name(schedule_))}, {"warmup_steps", warmup_}, {"total_steps", total_},
-          {"step", step_}, {"base_lrs", base_lrs_}};
+  return {{"schedule", std::string(kScheduleNames.name(schedule_))},
+          {"warmup_steps", warmup_},
+          {"total_steps", total_},
+          {"step", step_},
+          {"base_lrs", base_lrs_}};
 }
 
 void LrScheduler::load_state_dict(const nlohmann::json& state) {

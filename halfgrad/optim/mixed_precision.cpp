@@ -35,8 +35,8 @@ LossScaling parse_loss_scale(const std::string& text, const std::string& field) 
   if (const std::optional<LossScaling::Kind> kind = kLossScaleKeywords.find(text)) return {*kind};
   char* end = nullptr;
   const float value = std::strtof(text.c_str(), &end);
-  check(end != text.c_str() && *end == '\0' && std::isfinite(value) && value > 0, field, ": invalid loss scale '",
-        text, "' (expected dynamic, none or a positive number)");
+  check(end != text.c_str() && *end == '\0' && std::isfinite(value) && value > 0, field, ": invalid loss scale '", text,
+        "' (expected dynamic, none or a positive number)");
   return {LossScaling::Kind::kStatic, value};
 }
 
@@ -73,8 +73,8 @@ void MixedPrecisionOptions::validate() const {
   check(s.kind != LossScaling::Kind::kStatic || scales_loss(precision), "loss_scale (--loss-scale): a static scale (",
         s.scale, ") applies to fp16 and pure_fp16 only: the other modes do not scale the loss");
   const GradScalerOptions limits;
-  check(s.kind == LossScaling::Kind::kNone || (std::isfinite(s.scale) && s.scale >= limits.min_scale &&
-                                               s.scale <= limits.max_scale),
+  check(s.kind == LossScaling::Kind::kNone ||
+            (std::isfinite(s.scale) && s.scale >= limits.min_scale && s.scale <= limits.max_scale),
         "loss_scale (--loss-scale) ", s.scale, " is outside the scaler's range [", limits.min_scale, ", ",
         limits.max_scale, "] (init_scale <= max_scale)");
   check(s.kind != LossScaling::Kind::kDynamic || s.growth_interval >= 1,
@@ -83,7 +83,8 @@ void MixedPrecisionOptions::validate() const {
         "fp8 recipe (--fp8-*): applies to precision fp8 only: this mode has no fp8 GEMMs");
   fp8.validate();
   check(accumulation == Accumulation::kF32 || scales_loss(precision), "accumulate (--accumulate) ",
-        kAccumulationNames.name(accumulation), " applies to fp16 and pure_fp16 only: f32, bf16 and fp8 runs have no f16 products "
+        kAccumulationNames.name(accumulation),
+        " applies to fp16 and pure_fp16 only: f32, bf16 and fp8 runs have no f16 products "
         "to accumulate (and bf16's range would overflow an f16 accumulator)");
   check(kRoundingNames.name(rounding) != "?", "rounding (--rounding): ", int(rounding), " is not one of ",
         kRoundingNames.choices());
@@ -125,7 +126,9 @@ const Json& expect(const Json& v, bool ok, const std::string& at, std::string_vi
   check(ok, at, " has the wrong type (", v.dump(), ", expected ", expected, ")");
   return v;
 }
-bool as_bool(const Json& v, const std::string& at) { return expect(v, v.is_boolean(), at, "true or false").get<bool>(); }
+bool as_bool(const Json& v, const std::string& at) {
+  return expect(v, v.is_boolean(), at, "true or false").get<bool>();
+}
 int64_t as_int(const Json& v, const std::string& at) {
   return expect(v, v.is_number_integer(), at, "an integer").get<int64_t>();
 }
@@ -157,7 +160,11 @@ const JsonKey kMixedPrecisionKeys[] = {
        j["pure_fp16"] = o.precision == Precision::kFp16 && o.master_weights == MasterWeightsKind::kNone;
      },
      nullptr},
-    {"fp8", [](const O& o, Json& j) { if (fp8(o)) j["fp8"] = true; }, nullptr},
+    {"fp8",
+     [](const O& o, Json& j) {
+       if (fp8(o)) j["fp8"] = true;
+     },
+     nullptr},
     {"fp16_opt_level", [](const O& o, Json& j) { j["fp16_opt_level"] = std::string(kOptLevelNames.name(o.opt_level)); },
      [](const Json& v, const std::string& at, O& o) { o.opt_level = as_enum(kOptLevelNames, v, at); }},
     {"loss_scale", [](const O& o, Json& j) { j["loss_scale"] = loss_scale_text(o.loss_scaling); },
@@ -191,10 +198,14 @@ const JsonKey kMixedPrecisionKeys[] = {
      [](const Json& v, const std::string& at, O& o) { o.accumulation = as_enum(kAccumulationNames, v, at); }},
     {"rounding",
      [](const O& o, Json& j) {
-       if (o.rounding != precision::Rounding::kNearestEven) j["rounding"] = std::string(kRoundingNames.name(o.rounding));
+       if (o.rounding != precision::Rounding::kNearestEven)
+         j["rounding"] = std::string(kRoundingNames.name(o.rounding));
      },
      [](const Json& v, const std::string& at, O& o) { o.rounding = as_enum(kRoundingNames, v, at); }},
-    {"flush_subnormals", [](const O& o, Json& j) { if (o.flush_subnormals) j["flush_subnormals"] = true; },
+    {"flush_subnormals",
+     [](const O& o, Json& j) {
+       if (o.flush_subnormals) j["flush_subnormals"] = true;
+     },
      [](const Json& v, const std::string& at, O& o) { o.flush_subnormals = as_bool(v, at); }},
     {"master_weights",
      [](const O& o, Json& j) {
@@ -221,18 +232,30 @@ const JsonKey kMixedPrecisionKeys[] = {
        if (o.bf16_dot != Bf16Dot::kAuto) j["bf16_dot"] = std::string(kBf16DotNames.name(o.bf16_dot));
      },
      [](const Json& v, const std::string& at, O& o) { o.bf16_dot = as_enum(kBf16DotNames, v, at); }},
-    {"fp8_format", [](const O& o, Json& j) { if (fp8(o)) j["fp8_format"] = std::string(kFp8FormatNames.name(o.fp8.format)); },
+    {"fp8_format",
+     [](const O& o, Json& j) {
+       if (fp8(o)) j["fp8_format"] = std::string(kFp8FormatNames.name(o.fp8.format));
+     },
      [](const Json& v, const std::string& at, O& o) { o.fp8.format = as_enum(kFp8FormatNames, v, at); }},
-    {"fp8_amax_history_len", [](const O& o, Json& j) { if (fp8(o)) j["fp8_amax_history_len"] = o.fp8.amax_history_len; },
+    {"fp8_amax_history_len",
+     [](const O& o, Json& j) {
+       if (fp8(o)) j["fp8_amax_history_len"] = o.fp8.amax_history_len;
+     },
      [](const Json& v, const std::string& at, O& o) { o.fp8.amax_history_len = as_int(v, at); }},
     {"fp8_amax_compute_algo",
      [](const O& o, Json& j) {
        if (fp8(o)) j["fp8_amax_compute_algo"] = std::string(kFp8AmaxAlgoNames.name(o.fp8.amax_compute_algo));
      },
      [](const Json& v, const std::string& at, O& o) { o.fp8.amax_compute_algo = as_enum(kFp8AmaxAlgoNames, v, at); }},
-    {"fp8_margin", [](const O& o, Json& j) { if (fp8(o)) j["fp8_margin"] = o.fp8.margin; },
+    {"fp8_margin",
+     [](const O& o, Json& j) {
+       if (fp8(o)) j["fp8_margin"] = o.fp8.margin;
+     },
      [](const Json& v, const std::string& at, O& o) { o.fp8.margin = as_int(v, at); }},
-    {"fp8_scale", [](const O& o, Json& j) { if (fp8(o)) j["fp8_scale"] = std::string(kFp8ScaleNames.name(o.fp8.scale)); },
+    {"fp8_scale",
+     [](const O& o, Json& j) {
+       if (fp8(o)) j["fp8_scale"] = std::string(kFp8ScaleNames.name(o.fp8.scale));
+     },
      [](const Json& v, const std::string& at, O& o) { o.fp8.scale = as_enum(kFp8ScaleNames, v, at); }},
 };
 
@@ -280,7 +303,8 @@ MixedPrecisionOptions mixed_precision_from_json(const nlohmann::json& j, const s
 ForwardPrecision::ForwardPrecision(nn::Module& model, const MixedPrecisionOptions& options)
     : model_(model), options_(options.resolved()) {
   switch (options_.precision) {
-    case Precision::kNo: break;
+    case Precision::kNo:
+      break;
     case Precision::kBf16:
       autocast_ = DType::bf16;
       if (options_.master_weights == MasterWeightsKind::kNone) model.to(DType::bf16);  // pure bf16

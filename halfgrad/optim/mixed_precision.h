@@ -108,9 +108,10 @@ inline constexpr EnumNames<Bf16Dot, 3> kBf16DotNames{
     {{{Bf16Dot::kAuto, "auto"}, {Bf16Dot::kExact, "exact"}, {Bf16Dot::kEmulated, "emulated"}}}};
 
 // The roundings `rounding` may take, as --rounding and the JSON key "rounding" spell them.
-inline constexpr EnumNames<precision::Rounding, 3> kRoundingNames{{{{precision::Rounding::kNearestEven, "nearest"},
-                                                                     {precision::Rounding::kStochastic, "stochastic"},
-                                                                     {precision::Rounding::kTowardZero, "toward-zero"}}}};
+inline constexpr EnumNames<precision::Rounding, 3> kRoundingNames{
+    {{{precision::Rounding::kNearestEven, "nearest"},
+      {precision::Rounding::kStochastic, "stochastic"},
+      {precision::Rounding::kTowardZero, "toward-zero"}}}};
 
 // The options the `halfgrad train` flags select: --precision (no | fp32 | fp16 | bf16 |
 // pure_fp16 | fp8), --opt-level (O1 | O2) and --loss-scale (dynamic | none | a positive number);
@@ -195,7 +196,7 @@ class ForwardPrecision {
   nn::Module& model_;
   MixedPrecisionOptions options_;
   std::optional<DType> autocast_;
-  std::shared_ptr<Fp8Scaling> fp8_;  // fp8 mode; shared with the autocast guards and linear's backward
+  std::shared_ptr<Fp8Scaling> fp8_;         // fp8 mode; shared with the autocast guards and linear's backward
   std::unique_ptr<MasterWeights> masters_;  // MixedPrecision only
 };
 

@@ -58,7 +58,7 @@ void Optimizer::write_update(const Tensor& param, std::span<const int64_t> rows,
   const bool narrow = param.dtype() != DType::f32;
   if (narrow && update_rounding_ == UpdateRounding::kKahan) {
     std::vector<float>& c = state["kahan"];
-    c.resize(p.size(), 0.0f);  // (the first step: no update is owed yet)
+    c.resize(p.size(), 0.0f);                                        // (the first step: no update is owed yet)
     for (size_t k = 0; k < p.size(); ++k) c[k] += p[k] - before[k];  // c + u: what is owed
     for (size_t k = 0; k < p.size(); ++k) p[k] = before[k] + c[k];
     round_to(storage_format(param.dtype()), p);  // w' = round(w + c + u), nearest even
@@ -71,12 +71,16 @@ void Optimizer::write_update(const Tensor& param, std::span<const int64_t> rows,
     const precision::RoundingOptions sr{.mode = precision::Rounding::kStochastic};
     const uint64_t seed = rounding_seed_ ^ (0x9E3779B97F4A7C15ull * (index + 1));
     const uint64_t events = uint64_t(steps_) << 36;
-    if (rows.empty()) param.assign_rounded(p, sr, seed, events);
-    else write_rows(param, rows, p, sr, seed, events);
+    if (rows.empty())
+      param.assign_rounded(p, sr, seed, events);
+    else
+      write_rows(param, rows, p, sr, seed, events);
     return;
   }
-  if (rows.empty()) param.assign_nearest(p);
-  else write_rows(param, rows, p);
+  if (rows.empty())
+    param.assign_nearest(p);
+  else
+    write_rows(param, rows, p);
 }
 
 void Optimizer::create_row_state(const Tensor& param, const ParamGroup& group,
@@ -148,12 +152,12 @@ OptimizerState Optimizer::state_dict() const {
   out.meta["param_steps"] = param_steps_;
   out.meta["hyperparameters"] = hyperparameters();
   nlohmann::json groups = nlohmann::json::array();
-  for (const ParamGroup& g : groups_) groups.push_back({{"lr", g.lr}, {"weight_decay", g.weight_decay}, {"params", g.params.size()}});
+  for (const ParamGroup& g : groups_)
+    groups.push_back({{"lr", g.lr}, {"weight_decay", g.weight_decay}, {"params", g.params.size()}});
   out.meta["param_groups"] = groups;
   for (size_t i = 0; i < state_.size(); ++i) {
     for (const auto& [name, values] : state_[i]) {
-      out.tensors["state." + std::to_string(i) + "." + name] =
-          Tensor::from_vector(values, {int64_t(values.size())});
+      out.tensors["state." + std::to_string(i) + "." + name] = Tensor::from_vector(values, {int64_t(values.size())});
     }
   }
   return out;
@@ -164,9 +168,8 @@ void Optimizer::load_state_dict(const OptimizerState& state) {
   check(groups.size() == groups_.size(), "optimizer state: ", groups.size(), " parameter groups saved, ",
         groups_.size(), " in this optimizer");
   for (size_t k = 0; k < groups_.size(); ++k) {
-    check(groups[k].at("params").get<size_t>() == groups_[k].params.size(), "optimizer state: group ", k,
-          " saved ", groups[k].at("params").get<size_t>(), " parameters, this optimizer has ",
-          groups_[k].params.size());
+    check(groups[k].at("params").get<size_t>() == groups_[k].params.size(), "optimizer state: group ", k, " saved ",
+          groups[k].at("params").get<size_t>(), " parameters, this optimizer has ", groups_[k].params.size());
     groups_[k].lr = groups[k].at("lr");
     groups_[k].weight_decay = groups[k].at("weight_decay");
   }

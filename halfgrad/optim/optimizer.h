@@ -30,8 +30,8 @@ namespace hg::optim {
 //               c -= w' - w (torchdistx AnyPrecisionAdamW @0552f1b, use_kahan_summation).
 enum class UpdateRounding { kNearest, kStochastic, kKahan };
 inline constexpr EnumNames<UpdateRounding, 3> kUpdateRoundingNames{{{{UpdateRounding::kNearest, "nearest"},
-                                                                      {UpdateRounding::kStochastic, "stochastic"},
-                                                                      {UpdateRounding::kKahan, "kahan"}}}};
+                                                                     {UpdateRounding::kStochastic, "stochastic"},
+                                                                     {UpdateRounding::kKahan, "kahan"}}}};
 
 struct ParamGroup {
   std::vector<Tensor> params;

@@ -30,7 +30,9 @@ void SGD::update(std::vector<float>& p, const std::vector<float>& g, const Param
 }
 
 nlohmann::json SGD::hyperparameters() const {
-  return {{"optimizer", "SGD"}, {"momentum", options_.momentum}, {"dampening", options_.dampening},
+  return {{"optimizer", "SGD"},
+          {"momentum", options_.momentum},
+          {"dampening", options_.dampening},
           {"nesterov", options_.nesterov}};
 }
 

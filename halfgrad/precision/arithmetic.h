@@ -121,8 +121,7 @@ constexpr uint32_t add_bits(FloatFormat f, uint32_t a, uint32_t b, const Roundin
     if (x.inf && y.inf && x.negative != y.negative) return detail::invalid_nan(f, "inf - inf");
     return detail::infinite(f, x.inf ? x.negative : y.negative, options);
   }
-  return detail::round_sum(f, x.negative, x.significand, x.exponent, y.negative, y.significand,
-                              y.exponent, options);
+  return detail::round_sum(f, x.negative, x.significand, x.exponent, y.negative, y.significand, y.exponent, options);
 }
 
 // -a, exact: the sign bit flipped (NaN included), except that fnuz's zero stays +0 (its -0
@@ -176,7 +175,7 @@ inline uint32_t sqrt_bits(FloatFormat f, uint32_t a, const RoundingOptions& opti
   if (x.negative) return detail::invalid_nan(f, "sqrt of a negative number");
   if (x.inf) return detail::infinite(f, false, options);
   int t = 125 - int(std::bit_width(x.significand));  // radicand in [2^124, 2^126) ...
-  if (((x.exponent - t) & 1) != 0) ++t;               // ... times an even power of two
+  if (((x.exponent - t) & 1) != 0) ++t;              // ... times an even power of two
   const unsigned __int128 n = (unsigned __int128)x.significand << t;
   const uint64_t r = detail::isqrt(n);
   return round_exact(f, false, r, (x.exponent - t) / 2, (unsigned __int128)r * r != n, options);
@@ -196,8 +195,8 @@ constexpr uint32_t fma_bits(FloatFormat f, uint32_t a, uint32_t b, uint32_t c, c
   }
   if (z.nan) return detail::quiet_nan(f, c);
   if (z.inf) return detail::infinite(f, z.negative, options);
-  return detail::round_sum(f, product_negative, x.significand * y.significand, x.exponent + y.exponent,
-                              z.negative, z.significand, z.exponent, options);
+  return detail::round_sum(f, product_negative, x.significand * y.significand, x.exponent + y.exponent, z.negative,
+                           z.significand, z.exponent, options);
 }
 
 // x rounded to an integral value of f in `mode` (C's floor: kDown, ceil: kUp, trunc: kTowardZero,
@@ -218,11 +217,21 @@ constexpr uint32_t round_integral_bits(FloatFormat f, uint32_t a, Rounding mode)
   const uint64_t half = shift < 32 ? uint64_t{1} << (shift - 1) : 2;
   bool away = false;
   switch (mode) {
-    case Rounding::kNearestEven: away = r > half || (r == half && (q & 1) != 0); break;
-    case Rounding::kNearestAway: away = r >= half; break;
-    case Rounding::kTowardZero: case Rounding::kStochastic: break;
-    case Rounding::kUp: away = r != 0 && !x.negative; break;
-    case Rounding::kDown: away = r != 0 && x.negative; break;
+    case Rounding::kNearestEven:
+      away = r > half || (r == half && (q & 1) != 0);
+      break;
+    case Rounding::kNearestAway:
+      away = r >= half;
+      break;
+    case Rounding::kTowardZero:
+    case Rounding::kStochastic:
+      break;
+    case Rounding::kUp:
+      away = r != 0 && !x.negative;
+      break;
+    case Rounding::kDown:
+      away = r != 0 && x.negative;
+      break;
   }
   return round_exact(f, x.negative, q + (away ? 1 : 0), 0, false);
 }
@@ -248,7 +257,7 @@ constexpr uint32_t next_bits(FloatFormat f, uint32_t a, bool up) {
   const uint32_t smallest = f.subnormals ? 1u : 1u << f.mantissa_bits;
   if (f.is_inf_bits(a)) return negative == up ? sign | f.max_finite_bits() : a;
   if (magnitude < smallest) return (up ? 0 : f.sign_mask()) | smallest;  // a zero
-  if (negative != up) {  // away from zero
+  if (negative != up) {                                                  // away from zero
     if (magnitude == f.max_finite_bits()) {
       if (f.has_inf()) return sign | f.inf_bits();
       return f.has_nan() ? f.nan_bits() | (f.has_negative_zero() ? sign : 0) : a;

@@ -56,10 +56,16 @@ constexpr EncodePlan encode_plan(FloatFormat f, const RoundingOptions& options) 
     case Rounding::kNearestAway:  // at or above one half: f > 2^31 - 1
       plan.limit_positive = plan.limit_negative = 0x7FFFFFFFu ^ 0x80000000u;
       break;
-    case Rounding::kTowardZero: break;
-    case Rounding::kUp: plan.limit_positive = kInexact; break;
-    case Rounding::kDown: plan.limit_negative = kInexact; break;
-    case Rounding::kStochastic: break;  // decided per lane from the random bits instead
+    case Rounding::kTowardZero:
+      break;
+    case Rounding::kUp:
+      plan.limit_positive = kInexact;
+      break;
+    case Rounding::kDown:
+      plan.limit_negative = kInexact;
+      break;
+    case Rounding::kStochastic:
+      break;  // decided per lane from the random bits instead
   }
   // IEEE 754 7.4: nearest and stochastic overflow to inf; a directed mode pointing toward zero
   // for this sign stops at the largest finite value (as encode<F>).
@@ -69,8 +75,8 @@ constexpr EncodePlan encode_plan(FloatFormat f, const RoundingOptions& options) 
   plan.overflow_positive = positive_to_inf && !options.saturate ? to_inf : f.max_finite_bits();
   plan.overflow_negative = negative_to_inf && !options.saturate ? to_inf : f.max_finite_bits();
   plan.inf_magnitude = options.saturate && (options.saturate_inf || !f.has_inf()) ? f.max_finite_bits()
-                       : f.has_inf()                                          ? f.inf_bits()
-                                                                              : f.nan_bits();
+                       : f.has_inf()                                              ? f.inf_bits()
+                                                                                  : f.nan_bits();
   plan.flush_below = options.flush_subnormals ? 1u << f.mantissa_bits : 0u;
   return plan;
 }
@@ -137,14 +143,12 @@ HWY_INLINE Truncated<DU> TruncateCore(DU du, hn::VFromD<DU> abs) {
     return {hn::ShiftRight<kShift>(abs), hn::ShiftLeft<32 - kShift>(abs)};
   } else {
     const VU one = hn::Set(du, 1);
-    const VU field = hn::ShiftRight<23>(abs);  // 255 for inf/NaN: replaced at the end
+    const VU field = hn::ShiftRight<23>(abs);    // 255 for inf/NaN: replaced at the end
     const VU field_scale = hn::Max(field, one);  // f32 subnormals: field 0, scale of field 1
-    const VU significand =
-        hn::Or(hn::And(abs, hn::Set(du, 0x7FFFFFu)), hn::ShiftLeft<23>(hn::Min(field, one)));
+    const VU significand = hn::Or(hn::And(abs, hn::Set(du, 0x7FFFFFu)), hn::ShiftLeft<23>(hn::Min(field, one)));
     // How far below F's smallest normal the value lies: extra shift that makes F's subnormals.
     const VU below = hn::BitCast(
-        du, hn::Max(hn::Sub(hn::Set(di, 128 - F.exponent_bias), hn::BitCast(di, field_scale)),
-                    hn::Zero(di)));
+        du, hn::Max(hn::Sub(hn::Set(di, 128 - F.exponent_bias), hn::BitCast(di, field_scale)), hn::Zero(di)));
     const VU shift = hn::Add(below, hn::Set(du, kShift));
     VU q, fraction;
     if constexpr (kStochastic) {
@@ -152,8 +156,8 @@ HWY_INLINE Truncated<DU> TruncateCore(DU du, hn::VFromD<DU> abs) {
       // are added to them, so shifts up to 32 + 24 matter; counts stay below 32 for SSE4/SCALAR.
       const VU shift_left = hn::Min(shift, hn::Set(du, 32));
       q = significand >> hn::Min(shift, hn::Set(du, 31));
-      fraction = (significand << hn::Sub(hn::Set(du, 32), shift_left)) >>
-                 hn::Min(hn::Sub(shift, shift_left), hn::Set(du, 24));
+      fraction =
+          (significand << hn::Sub(hn::Set(du, 32), shift_left)) >> hn::Min(hn::Sub(shift, shift_left), hn::Set(du, 24));
     } else {
       // Directed and nearest rounding only ask "zero, below, at or above one half": beyond a
       // shift of 25 the fraction is nonzero-and-below-half iff the significand is nonzero, and
@@ -164,8 +168,7 @@ HWY_INLINE Truncated<DU> TruncateCore(DU du, hn::VFromD<DU> abs) {
     }
     // (exponent field - 1) << M + q: a carry out of the mantissa bumps the exponent, and a
     // subnormal q of 2^M becomes the smallest normal by itself (as in encode<F>).
-    const VU field_minus_one =
-        hn::Add(hn::Add(field_scale, below), hn::Set(du, uint32_t(F.exponent_bias - 128)));
+    const VU field_minus_one = hn::Add(hn::Add(field_scale, below), hn::Set(du, uint32_t(F.exponent_bias - 128)));
     return {hn::Add(hn::ShiftLeft<M>(field_minus_one), q), fraction};
   }
 }
@@ -179,22 +182,18 @@ HWY_INLINE Encoded<DU> FinishEncode(DU du, hn::VFromD<DU> abs, hn::VFromD<DU> si
   using VU = hn::VFromD<DU>;
   const hn::RebindToSigned<DU> di;
   const auto finite = hn::RebindMask(du, hn::Lt(hn::BitCast(di, abs), hn::Set(di, 0x7F800000)));
-  const auto over = hn::RebindMask(
-      du, hn::Gt(hn::BitCast(di, magnitude), hn::Set(di, int32_t(F.max_finite_bits()))));
-  VU result = hn::IfThenElse(over,
-                             hn::IfThenElse(negative, hn::Set(du, plan.overflow_negative),
-                                            hn::Set(du, plan.overflow_positive)),
-                             magnitude);
+  const auto over = hn::RebindMask(du, hn::Gt(hn::BitCast(di, magnitude), hn::Set(di, int32_t(F.max_finite_bits()))));
+  VU result = hn::IfThenElse(
+      over, hn::IfThenElse(negative, hn::Set(du, plan.overflow_negative), hn::Set(du, plan.overflow_positive)),
+      magnitude);
   result = hn::IfThenZeroElse(
-      hn::RebindMask(du, hn::Lt(hn::BitCast(di, magnitude), hn::Set(di, int32_t(plan.flush_below)))),
-      result);
+      hn::RebindMask(du, hn::Lt(hn::BitCast(di, magnitude), hn::Set(di, int32_t(plan.flush_below)))), result);
   VU nan = hn::Set(du, F.nan_bits());
   if constexpr (F.has_inf()) {
     nan = hn::Or(nan, hn::ShiftRight<23 - F.mantissa_bits>(hn::And(abs, hn::Set(du, 0x7FFFFFu))));
   }
   const auto is_nan = hn::RebindMask(du, hn::Gt(hn::BitCast(di, abs), hn::Set(di, 0x7F800000)));
-  result = hn::IfThenElse(finite, result,
-                          hn::IfThenElse(is_nan, nan, hn::Set(du, plan.inf_magnitude)));
+  result = hn::IfThenElse(finite, result, hn::IfThenElse(is_nan, nan, hn::Set(du, plan.inf_magnitude)));
   return {hn::Or(result, hn::ShiftRight<32 - F.storage_bits()>(sign32)), hn::And(over, finite)};
 }
 
@@ -203,8 +202,7 @@ HWY_INLINE Encoded<DU> FinishEncode(DU du, hn::VFromD<DU> abs, hn::VFromD<DU> si
 // (TruncateCore, then the rounding decision on the discarded bits, then FinishEncode).
 // Integer-only, so it is exact on every target.
 template <FloatFormat F, bool kStochastic, class DU>
-HWY_INLINE Encoded<DU> EncodeCore(DU du, hn::VFromD<DU> bits, hn::VFromD<DU> random,
-                                  const detail::EncodePlan& plan) {
+HWY_INLINE Encoded<DU> EncodeCore(DU du, hn::VFromD<DU> bits, hn::VFromD<DU> random, const detail::EncodePlan& plan) {
   static_assert(F.exponent_bits <= 8 && F.mantissa_bits < 23, "F must be narrower than f32");
   using VU = hn::VFromD<DU>;
   const hn::RebindToSigned<DU> di;
@@ -217,9 +215,9 @@ HWY_INLINE Encoded<DU> EncodeCore(DU du, hn::VFromD<DU> bits, hn::VFromD<DU> ran
   if constexpr (kStochastic) {
     away = hn::Gt(cut.fraction, hn::Not(random));  // unsigned: fraction + random >= 2^32
   } else {
-    const VU limit = hn::Sub(hn::IfThenElse(negative, hn::Set(du, plan.limit_negative),
-                                            hn::Set(du, plan.limit_positive)),
-                             hn::And(cut.truncated, hn::Set(du, plan.nearest_even)));
+    const VU limit =
+        hn::Sub(hn::IfThenElse(negative, hn::Set(du, plan.limit_negative), hn::Set(du, plan.limit_positive)),
+                hn::And(cut.truncated, hn::Set(du, plan.nearest_even)));
     const VU biased_fraction = hn::Xor(cut.fraction, hn::Set(du, 0x80000000u));
     away = hn::RebindMask(du, hn::Gt(hn::BitCast(di, biased_fraction), hn::BitCast(di, limit)));
   }
@@ -239,23 +237,20 @@ HWY_INLINE hn::VFromD<hn::RebindToFloat<DU>> DecodeCore(DU du, hn::VFromD<DU> bi
   const VU magnitude = hn::And(bits, hn::Set(du, F.sign_mask() - 1));
   const VU sign32 = hn::ShiftLeft<32 - F.storage_bits()>(hn::Xor(bits, magnitude));
   if constexpr (F.exponent_bits == 8) {  // bf16: f32's top half; only NaNs need their quiet bit
-    const auto is_nan = hn::RebindMask(
-        du, hn::Gt(hn::BitCast(di, magnitude), hn::Set(di, int32_t(F.inf_bits()))));
+    const auto is_nan = hn::RebindMask(du, hn::Gt(hn::BitCast(di, magnitude), hn::Set(di, int32_t(F.inf_bits()))));
     return hn::BitCast(df, hn::Or(hn::ShiftLeft<16>(bits), hn::IfThenElseZero(is_nan, quiet)));
   } else {
     // F's fields placed under f32's read as 2^(bias - 127) times the value, so one exact multiply
     // rescales normals and subnormals alike (an F subnormal is an f32 subnormal here).
-    const auto scaled = hn::Mul(hn::BitCast(df, hn::ShiftLeft<kShift>(magnitude)),
-                                hn::Set(df, exp2_float(127 - F.exponent_bias)));
+    const auto scaled =
+        hn::Mul(hn::BitCast(df, hn::ShiftLeft<kShift>(magnitude)), hn::Set(df, exp2_float(127 - F.exponent_bias)));
     VU special;  // the f32 bits of inf/NaN lanes
     MaskOf<DU> is_special;
     if constexpr (F.has_inf()) {
-      is_special = hn::RebindMask(
-          du, hn::Gt(hn::BitCast(di, magnitude), hn::Set(di, int32_t(F.inf_bits() - 1))));
-      const auto is_nan = hn::RebindMask(
-          du, hn::Gt(hn::BitCast(di, magnitude), hn::Set(di, int32_t(F.inf_bits()))));
-      special = hn::Or(hn::Or(hn::ShiftLeft<kShift>(magnitude), hn::Set(du, 0x7F800000u)),
-                       hn::IfThenElseZero(is_nan, quiet));
+      is_special = hn::RebindMask(du, hn::Gt(hn::BitCast(di, magnitude), hn::Set(di, int32_t(F.inf_bits() - 1))));
+      const auto is_nan = hn::RebindMask(du, hn::Gt(hn::BitCast(di, magnitude), hn::Set(di, int32_t(F.inf_bits()))));
+      special =
+          hn::Or(hn::Or(hn::ShiftLeft<kShift>(magnitude), hn::Set(du, 0x7F800000u)), hn::IfThenElseZero(is_nan, quiet));
     } else {  // e4m3: S.1111.111 is the NaN, the rest of the top binade is finite
       is_special = hn::Eq(magnitude, hn::Set(du, F.nan_bits()));
       special = hn::Set(du, 0x7FC00000u);
@@ -283,8 +278,7 @@ HWY_INLINE hn::VFromD<DU> EncodeBF16NearestEven(DU du, hn::VFromD<DU> bits) {
   const auto rounded = hn::ShiftRight<16>(hn::Add(hn::Add(bits, hn::Set(du, 0x7FFFu)), kept_lsb));
   const auto abs = hn::And(bits, hn::Set(du, 0x7FFFFFFFu));
   const auto is_nan = hn::RebindMask(du, hn::Gt(hn::BitCast(di, abs), hn::Set(di, 0x7F800000)));
-  return hn::IfThenElse(is_nan, hn::Or(hn::ShiftRight<16>(bits), hn::Set(du, kBFloat16.nan_bits())),
-                        rounded);
+  return hn::IfThenElse(is_nan, hn::Or(hn::ShiftRight<16>(bits), hn::Set(du, kBFloat16.nan_bits())), rounded);
 }
 
 // Formats whose default-options encode has a shortcut: f16 through F16C, bf16 as above.

@@ -89,8 +89,7 @@ void EncodeSpan(const float* src, TOut* dst, size_t n, const detail::KernelArgs&
       const auto result = hn::And(encoded.bits, hn::Set(du, F.sign_mask() - 1));
       const auto input = hn::And(bits, hn::Set(du, 0x7FFFFFFFu));
       const auto became_zero = hn::And(hn::Eq(result, zero), hn::Ne(input, zero));
-      const auto became_subnormal =
-          hn::And(hn::Ne(result, zero), hn::Lt(result, hn::Set(du, 1u << F.mantissa_bits)));
+      const auto became_subnormal = hn::And(hn::Ne(result, zero), hn::Lt(result, hn::Set(du, 1u << F.mantissa_bits)));
       underflow += hn::CountTrue(du, hn::And(became_zero, lanes));
       subnormal += hn::CountTrue(du, hn::And(became_subnormal, lanes));
       overflow += hn::CountTrue(du, hn::And(encoded.overflow, lanes));
@@ -113,11 +112,9 @@ template <FloatFormat F, class TOut>
 void EncodeAnyMode(const float* src, TOut* dst, size_t n, const detail::KernelArgs& args) {
   const bool stochastic = args.rounding.mode == Rounding::kStochastic;
   if (args.stats != nullptr) {
-    stochastic ? EncodeSpan<F, true, true>(src, dst, n, args)
-               : EncodeSpan<F, false, true>(src, dst, n, args);
+    stochastic ? EncodeSpan<F, true, true>(src, dst, n, args) : EncodeSpan<F, false, true>(src, dst, n, args);
   } else {
-    stochastic ? EncodeSpan<F, true, false>(src, dst, n, args)
-               : EncodeSpan<F, false, false>(src, dst, n, args);
+    stochastic ? EncodeSpan<F, true, false>(src, dst, n, args) : EncodeSpan<F, false, false>(src, dst, n, args);
   }
 }
 
@@ -131,13 +128,10 @@ void DecodeSpan(const TIn* src, float* dst, size_t n) {
 }
 
 // The exported entry points; the wrappers below have checked that `format` fits the storage.
-void EncodeU16(FloatFormat format, const float* src, uint16_t* dst, size_t n,
-               const detail::KernelArgs& args) {
-  format == kBinary16 ? EncodeAnyMode<kBinary16>(src, dst, n, args)
-                      : EncodeAnyMode<kBFloat16>(src, dst, n, args);
+void EncodeU16(FloatFormat format, const float* src, uint16_t* dst, size_t n, const detail::KernelArgs& args) {
+  format == kBinary16 ? EncodeAnyMode<kBinary16>(src, dst, n, args) : EncodeAnyMode<kBFloat16>(src, dst, n, args);
 }
-void EncodeU8(FloatFormat format, const float* src, uint8_t* dst, size_t n,
-              const detail::KernelArgs& args) {
+void EncodeU8(FloatFormat format, const float* src, uint8_t* dst, size_t n, const detail::KernelArgs& args) {
   format == kE4M3 ? EncodeAnyMode<kE4M3>(src, dst, n, args) : EncodeAnyMode<kE5M2>(src, dst, n, args);
 }
 void RoundTo(FloatFormat format, float* values, size_t n, const detail::KernelArgs& args) {
@@ -205,9 +199,9 @@ void check_sizes(const char* op, size_t src, size_t dst) {
 
 // uint16_t holds f16/bf16 bits, uint8_t holds e4m3/e5m2 bits; round_to takes all four.
 void check_format(const char* op, FloatFormat f, int storage_bits) {
-  const bool ok = storage_bits == 16   ? f == kBinary16 || f == kBFloat16
-                  : storage_bits == 8  ? f == kE4M3 || f == kE5M2
-                                       : f == kBinary16 || f == kBFloat16 || f == kE4M3 || f == kE5M2;
+  const bool ok = storage_bits == 16  ? f == kBinary16 || f == kBFloat16
+                  : storage_bits == 8 ? f == kE4M3 || f == kE5M2
+                                      : f == kBinary16 || f == kBFloat16 || f == kE4M3 || f == kE5M2;
   if (ok) return;  // not check(): its message parts, a std::string among them, would be built on every call
   fail("hg::precision::", op, ": format ", format_name(f), " (", f.exponent_bits, " exponent, ", f.mantissa_bits,
        " mantissa bits) is not supported",
@@ -215,8 +209,7 @@ void check_format(const char* op, FloatFormat f, int storage_bits) {
 }
 
 template <class Fn>
-void encode_chunks(const char* op, std::span<const float> src, const ConvertOptions& options,
-                   const Fn& fn) {
+void encode_chunks(const char* op, std::span<const float> src, const ConvertOptions& options, const Fn& fn) {
   check(options.rounding.random_bits == 0, "hg::precision::", op,
         ": rounding.random_bits is for one value; a span draws stochastic_bits(seed, offset + i), set "
         "ConvertOptions::seed");
@@ -229,8 +222,7 @@ void encode_chunks(const char* op, std::span<const float> src, const ConvertOpti
 
 }  // namespace
 
-void encode(FloatFormat format, std::span<const float> src, std::span<uint16_t> dst,
-            const ConvertOptions& options) {
+void encode(FloatFormat format, std::span<const float> src, std::span<uint16_t> dst, const ConvertOptions& options) {
   check_sizes("encode", src.size(), dst.size());
   check_format("encode", format, 16);
   encode_chunks("encode", src, options, [&](size_t begin, size_t end, const detail::KernelArgs& args) {
@@ -238,8 +230,7 @@ void encode(FloatFormat format, std::span<const float> src, std::span<uint16_t> 
   });
 }
 
-void encode(FloatFormat format, std::span<const float> src, std::span<uint8_t> dst,
-            const ConvertOptions& options) {
+void encode(FloatFormat format, std::span<const float> src, std::span<uint8_t> dst, const ConvertOptions& options) {
   check_sizes("encode", src.size(), dst.size());
   check_format("encode", format, 8);
   encode_chunks("encode", src, options, [&](size_t begin, size_t end, const detail::KernelArgs& args) {

@@ -33,8 +33,7 @@ struct ConvertOptions {
 // does not fit the storage type, or options.rounding.random_bits is set.
 void encode(FloatFormat format, std::span<const float> src, std::span<uint16_t> dst,
             const ConvertOptions& options = {});
-void encode(FloatFormat format, std::span<const float> src, std::span<uint8_t> dst,
-            const ConvertOptions& options = {});
+void encode(FloatFormat format, std::span<const float> src, std::span<uint8_t> dst, const ConvertOptions& options = {});
 
 // Bit patterns of `format` -> the exact f32 values (NaNs quieted, sign and payload kept).
 void decode(FloatFormat format, std::span<const uint16_t> src, std::span<float> dst);

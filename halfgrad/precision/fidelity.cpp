@@ -37,8 +37,8 @@ void Fidelity::merge(const Fidelity& other) {
   const double n = double(count + other.count);
   if (n == 0) return;
   const double a = double(count) / n, b = double(other.count) / n;
-  rms_relative_error = std::sqrt(a * rms_relative_error * rms_relative_error +
-                                 b * other.rms_relative_error * other.rms_relative_error);
+  rms_relative_error =
+      std::sqrt(a * rms_relative_error * rms_relative_error + b * other.rms_relative_error * other.rms_relative_error);
   flushed_fraction = a * flushed_fraction + b * other.flushed_fraction;
   clamped_fraction = a * clamped_fraction + b * other.clamped_fraction;
   count += other.count;
@@ -61,8 +61,9 @@ Fidelity fidelity(const MxFormat& format, std::span<const float> values, const M
   Tally tally;
   for (size_t i = 0; i < values.size(); ++i) {
     const uint8_t scale = blocks.scales[i / blocks.block_size];
-    if (scale == kE8M0Nan) continue;  // a block holding inf or NaN: its finite values are lost too,
-                                      // but there is no relative error to state for them
+    if (scale == kE8M0Nan)
+      continue;  // a block holding inf or NaN: its finite values are lost too,
+                 // but there is no relative error to state for them
     tally.add(values[i], stored[i], element_max * e8m0_decode(scale));
   }
   return tally.finish();

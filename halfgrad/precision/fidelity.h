@@ -15,10 +15,10 @@
 namespace hg::precision {
 
 struct Fidelity {
-  size_t count = 0;                // finite nonzero inputs: the denominator of the rest
-  double rms_relative_error = 0;   // sqrt(mean((y - x)^2 / x^2)); a flushed value counts 1
-  double flushed_fraction = 0;     // inputs that became +-0
-  double clamped_fraction = 0;     // inputs whose magnitude exceeded the largest one available
+  size_t count = 0;               // finite nonzero inputs: the denominator of the rest
+  double rms_relative_error = 0;  // sqrt(mean((y - x)^2 / x^2)); a flushed value counts 1
+  double flushed_fraction = 0;    // inputs that became +-0
+  double clamped_fraction = 0;    // inputs whose magnitude exceeded the largest one available
 
   // Both vectors' numbers as if measured over their concatenation (count-weighted).
   void merge(const Fidelity& other);

@@ -10,8 +10,8 @@ namespace hg::precision {
 
 struct FloatInfo {
   const char* name;
-  int bits;            // storage width
-  int mantissa_bits;   // stored fraction bits (the significand has one more)
+  int bits;           // storage width
+  int mantissa_bits;  // stored fraction bits (the significand has one more)
   int exponent_bits;
   double eps;                 // 2^-mantissa_bits: the gap between 1 and the next value
   double max;                 // largest finite value
@@ -28,10 +28,8 @@ constexpr FloatInfo finfo() {
     return {"f64", 64, 52, 11, L::epsilon(), L::max(), L::min(), L::denorm_min()};
   } else {
     constexpr FloatFormat F = T::kFormat;
-    return {format_name(F),          F.storage_bits(),
-            F.mantissa_bits,         F.exponent_bits,
-            L::epsilon().to_double(), L::max().to_double(),
-            L::min().to_double(),    L::denorm_min().to_double()};
+    return {format_name(F),           F.storage_bits(),     F.mantissa_bits,      F.exponent_bits,
+            L::epsilon().to_double(), L::max().to_double(), L::min().to_double(), L::denorm_min().to_double()};
   }
 }
 

@@ -12,8 +12,8 @@ std::string describe_format(FloatFormat f) {
                          : f.specials == Specials::kFnuz    ? "NaN at -0 only (fnuz)"
                                                             : "finite only";
   return std::string(format_name(f)) + " (" + std::to_string(f.exponent_bits) + " exponent, " +
-         std::to_string(f.mantissa_bits) + " mantissa bits, bias " + std::to_string(f.exponent_bias) +
-         ", " + specials + (f.subnormals ? "" : ", no subnormals") + ")";
+         std::to_string(f.mantissa_bits) + " mantissa bits, bias " + std::to_string(f.exponent_bias) + ", " + specials +
+         (f.subnormals ? "" : ", no subnormals") + ")";
 }
 
 namespace detail {

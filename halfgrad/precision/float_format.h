@@ -57,9 +57,13 @@ struct FloatFormat {
   constexpr uint32_t inf_bits() const { return exponent_field_max() << mantissa_bits; }  // has_inf only
   constexpr uint32_t max_finite_bits() const {
     switch (specials) {
-      case Specials::kIeee: return inf_bits() - 1;
-      case Specials::kNanOnly: return inf_bits() | (mantissa_mask() - 1);
-      case Specials::kFiniteOnly: case Specials::kFnuz: break;
+      case Specials::kIeee:
+        return inf_bits() - 1;
+      case Specials::kNanOnly:
+        return inf_bits() | (mantissa_mask() - 1);
+      case Specials::kFiniteOnly:
+      case Specials::kFnuz:
+        break;
     }
     return inf_bits() | mantissa_mask();
   }
@@ -77,10 +81,14 @@ struct FloatFormat {
   constexpr bool is_nan_bits(uint32_t bits) const {
     const uint32_t magnitude = bits & ~sign_mask();
     switch (specials) {
-      case Specials::kIeee: return magnitude > inf_bits();
-      case Specials::kNanOnly: return magnitude == (inf_bits() | mantissa_mask());
-      case Specials::kFnuz: return bits == sign_mask();
-      case Specials::kFiniteOnly: break;
+      case Specials::kIeee:
+        return magnitude > inf_bits();
+      case Specials::kNanOnly:
+        return magnitude == (inf_bits() | mantissa_mask());
+      case Specials::kFnuz:
+        return bits == sign_mask();
+      case Specials::kFiniteOnly:
+        break;
     }
     return false;
   }
@@ -92,17 +100,17 @@ struct FloatFormat {
   // (down to the smallest subnormal) a float, so that decode is exact.
   constexpr bool valid() const {
     return exponent_bits >= 1 && exponent_bits <= 8 && mantissa_bits >= 0 && mantissa_bits <= 15 &&
-           (mantissa_bits >= 1 || specials == Specials::kFiniteOnly) &&
-           min_exponent() - mantissa_bits >= -149 && max_exponent() <= 127;
+           (mantissa_bits >= 1 || specials == Specials::kFiniteOnly) && min_exponent() - mantissa_bits >= -149 &&
+           max_exponent() <= 127;
   }
   constexpr bool operator==(const FloatFormat&) const = default;
 };
 
-inline constexpr FloatFormat kBinary16{5, 10, Specials::kIeee};  // IEEE 754 half
-inline constexpr FloatFormat kBFloat16{8, 7, Specials::kIeee};   // Google brain float
-inline constexpr FloatFormat kTF32{8, 10, Specials::kIeee};      // NVIDIA TensorFloat-32 (19 bits)
-inline constexpr FloatFormat kE4M3{4, 3, Specials::kNanOnly};    // OCP FP8 E4M3 (max 448)
-inline constexpr FloatFormat kE5M2{5, 2, Specials::kIeee};       // OCP FP8 E5M2 (max 57344)
+inline constexpr FloatFormat kBinary16{5, 10, Specials::kIeee};   // IEEE 754 half
+inline constexpr FloatFormat kBFloat16{8, 7, Specials::kIeee};    // Google brain float
+inline constexpr FloatFormat kTF32{8, 10, Specials::kIeee};       // NVIDIA TensorFloat-32 (19 bits)
+inline constexpr FloatFormat kE4M3{4, 3, Specials::kNanOnly};     // OCP FP8 E4M3 (max 448)
+inline constexpr FloatFormat kE5M2{5, 2, Specials::kIeee};        // OCP FP8 E5M2 (max 57344)
 inline constexpr FloatFormat kE3M2{3, 2, Specials::kFiniteOnly};  // OCP MX FP6 E3M2 (max 28)
 inline constexpr FloatFormat kE2M3{2, 3, Specials::kFiniteOnly};  // OCP MX FP6 E2M3 (max 7.5)
 inline constexpr FloatFormat kE2M1{2, 1, Specials::kFiniteOnly};  // OCP MX FP4 E2M1 (max 6)
@@ -131,8 +139,8 @@ constexpr const char* format_name(FloatFormat f) {
 std::string describe_format(FloatFormat f);
 
 namespace detail {
-[[noreturn]] void throw_invalid_format(FloatFormat f);  // hg::Error naming the fields
-[[noreturn]] void throw_no_nan(FloatFormat f, const char* what);  // hg::Error
+[[noreturn]] void throw_invalid_format(FloatFormat f);                 // hg::Error naming the fields
+[[noreturn]] void throw_no_nan(FloatFormat f, const char* what);       // hg::Error
 [[noreturn]] void throw_unsupported(FloatFormat f, const char* what);  // hg::Error
 constexpr void require_valid(FloatFormat f) {
   if (!f.valid()) throw_invalid_format(f);
@@ -141,8 +149,7 @@ constexpr void require_valid(FloatFormat f) {
 
 // 2^k as a float, for k in [-149, 127]; exact (subnormal below 2^-126).
 constexpr float exp2_float(int k) {
-  return k >= -126 ? std::bit_cast<float>(uint32_t(k + 127) << 23)
-                   : std::bit_cast<float>(1u << (k + 149));
+  return k >= -126 ? std::bit_cast<float>(uint32_t(k + 127) << 23) : std::bit_cast<float>(1u << (k + 149));
 }
 
 // The one rounding step: the real number (significand + s) * 2^exponent, with s = 0 if !sticky
@@ -155,8 +162,8 @@ constexpr float exp2_float(int k) {
 // RoundingOptions says; a zero significand (without sticky) gives a zero of the given sign.
 // encode (below) and the exact arithmetic of arithmetic.h round through here. Throws
 // hg::Error for a format that is not valid().
-constexpr uint32_t round_exact(FloatFormat f, bool negative, uint64_t significand, int exponent,
-                               bool sticky, RoundingOptions options = {}) {
+constexpr uint32_t round_exact(FloatFormat f, bool negative, uint64_t significand, int exponent, bool sticky,
+                               RoundingOptions options = {}) {
   detail::require_valid(f);
   const int M = f.mantissa_bits;
   const uint32_t sign = negative ? f.sign_mask() : 0;
@@ -169,7 +176,7 @@ constexpr uint32_t round_exact(FloatFormat f, bool negative, uint64_t significan
   const int e = std::max(natural, f.min_exponent());
   const bool no_subnormal = !f.subnormals && natural < f.min_exponent();
   const int shift = e - (no_subnormal ? 0 : M) - exponent;  // bits below f's last kept bit
-  uint64_t q = 0, fraction = 0;        // fraction: discarded bits, MSB = one half
+  uint64_t q = 0, fraction = 0;                             // fraction: discarded bits, MSB = one half
   if (shift <= 0) {
     // Only for a significand of at most M + 1 bits (shift >= bit_width - 1 - M), so q < 2^(M+1);
     // exact, and sticky is false here by the precondition.
@@ -192,10 +199,17 @@ constexpr uint32_t round_exact(FloatFormat f, bool negative, uint64_t significan
     case Rounding::kNearestEven:
       away = fraction > kHalf || (fraction == kHalf && (sticky || (q & 1) != 0));
       break;
-    case Rounding::kNearestAway: away = fraction >= kHalf; break;
-    case Rounding::kTowardZero: break;
-    case Rounding::kUp: away = inexact && !negative; break;
-    case Rounding::kDown: away = inexact && negative; break;
+    case Rounding::kNearestAway:
+      away = fraction >= kHalf;
+      break;
+    case Rounding::kTowardZero:
+      break;
+    case Rounding::kUp:
+      away = inexact && !negative;
+      break;
+    case Rounding::kDown:
+      away = inexact && negative;
+      break;
     case Rounding::kStochastic:
       away = (fraction >> 32) + options.random_bits >= (uint64_t{1} << 32);
       break;
@@ -261,17 +275,15 @@ constexpr float decode(FloatFormat f, uint32_t bits) {
   const uint32_t mantissa = bits & f.mantissa_mask();
   if (f.has_inf()) {
     if (field == f.exponent_field_max()) {
-      return std::bit_cast<float>(sign32 | 0x7F800000u | (mantissa << (23 - M)) |
-                                  (mantissa != 0 ? 0x00400000u : 0));
+      return std::bit_cast<float>(sign32 | 0x7F800000u | (mantissa << (23 - M)) | (mantissa != 0 ? 0x00400000u : 0));
     }
   } else if (f.is_nan_bits(bits)) {
     return std::bit_cast<float>(f.specials == Specials::kFnuz ? 0x7FC00000u : sign32 | 0x7FC00000u);
   }
   // Zero or subnormal: mantissa * 2^(min_exponent - M), exact in float (without subnormals
   // the field-0 encodings are all zeros); a normal times 2^(127 - bias) the same way.
-  const float magnitude =
-      field == 0 ? (f.subnormals ? float(mantissa) * exp2_float(f.min_exponent() - M) : 0.0f)
-                 : float((1u << M) | mantissa) * exp2_float(int(field) - f.exponent_bias - M);
+  const float magnitude = field == 0 ? (f.subnormals ? float(mantissa) * exp2_float(f.min_exponent() - M) : 0.0f)
+                                     : float((1u << M) | mantissa) * exp2_float(int(field) - f.exponent_bias - M);
   return sign32 != 0 ? -magnitude : magnitude;
 }
 
@@ -281,7 +293,7 @@ constexpr float decode(FloatFormat f, uint32_t bits) {
 // arithmetic of SmallFloat was ~10% slower without it).
 template <FloatFormat F>
 [[gnu::flatten]] constexpr uint32_t round_exact(bool negative, uint64_t significand, int exponent, bool sticky,
-                               RoundingOptions options = {}) {
+                                                RoundingOptions options = {}) {
   return round_exact(F, negative, significand, exponent, sticky, options);
 }
 template <FloatFormat F>
@@ -300,8 +312,8 @@ using precision::decode;
 using precision::describe_format;
 using precision::encode;
 using precision::FloatFormat;
-using precision::round_exact;
 using precision::format_name;
+using precision::round_exact;
 using precision::Specials;
 
 // The presets by their short names: hg::encode(hg::formats::e2m1, 2.7).

@@ -21,7 +21,8 @@ void check_options(const char* op, const MxOptions& options) {
 int shared_exponent(const MxFormat& format, double amax, MxScaleRule rule) {
   int x = std::ilogb(amax) - format.emax();  // floor(log2 amax) - emax_elem, exact
   // amax / 2^x is in [2^emax, 2^(emax+1)); one more makes it < 2^emax <= max_elem.
-  if (rule == MxScaleRule::kRoundUp && std::ldexp(amax, -x) > decode(format.element, format.element.max_finite_bits())) {
+  if (rule == MxScaleRule::kRoundUp &&
+      std::ldexp(amax, -x) > decode(format.element, format.element.max_finite_bits())) {
     ++x;
   }
   return std::clamp(x, -127, 127);
@@ -80,8 +81,8 @@ void mx_dequantize(const MxBlocks& blocks, std::span<float> out) {
   const size_t n = blocks.size();
   check(out.size() == n && blocks.block_size != 0 &&
             blocks.scales.size() == (n + blocks.block_size - 1) / blocks.block_size,
-        "hg::precision::mx_dequantize: ", blocks.format.name, " blocks hold ", n, " elements in ",
-        blocks.scales.size(), " scales of block size ", blocks.block_size, ", out has ", out.size(), " elements");
+        "hg::precision::mx_dequantize: ", blocks.format.name, " blocks hold ", n, " elements in ", blocks.scales.size(),
+        " scales of block size ", blocks.block_size, ", out has ", out.size(), " elements");
   for (size_t i = 0; i < n; ++i) {
     const uint8_t scale = blocks.scales[i / blocks.block_size];
     // Exact: an element has at most 8 significant bits at or above 2^-16, times 2^X >= 2^-127,

@@ -47,8 +47,8 @@ float e8m0_decode(uint8_t code);
 // MXINT8's element as a format: 1 exponent bit with bias 1 and 6 mantissa bits hold k / 64 for
 // |k| <= 127 exactly (field 0: k < 64, the "subnormals"; field 1: 64 + mantissa), so the one
 // rounding core rounds to it in every mode; mx_quantize stores the result as two's complement.
-inline constexpr FloatFormat kMxInt8Element{.exponent_bits = 1, .mantissa_bits = 6,
-                                            .specials = Specials::kFiniteOnly, .exponent_bias = 1};
+inline constexpr FloatFormat kMxInt8Element{
+    .exponent_bits = 1, .mantissa_bits = 6, .specials = Specials::kFiniteOnly, .exponent_bias = 1};
 
 // MXINT8's two's complement byte from kMxInt8Element's sign-magnitude bits (their magnitude is k).
 constexpr uint8_t mxint8_byte(uint32_t element_bits) {

@@ -105,7 +105,7 @@ class MxInt8 {
   constexpr uint8_t bits() const { return bits_; }
   constexpr int k() const { return int8_t(bits_); }
   constexpr float to_float() const { return float(k()) / 64; }  // exact
-  constexpr operator float() const { return to_float(); }  // implicit: exact (then to double too)
+  constexpr operator float() const { return to_float(); }       // implicit: exact (then to double too)
 
   friend constexpr bool operator==(MxInt8 a, MxInt8 b) { return a.bits_ == b.bits_; }
   friend constexpr std::strong_ordering operator<=>(MxInt8 a, MxInt8 b) { return a.k() <=> b.k(); }
@@ -150,9 +150,9 @@ class std::numeric_limits<hg::precision::Float8E8M0> {
   static constexpr int max_exponent10 = 38;
   static constexpr bool traps = false;
   static constexpr bool tinyness_before = false;
-  static constexpr T min() noexcept { return T::from_bits(0); }      // 2^-127
-  static constexpr T lowest() noexcept { return T::from_bits(0); }   // no negative values
-  static constexpr T max() noexcept { return T::from_bits(254); }    // 2^127
+  static constexpr T min() noexcept { return T::from_bits(0); }        // 2^-127
+  static constexpr T lowest() noexcept { return T::from_bits(0); }     // no negative values
+  static constexpr T max() noexcept { return T::from_bits(254); }      // 2^127
   static constexpr T epsilon() noexcept { return T::from_bits(127); }  // 2 - 1
   static constexpr T round_error() noexcept { return T::from_bits(126); }
   static constexpr T infinity() noexcept { return T::from_bits(T::kNanBits); }  // none: NaN

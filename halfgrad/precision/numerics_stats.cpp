@@ -21,8 +21,8 @@ namespace {
 // Bin indices: [0, kExponentBins) the exponents e - kMinExponent, then zero, inf and NaN.
 // The scalar loop costs about 1 ns an element here; Log2Histogram::add is the main cost of
 // collecting stats (the vector kernels count the rest on the fly).
-constexpr size_t kZeroBin = Log2Histogram::kExponentBins, kInfBin = kZeroBin + 1,
-                 kNanBin = kZeroBin + 2, kBins = kZeroBin + 3;
+constexpr size_t kZeroBin = Log2Histogram::kExponentBins, kInfBin = kZeroBin + 1, kNanBin = kZeroBin + 2,
+                 kBins = kZeroBin + 3;
 
 size_t bin_of(float x) {
   const uint32_t magnitude = std::bit_cast<uint32_t>(x) & 0x7FFFFFFFu;
@@ -111,23 +111,21 @@ std::string region_label(FloatFormat target, int e, const RoundingOptions& round
   return "underflow -> 0";
 }
 
-std::string render_histogram(const Log2Histogram& histogram, FloatFormat target,
-                             const RenderOptions& options) {
+std::string render_histogram(const Log2Histogram& histogram, FloatFormat target, const RenderOptions& options) {
   const uint64_t total = histogram.total();
   const int width = std::max(options.bar_width, 1);
   std::string out;
   char line[160];
-  std::snprintf(line, sizeof line, "%7s %12s %7s  %-*s  %s\n", "log2|x|", "count", "share", width,
-                "bar", format_name(target));
+  std::snprintf(line, sizeof line, "%7s %12s %7s  %-*s  %s\n", "log2|x|", "count", "share", width, "bar",
+                format_name(target));
   out += line;
 
   auto row = [&](const char* label, uint64_t count, const std::string& region) {
     const double share = total == 0 ? 0.0 : double(count) / double(total);
     const size_t hashes = size_t(std::lround(share * width));
     const std::string bar = hashes == 0 && count != 0 ? std::string(1, '.') : std::string(hashes, '#');
-    std::snprintf(line, sizeof line, "%7s %12llu %6.1f%%  %-*s  %s\n", label,
-                  static_cast<unsigned long long>(count), 100.0 * share, width, bar.c_str(),
-                  region.c_str());
+    std::snprintf(line, sizeof line, "%7s %12llu %6.1f%%  %-*s  %s\n", label, static_cast<unsigned long long>(count),
+                  100.0 * share, width, bar.c_str(), region.c_str());
     out += line;
   };
 

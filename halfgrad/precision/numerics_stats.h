@@ -84,7 +84,6 @@ struct RenderOptions {
 // `target` the row falls in (region_label), e.g.
 //   log2|x|        count   share  bar                                       f16
 //        16            1   12.5%  #####                                     overflow -> inf
-std::string render_histogram(const Log2Histogram& histogram, FloatFormat target,
-                             const RenderOptions& options = {});
+std::string render_histogram(const Log2Histogram& histogram, FloatFormat target, const RenderOptions& options = {});
 
 }  // namespace hg::precision

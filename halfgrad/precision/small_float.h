@@ -49,7 +49,8 @@ class SmallFloat {
   // The fnuz formats are used through encode/decode and the *_bits functions: their -0 encoding
   // is the NaN, which the sign-bit operations here (-x, abs, copysign) would produce.
   static_assert(F.valid(), "SmallFloat<F> needs a valid() format");
-  static_assert(F.has_negative_zero(), "SmallFloat<F> does not take fnuz formats: use encode/decode and the *_bits functions");
+  static_assert(F.has_negative_zero(),
+                "SmallFloat<F> does not take fnuz formats: use encode/decode and the *_bits functions");
 
  public:
   static constexpr FloatFormat kFormat = F;
@@ -58,13 +59,15 @@ class SmallFloat {
   constexpr SmallFloat() = default;  // +0
   // x rounded once to F (bool, char and every integer type, float, double, long double).
   template <Arithmetic T>
-  constexpr explicit SmallFloat(T x, RoundingOptions options = {})
-      : bits_(storage_type(round_from(x, options))) {}
+  constexpr explicit SmallFloat(T x, RoundingOptions options = {}) : bits_(storage_type(round_from(x, options))) {}
   // Another format's value, rounded once (its value is exact in double).
+  // clang-format 14 misplaces C++20 requires clauses:
+  // clang-format off
   template <FloatFormat G>
     requires(G != F)
   constexpr explicit SmallFloat(SmallFloat<G> x, RoundingOptions options = {})
       : bits_(storage_type(encode<F>(x.to_double(), options))) {}
+  // clang-format on
 
   static constexpr SmallFloat from_bits(storage_type bits) {
     SmallFloat value;
@@ -78,10 +81,15 @@ class SmallFloat {
   // Widening to a floating type is implicit and exact; to an integer type explicit, the float
   // value converted (truncated) like _Float16's.
   template <std::floating_point T>
-  constexpr operator T() const { return T(to_float()); }
+  constexpr operator T() const {
+    return T(to_float());
+  }
+  // clang-format 14 misplaces C++20 requires clauses:
+  // clang-format off
   template <Arithmetic T>
     requires(!std::floating_point<T>)
   constexpr explicit operator T() const { return T(to_float()); }
+  // clang-format on
 
   constexpr bool is_nan() const { return std::isnan(to_float()); }
   constexpr bool is_inf() const { return std::isinf(to_float()); }
@@ -95,30 +103,54 @@ class SmallFloat {
     return from_bits(storage_type(neg_bits(F, a.bits_)));  // exact, also for NaN and zero
   }
   // Round to nearest even; hg::add(a, b, options) and friends take the other options.
-  friend constexpr SmallFloat operator+(SmallFloat a, SmallFloat b) { return from_bits(storage_type(add_bits<F>(a.bits_, b.bits_))); }
-  friend constexpr SmallFloat operator-(SmallFloat a, SmallFloat b) { return from_bits(storage_type(sub_bits<F>(a.bits_, b.bits_))); }
-  friend constexpr SmallFloat operator*(SmallFloat a, SmallFloat b) { return from_bits(storage_type(mul_bits<F>(a.bits_, b.bits_))); }
-  friend constexpr SmallFloat operator/(SmallFloat a, SmallFloat b) { return from_bits(storage_type(div_bits<F>(a.bits_, b.bits_))); }
+  friend constexpr SmallFloat operator+(SmallFloat a, SmallFloat b) {
+    return from_bits(storage_type(add_bits<F>(a.bits_, b.bits_)));
+  }
+  friend constexpr SmallFloat operator-(SmallFloat a, SmallFloat b) {
+    return from_bits(storage_type(sub_bits<F>(a.bits_, b.bits_)));
+  }
+  friend constexpr SmallFloat operator*(SmallFloat a, SmallFloat b) {
+    return from_bits(storage_type(mul_bits<F>(a.bits_, b.bits_)));
+  }
+  friend constexpr SmallFloat operator/(SmallFloat a, SmallFloat b) {
+    return from_bits(storage_type(div_bits<F>(a.bits_, b.bits_)));
+  }
 
   // Mixed with a built-in type: computed in Promoted<T> (see the header comment).
   template <Arithmetic T>
   using Promoted = std::conditional_t<std::is_floating_point_v<T>, T, SmallFloat>;
   template <Arithmetic T>
-  friend constexpr Promoted<T> operator+(SmallFloat a, T b) { return Promoted<T>(a) + Promoted<T>(b); }
+  friend constexpr Promoted<T> operator+(SmallFloat a, T b) {
+    return Promoted<T>(a) + Promoted<T>(b);
+  }
   template <Arithmetic T>
-  friend constexpr Promoted<T> operator+(T a, SmallFloat b) { return Promoted<T>(a) + Promoted<T>(b); }
+  friend constexpr Promoted<T> operator+(T a, SmallFloat b) {
+    return Promoted<T>(a) + Promoted<T>(b);
+  }
   template <Arithmetic T>
-  friend constexpr Promoted<T> operator-(SmallFloat a, T b) { return Promoted<T>(a) - Promoted<T>(b); }
+  friend constexpr Promoted<T> operator-(SmallFloat a, T b) {
+    return Promoted<T>(a) - Promoted<T>(b);
+  }
   template <Arithmetic T>
-  friend constexpr Promoted<T> operator-(T a, SmallFloat b) { return Promoted<T>(a) - Promoted<T>(b); }
+  friend constexpr Promoted<T> operator-(T a, SmallFloat b) {
+    return Promoted<T>(a) - Promoted<T>(b);
+  }
   template <Arithmetic T>
-  friend constexpr Promoted<T> operator*(SmallFloat a, T b) { return Promoted<T>(a) * Promoted<T>(b); }
+  friend constexpr Promoted<T> operator*(SmallFloat a, T b) {
+    return Promoted<T>(a) * Promoted<T>(b);
+  }
   template <Arithmetic T>
-  friend constexpr Promoted<T> operator*(T a, SmallFloat b) { return Promoted<T>(a) * Promoted<T>(b); }
+  friend constexpr Promoted<T> operator*(T a, SmallFloat b) {
+    return Promoted<T>(a) * Promoted<T>(b);
+  }
   template <Arithmetic T>
-  friend constexpr Promoted<T> operator/(SmallFloat a, T b) { return Promoted<T>(a) / Promoted<T>(b); }
+  friend constexpr Promoted<T> operator/(SmallFloat a, T b) {
+    return Promoted<T>(a) / Promoted<T>(b);
+  }
   template <Arithmetic T>
-  friend constexpr Promoted<T> operator/(T a, SmallFloat b) { return Promoted<T>(a) / Promoted<T>(b); }
+  friend constexpr Promoted<T> operator/(T a, SmallFloat b) {
+    return Promoted<T>(a) / Promoted<T>(b);
+  }
 
   // x op= y is x = type_of_x(x op y), as for _Float16 (half += float rounds the float sum).
   SmallFloat& operator+=(SmallFloat b) { return *this = *this + b; }
@@ -126,25 +158,49 @@ class SmallFloat {
   SmallFloat& operator*=(SmallFloat b) { return *this = *this * b; }
   SmallFloat& operator/=(SmallFloat b) { return *this = *this / b; }
   template <Arithmetic T>
-  SmallFloat& operator+=(T b) { return *this = SmallFloat(*this + b); }
+  SmallFloat& operator+=(T b) {
+    return *this = SmallFloat(*this + b);
+  }
   template <Arithmetic T>
-  SmallFloat& operator-=(T b) { return *this = SmallFloat(*this - b); }
+  SmallFloat& operator-=(T b) {
+    return *this = SmallFloat(*this - b);
+  }
   template <Arithmetic T>
-  SmallFloat& operator*=(T b) { return *this = SmallFloat(*this * b); }
+  SmallFloat& operator*=(T b) {
+    return *this = SmallFloat(*this * b);
+  }
   template <Arithmetic T>
-  SmallFloat& operator/=(T b) { return *this = SmallFloat(*this / b); }
+  SmallFloat& operator/=(T b) {
+    return *this = SmallFloat(*this / b);
+  }
   template <Arithmetic T>
-  friend T& operator+=(T& a, SmallFloat b) { return a = T(a + b); }
+  friend T& operator+=(T& a, SmallFloat b) {
+    return a = T(a + b);
+  }
   template <Arithmetic T>
-  friend T& operator-=(T& a, SmallFloat b) { return a = T(a - b); }
+  friend T& operator-=(T& a, SmallFloat b) {
+    return a = T(a - b);
+  }
   template <Arithmetic T>
-  friend T& operator*=(T& a, SmallFloat b) { return a = T(a * b); }
+  friend T& operator*=(T& a, SmallFloat b) {
+    return a = T(a * b);
+  }
   template <Arithmetic T>
-  friend T& operator/=(T& a, SmallFloat b) { return a = T(a / b); }
+  friend T& operator/=(T& a, SmallFloat b) {
+    return a = T(a / b);
+  }
   SmallFloat& operator++() { return *this += SmallFloat(1); }
   SmallFloat& operator--() { return *this -= SmallFloat(1); }
-  SmallFloat operator++(int) { const SmallFloat old = *this; ++*this; return old; }
-  SmallFloat operator--(int) { const SmallFloat old = *this; --*this; return old; }
+  SmallFloat operator++(int) {
+    const SmallFloat old = *this;
+    ++*this;
+    return old;
+  }
+  SmallFloat operator--(int) {
+    const SmallFloat old = *this;
+    --*this;
+    return old;
+  }
 
   // IEEE comparisons: NaN is unordered, -0 == +0 (values compared exactly as floats); mixed
   // comparisons convert as the arithmetic does (with an integer, the integer rounded to F).
@@ -153,7 +209,9 @@ class SmallFloat {
     return a.to_float() <=> b.to_float();
   }
   template <Arithmetic T>
-  friend constexpr bool operator==(SmallFloat a, T b) { return Promoted<T>(a) == Promoted<T>(b); }
+  friend constexpr bool operator==(SmallFloat a, T b) {
+    return Promoted<T>(a) == Promoted<T>(b);
+  }
   template <Arithmetic T>
   friend constexpr std::partial_ordering operator<=>(SmallFloat a, T b) {
     return Promoted<T>(a) <=> Promoted<T>(b);
@@ -166,7 +224,7 @@ class SmallFloat {
       if (!std::isfinite(x) || x == 0) return encode<F>(double(x), options);  // exact in double
       int exponent = 0;
       const long double fraction = std::frexp(std::fabs(x), &exponent);  // in [0.5, 1)
-      const auto significand = uint64_t(std::ldexp(fraction, 64));      // exact: 64 bits
+      const auto significand = uint64_t(std::ldexp(fraction, 64));       // exact: 64 bits
       return round_exact<F>(std::signbit(x), significand, exponent - 64, false, options);
     } else if constexpr (std::is_floating_point_v<T>) {
       return encode<F>(double(x), options);  // float and double are exact in double
@@ -220,15 +278,25 @@ constexpr SmallFloat<F> abs(SmallFloat<F> x) {
   return SmallFloat<F>::from_bits(typename SmallFloat<F>::storage_type(x.bits() & ~F.sign_mask()));
 }
 template <FloatFormat F>
-constexpr SmallFloat<F> fabs(SmallFloat<F> x) { return abs(x); }
+constexpr SmallFloat<F> fabs(SmallFloat<F> x) {
+  return abs(x);
+}
 template <FloatFormat F>
-constexpr bool isnan(SmallFloat<F> x) { return x.is_nan(); }
+constexpr bool isnan(SmallFloat<F> x) {
+  return x.is_nan();
+}
 template <FloatFormat F>
-constexpr bool isinf(SmallFloat<F> x) { return x.is_inf(); }
+constexpr bool isinf(SmallFloat<F> x) {
+  return x.is_inf();
+}
 template <FloatFormat F>
-constexpr bool isfinite(SmallFloat<F> x) { return !x.is_nan() && !x.is_inf(); }
+constexpr bool isfinite(SmallFloat<F> x) {
+  return !x.is_nan() && !x.is_inf();
+}
 template <FloatFormat F>
-constexpr bool signbit(SmallFloat<F> x) { return x.sign_bit(); }
+constexpr bool signbit(SmallFloat<F> x) {
+  return x.sign_bit();
+}
 
 // <cmath>'s exact functions (C23 7.12 semantics, checked against std:: on float for every value
 // of the 16-bit formats in tests/precision/test_cmath.cpp). Bit-level twins in arithmetic.h.
@@ -239,11 +307,13 @@ constexpr SmallFloat<F> copysign(SmallFloat<F> x, SmallFloat<F> y) {
 }
 template <FloatFormat F>
 constexpr SmallFloat<F> floor(SmallFloat<F> x) {
-  return SmallFloat<F>::from_bits(typename SmallFloat<F>::storage_type(round_integral_bits(F, x.bits(), Rounding::kDown)));
+  return SmallFloat<F>::from_bits(
+      typename SmallFloat<F>::storage_type(round_integral_bits(F, x.bits(), Rounding::kDown)));
 }
 template <FloatFormat F>
 constexpr SmallFloat<F> ceil(SmallFloat<F> x) {
-  return SmallFloat<F>::from_bits(typename SmallFloat<F>::storage_type(round_integral_bits(F, x.bits(), Rounding::kUp)));
+  return SmallFloat<F>::from_bits(
+      typename SmallFloat<F>::storage_type(round_integral_bits(F, x.bits(), Rounding::kUp)));
 }
 template <FloatFormat F>
 constexpr SmallFloat<F> trunc(SmallFloat<F> x) {
@@ -267,6 +337,8 @@ constexpr SmallFloat<F> ldexp(SmallFloat<F> x, int n) {
 }
 // x = m * 2^*exponent with 0.5 <= |m| < 1 (zero, inf and NaN: m = x, *exponent = 0). m is a
 // value of F when F's normals reach down to 0.5, so not for e2m1 and e2m3 (smallest normal 1).
+// clang-format 14 misplaces C++20 requires clauses:
+// clang-format off
 template <FloatFormat F>
   requires(F.min_exponent() <= -1)
 SmallFloat<F> frexp(SmallFloat<F> x, int* exponent) {
@@ -277,6 +349,7 @@ SmallFloat<F> frexp(SmallFloat<F> x, int* exponent) {
   *exponent = e;
   return SmallFloat<F>(m);
 }
+// clang-format on
 // The next value of F after x toward y; y if x == y; NaN if either is NaN (C's nextafter).
 template <FloatFormat F>
 constexpr SmallFloat<F> nextafter(SmallFloat<F> x, SmallFloat<F> y) {
@@ -287,7 +360,8 @@ constexpr SmallFloat<F> nextafter(SmallFloat<F> x, SmallFloat<F> y) {
 // nextafter with the direction given as a long double (C's nexttoward); x if x == y.
 template <FloatFormat F>
 constexpr SmallFloat<F> nexttoward(SmallFloat<F> x, long double y) {
-  if (x.is_nan() || std::isnan(y)) return nextafter(x, SmallFloat<F>::from_bits(typename SmallFloat<F>::storage_type(F.nan_bits())));
+  if (x.is_nan() || std::isnan(y))
+    return nextafter(x, SmallFloat<F>::from_bits(typename SmallFloat<F>::storage_type(F.nan_bits())));
   const long double value = x.to_float();
   if (value == y) return x;
   return SmallFloat<F>::from_bits(typename SmallFloat<F>::storage_type(next_bits(F, x.bits(), y > value)));
@@ -326,8 +400,7 @@ template <FloatFormat F>
 std::string describe(SmallFloat<F> value) {
   char buffer[96];
   const int hex_digits = (F.storage_bits() + 3) / 4;
-  std::snprintf(buffer, sizeof buffer, "%.9g (0x%0*x = ", double(value.to_float()), hex_digits,
-                unsigned(value.bits()));
+  std::snprintf(buffer, sizeof buffer, "%.9g (0x%0*x = ", double(value.to_float()), hex_digits, unsigned(value.bits()));
   return buffer + bit_fields(value) + ")";
 }
 
@@ -425,7 +498,8 @@ class std::numeric_limits<hg::precision::SmallFloat<F>> {
   static constexpr T lowest() noexcept { return -max(); }
   static constexpr T max() noexcept { return T::from_bits(typename T::storage_type(F.max_finite_bits())); }
   static constexpr T epsilon() noexcept {  // 2^-M (a subnormal in e2m1)
-    return T::from_bits(typename T::storage_type(hg::precision::encode<F>(double(hg::precision::exp2_float(-F.mantissa_bits)))));
+    return T::from_bits(
+        typename T::storage_type(hg::precision::encode<F>(double(hg::precision::exp2_float(-F.mantissa_bits)))));
   }
   static constexpr T round_error() noexcept { return T(0.5f); }
   // Without inf (e4m3) infinity() is the NaN; without NaN (the MX element formats) the NaNs and
@@ -433,7 +507,9 @@ class std::numeric_limits<hg::precision::SmallFloat<F>> {
   static constexpr T infinity() noexcept {
     return T::from_bits(typename T::storage_type(F.has_inf() ? F.inf_bits() : F.has_nan() ? F.nan_bits() : 0));
   }
-  static constexpr T quiet_NaN() noexcept { return T::from_bits(typename T::storage_type(F.has_nan() ? F.nan_bits() : 0)); }
+  static constexpr T quiet_NaN() noexcept {
+    return T::from_bits(typename T::storage_type(F.has_nan() ? F.nan_bits() : 0));
+  }
   static constexpr T signaling_NaN() noexcept {
     return T::from_bits(typename T::storage_type(F.has_inf() ? F.inf_bits() | 1u : F.has_nan() ? F.nan_bits() : 0));
   }

@@ -36,19 +36,25 @@ constexpr int64_t ulp_distance(SmallFloat<F> a, SmallFloat<F> b) {
 
 // Every value of the SmallFloat type T, one per bit pattern 0 ... 2^bits - 1 in that order
 // (+0, the positive values upward, inf and NaNs, then -0 and the negatives): a sized range.
+// clang-format 14 misplaces C++20 requires clauses:
+// clang-format off
 template <class T>
   requires std::same_as<T, SmallFloat<T::kFormat>>
 constexpr auto all_values() {
   return std::views::iota(uint32_t{0}, uint32_t{1} << T::kFormat.storage_bits()) |
          std::views::transform([](uint32_t bits) { return T::from_bits(typename T::storage_type(bits)); });
 }
+// clang-format on
 
 // all_values<T>() without the infs and NaNs, in the same order.
+// clang-format 14 misplaces C++20 requires clauses:
+// clang-format off
 template <class T>
   requires std::same_as<T, SmallFloat<T::kFormat>>
 constexpr auto finite_values() {
   return all_values<T>() | std::views::filter([](T x) { return isfinite(x); });
 }
+// clang-format on
 
 }  // namespace hg::precision
 

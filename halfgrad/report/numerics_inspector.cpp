@@ -26,9 +26,12 @@ double share(uint64_t part, uint64_t whole) { return whole ? double(part) / doub
 
 const char* kind_name(TensorKind kind) {
   switch (kind) {
-    case TensorKind::kParamGrad: return "grad";
-    case TensorKind::kActivationGrad: return "act_grad";
-    case TensorKind::kActivation: return "act";
+    case TensorKind::kParamGrad:
+      return "grad";
+    case TensorKind::kActivationGrad:
+      return "act_grad";
+    case TensorKind::kActivation:
+      return "act";
   }
   return "";
 }
@@ -151,7 +154,8 @@ const StepNumerics* NumericsInspector::end_step(bool skipped) {
 TensorNumerics& NumericsInspector::entry(const std::string& name, TensorKind kind, const char* op, const Tensor& t) {
   const std::string key = std::string(kind_name(kind)) + ":" + name;
   const auto [it, inserted] = index_.try_emplace(key, current_->tensors.size());
-  if (inserted) current_->tensors.push_back({.name = name, .kind = kind, .op = op, .shape = t.shape(), .dtype = t.dtype()});
+  if (inserted)
+    current_->tensors.push_back({.name = name, .kind = kind, .op = op, .shape = t.shape(), .dtype = t.dtype()});
   return current_->tensors[it->second];
 }
 
@@ -232,11 +236,12 @@ std::string numerics_table(const StepNumerics& step) {
   }
   if (const auto& w = step.ddp_wire) {
     const double n = double(std::max<uint64_t>(w->values, 1));
-    std::snprintf(line, sizeof line,
-                  "  gradient wire %s (this rank's g / W times the loss scale): %llu values, %.2f%% flushed to zero, %.2f%% "
-                  "subnormal, %.2f%% overflowed\n",
-                  w->format.c_str(), static_cast<unsigned long long>(w->values), 100 * double(w->flushed) / n,
-                  100 * double(w->subnormal) / n, 100 * double(w->overflowed) / n);
+    std::snprintf(
+        line, sizeof line,
+        "  gradient wire %s (this rank's g / W times the loss scale): %llu values, %.2f%% flushed to zero, %.2f%% "
+        "subnormal, %.2f%% overflowed\n",
+        w->format.c_str(), static_cast<unsigned long long>(w->values), 100 * double(w->flushed) / n,
+        100 * double(w->subnormal) / n, 100 * double(w->overflowed) / n);
     out += line;
   }
   return out;
@@ -272,7 +277,11 @@ nlohmann::json numerics_json(const StepNumerics& step) {
       }
     }
   }
-  nlohmann::json j = {{"step", step.step}, {"skipped", step.skipped}, {"anomaly", step.anomaly}, {"loss_scale", step.loss_scale}, {"tensors", tensors}};
+  nlohmann::json j = {{"step", step.step},
+                      {"skipped", step.skipped},
+                      {"anomaly", step.anomaly},
+                      {"loss_scale", step.loss_scale},
+                      {"tensors", tensors}};
   for (const Fp8Cast& f : step.fp8) {
     j["fp8"].push_back({{"key", f.key},
                         {"role", fp8_role_name(f.role)},
@@ -370,8 +379,7 @@ void InspectorCallback::on_train_end(const train::TrainerState&) {
     char title[128];
     std::snprintf(title, sizeof title, "Activation gradients at step %lld, scaled by S = %g (the loss scale)",
                   static_cast<long long>(steps.back().step), steps.back().loss_scale);
-    histogram_figure(title, {"activation gradients"},
-                     {grads.input}, text)
+    histogram_figure(title, {"activation gradients"}, {grads.input}, text)
         .save((std::filesystem::path(output_dir_) / "numerics-grad-histogram.svg").string());
   }
   inspected_.assign(steps.begin(), steps.end());

@@ -78,7 +78,7 @@ struct WireNumerics {
 struct StepNumerics {
   int64_t step = 0;
   bool skipped = false;
-  std::string anomaly;  // when skipped: the first op that produced inf/NaN (Anomaly::message)
+  std::string anomaly;                  // when skipped: the first op that produced inf/NaN (Anomaly::message)
   std::vector<TensorNumerics> tensors;  // in the order first seen
   // fp8 mode: every scaled GEMM operand (key = the linear layer's module path), its casts of the
   // step merged, in the order first cast.
@@ -143,8 +143,8 @@ class NumericsInspector {
   std::unordered_map<std::string, int64_t> op_counts_;
   std::unique_ptr<CastObserver> casts_;         // installed while a step is inspected
   std::unique_ptr<Fp8CastObserver> fp8_casts_;  // likewise
-  Tensor last_output_;                   // the tensor observed last (op output or gradient)
-  precision::NumericsStats last_cast_;   // what the roundings just before that observation did
+  Tensor last_output_;                          // the tensor observed last (op output or gradient)
+  precision::NumericsStats last_cast_;          // what the roundings just before that observation did
 };
 
 // The fp8 records of several steps merged per operand (Fp8Cast::merge), in first-seen order.

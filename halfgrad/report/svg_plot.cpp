@@ -63,10 +63,12 @@ std::vector<std::string> wrap(const std::string& text, size_t width) {
 }
 
 // <text> of `lines`, the first at (x, y), each next one `spacing` px lower.
-std::string text_lines(const std::vector<std::string>& lines, double x, double y, double spacing, const std::string& attributes) {
+std::string text_lines(const std::vector<std::string>& lines, double x, double y, double spacing,
+                       const std::string& attributes) {
   std::string s = "<text x=\"" + num(x) + "\" y=\"" + num(y) + "\"" + attributes + ">";
   for (size_t i = 0; i < lines.size(); ++i) {
-    s += i == 0 ? xml_escape(lines[i]) : "<tspan x=\"" + num(x) + "\" dy=\"" + num(spacing) + "\">" + xml_escape(lines[i]) + "</tspan>";
+    s += i == 0 ? xml_escape(lines[i])
+                : "<tspan x=\"" + num(x) + "\" dy=\"" + num(spacing) + "\">" + xml_escape(lines[i]) + "</tspan>";
   }
   return s + "</text>\n";
 }
@@ -77,11 +79,20 @@ std::string xml_escape(const std::string& text) {
   std::string out;
   for (char c : text) {
     switch (c) {
-      case '&': out += "&amp;"; break;
-      case '<': out += "&lt;"; break;
-      case '>': out += "&gt;"; break;
-      case '"': out += "&quot;"; break;
-      default: out += c;
+      case '&':
+        out += "&amp;";
+        break;
+      case '<':
+        out += "&lt;";
+        break;
+      case '>':
+        out += "&gt;";
+        break;
+      case '"':
+        out += "&quot;";
+        break;
+      default:
+        out += c;
     }
   }
   return out;
@@ -150,7 +161,8 @@ std::pair<double, double> SvgPlot::x_range() const {
 
 std::pair<double, double> SvgPlot::y_range() const {
   if (fixed_y_) return {y_value(y_lo_), y_value(y_hi_)};
-  double lo = options_.log2_y ? std::numeric_limits<double>::infinity() : 0.0, hi = -std::numeric_limits<double>::infinity();
+  double lo = options_.log2_y ? std::numeric_limits<double>::infinity() : 0.0,
+         hi = -std::numeric_limits<double>::infinity();
   for (const Series& s : series_) {
     if (s.markers) continue;
     for (double y : s.y) {
@@ -196,8 +208,8 @@ double SvgPlot::pixel_y(double y) const {
 
 // The plot area in pixels and the axis ranges, fixed once per drawing.
 struct SvgPlot::Frame {
-  double xlo, xhi, ylo, yhi;           // axis ranges (y on the axis scale: log2 applied)
-  double w, h, right, bottom, top;     // image size and plot area edges (top below a wrapped title)
+  double xlo, xhi, ylo, yhi;        // axis ranges (y on the axis scale: log2 applied)
+  double w, h, right, bottom, top;  // image size and plot area edges (top below a wrapped title)
   double py(double v) const { return top + (bottom - top) * (yhi - v) / (yhi - ylo); }  // v on the axis scale
 };
 
@@ -251,8 +263,9 @@ std::string SvgPlot::draw_axes(const Frame& f) const {
   if (!categories_.empty()) {
     for (size_t i = 0; i < categories_.size(); ++i) {
       const double x = pixel_x(double(i));
-      s += "<text x=\"" + num(x + 4) + "\" y=\"" + num(f.bottom + 6) + "\" text-anchor=\"end\" transform=\"rotate(-90 " +
-           num(x + 4) + " " + num(f.bottom + 6) + ")\">" + xml_escape(categories_[i]) + "</text>\n";
+      s += "<text x=\"" + num(x + 4) + "\" y=\"" + num(f.bottom + 6) +
+           "\" text-anchor=\"end\" transform=\"rotate(-90 " + num(x + 4) + " " + num(f.bottom + 6) + ")\">" +
+           xml_escape(categories_[i]) + "</text>\n";
     }
   } else {
     for (double t : ticks(f.xlo, f.xhi, false)) {
@@ -291,8 +304,8 @@ std::string SvgPlot::draw_series(const Frame& f) const {
       s += draw_bars(f, series, color, 0.8 / bar_series, bar_index++);
     } else if (series.markers) {
       for (double x : series.x) {
-        s += "<line class=\"marker\" x1=\"" + num(pixel_x(x)) + "\" y1=\"" + num(f.top) + "\" x2=\"" +
-             num(pixel_x(x)) + "\" y2=\"" + num(f.bottom) + "\" stroke=\"" + color + "\" stroke-dasharray=\"4 3\"/>\n";
+        s += "<line class=\"marker\" x1=\"" + num(pixel_x(x)) + "\" y1=\"" + num(f.top) + "\" x2=\"" + num(pixel_x(x)) +
+             "\" y2=\"" + num(f.bottom) + "\" stroke=\"" + color + "\" stroke-dasharray=\"4 3\"/>\n";
       }
     } else {
       std::string points;
@@ -310,8 +323,7 @@ std::string SvgPlot::draw_series(const Frame& f) const {
 }
 
 // One bar series: the index-th of the groups beside each category, `width` of a category wide.
-std::string SvgPlot::draw_bars(const Frame& f, const Series& series, const char* color, double width,
-                               int index) const {
+std::string SvgPlot::draw_bars(const Frame& f, const Series& series, const char* color, double width, int index) const {
   std::string s;
   const double base = f.py(options_.log2_y ? f.ylo : std::max(f.ylo, 0.0));
   for (size_t j = 0; j < series.x.size(); ++j) {

@@ -11,8 +11,7 @@
 namespace hg::train {
 
 Accelerator::Accelerator(AcceleratorOptions options)
-    : options_(std::move(options)),
-      ddp_(options_.communicator ? *options_.communicator : dist::world(), options_.ddp) {
+    : options_(std::move(options)), ddp_(options_.communicator ? *options_.communicator : dist::world(), options_.ddp) {
   check(options_.gradient_accumulation_steps >= 1, "Accelerator: gradient_accumulation_steps must be >= 1, got ",
         options_.gradient_accumulation_steps);
   options_.mixed_precision.validate();  // early, not only at prepare()
@@ -104,7 +103,8 @@ io::Checkpoint Accelerator::state_dict(bool model_only) const {
 }
 
 void check_resumable(const io::Checkpoint& c, const std::string& dir) {
-  check(!c.model_only, dir, ": a --save-only-model checkpoint (save_only_model) holds the weights alone, without the "
+  check(!c.model_only, dir,
+        ": a --save-only-model checkpoint (save_only_model) holds the weights alone, without the "
         "optimizer, scheduler, loss scaler and RNG state a resume needs: evaluate or predict with it, or resume from "
         "a checkpoint saved without --save-only-model");
 }

@@ -27,7 +27,7 @@ namespace hg::train {
 struct AcceleratorOptions {
   optim::MixedPrecisionOptions mixed_precision;  // f32 by default
   int64_t gradient_accumulation_steps = 1;
-  dist::DdpOptions ddp;  // the gradient reduction's wire format and buckets
+  dist::DdpOptions ddp;                        // the gradient reduction's wire format and buckets
   dist::Communicator* communicator = nullptr;  // null: dist::world()
 };
 

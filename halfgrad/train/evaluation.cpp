@@ -86,8 +86,8 @@ void load_checked_weights(optim::ForwardPrecision& mp, nn::Module& model, const 
     const DType dtype = computes_in.at(name);
     if (dtype != saved.dtype()) {  // a narrower dtype (widening is exact)
       const Tensor narrowed = saved.to(dtype);
-      check(narrowed.all_finite(), file, ": tensor '", name, "' ", first_overflow(saved, narrowed), ", which is inf in ",
-            dtype_name(dtype), " (the dtype this model computes in; largest finite ",
+      check(narrowed.all_finite(), file, ": tensor '", name, "' ", first_overflow(saved, narrowed),
+            ", which is inf in ", dtype_name(dtype), " (the dtype this model computes in; largest finite ",
             dtype == DType::f16 ? "65504" : "3.3895e38", ")");
     }
   }

@@ -53,8 +53,9 @@ std::string format_report(const ClassificationReport& r, const std::vector<std::
                   r.f1[c], static_cast<long long>(r.support[c]));
     out += line;
   }
-  std::snprintf(line, sizeof line, "accuracy %.4f   macro-F1 %.4f\n\nconfusion matrix (rows: true, columns: predicted)\n",
-                r.accuracy, r.macro_f1);
+  std::snprintf(line, sizeof line,
+                "accuracy %.4f   macro-F1 %.4f\n\nconfusion matrix (rows: true, columns: predicted)\n", r.accuracy,
+                r.macro_f1);
   out += line;
   std::snprintf(line, sizeof line, "%-*s", w, "");
   out += line;

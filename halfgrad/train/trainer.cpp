@@ -32,8 +32,11 @@
 namespace hg::train {
 
 nlohmann::json TrainerState::to_json() const {
-  nlohmann::json j = {{"global_step", global_step}, {"max_steps", max_steps},     {"epoch", epoch},
-                      {"log_history", log_history}, {"skipped_steps", skipped_steps},
+  nlohmann::json j = {{"global_step", global_step},
+                      {"max_steps", max_steps},
+                      {"epoch", epoch},
+                      {"log_history", log_history},
+                      {"skipped_steps", skipped_steps},
                       {"best_model_checkpoint", best_model_checkpoint},
                       {"loss_sum", loss_sum},
                       {"loss_steps", loss_steps},
@@ -72,7 +75,9 @@ TrainerState TrainerState::from_json(const nlohmann::json& j, const std::string&
 }
 
 EarlyStoppingCallback::EarlyStoppingCallback(const TrainingArguments& args, int64_t patience, double threshold)
-    : key_(args.best_metric_key()), greater_(args.best_metric_greater_is_better()), patience_(patience),
+    : key_(args.best_metric_key()),
+      greater_(args.best_metric_greater_is_better()),
+      patience_(patience),
       threshold_(threshold) {
   check(patience >= 1, "EarlyStoppingCallback: patience must be >= 1, got ", patience);
 }
@@ -125,7 +130,8 @@ class SigintGuard {
 // "name: checkpoint A, this run B (--flag)", joined by "; "; `fields` maps each key compared to
 // its flag (or ""). Nested objects (the tokenizer) are compared field by field, as "key.field".
 std::string differences(const nlohmann::json& saved, const nlohmann::json& current,
-                        const std::vector<std::pair<std::string, std::string>>& fields, const std::string& prefix = "") {
+                        const std::vector<std::pair<std::string, std::string>>& fields,
+                        const std::string& prefix = "") {
   auto shown = [](const nlohmann::json* j) {
     const std::string text = j ? j->dump() : "(none)";
     return text.size() > 60 ? text.substr(0, 57) + "..." : text;
@@ -143,7 +149,8 @@ std::string differences(const nlohmann::json& saved, const nlohmann::json& curre
       }
       add(differences(*a, *b, inner, prefix + key + "."));
     } else if ((a == nullptr) != (b == nullptr) || (a != nullptr && *a != *b)) {
-      add(prefix + key + ": checkpoint " + shown(a) + ", this run " + shown(b) + (flag.empty() ? "" : " (" + flag + ")"));
+      add(prefix + key + ": checkpoint " + shown(a) + ", this run " + shown(b) +
+          (flag.empty() ? "" : " (" + flag + ")"));
     }
   }
   return out;
@@ -156,12 +163,18 @@ std::string differences(const nlohmann::json& saved, const nlohmann::json& curre
 void check_same_model(const io::ModelConfig& saved, const io::ModelConfig& current, const std::string& dir) {
   if (saved == current) return;
   const nlohmann::json a = io::model_config_to_json(saved), b = io::model_config_to_json(current);
-  std::vector<std::pair<std::string, std::string>> fields = {
-      {"hidden_size", "--d-model"}, {"num_hidden_layers", "--layers"}, {"num_attention_heads", "--heads"},
-      {"intermediate_size", "--d-ff"}, {"max_position_embeddings", "--max-len"}, {"vocab_size", "--buckets"},
-      {"position_embedding", "--tokenizer"}, {"num_labels", "the training data's labels"},
-      {"id2label", "the training data's labels"}, {"tokenizer", "--tokenizer, --ngram-*, --buckets"},
-      {"dropout", "--dropout"}, {"pooling", "--pooling"}};
+  std::vector<std::pair<std::string, std::string>> fields = {{"hidden_size", "--d-model"},
+                                                             {"num_hidden_layers", "--layers"},
+                                                             {"num_attention_heads", "--heads"},
+                                                             {"intermediate_size", "--d-ff"},
+                                                             {"max_position_embeddings", "--max-len"},
+                                                             {"vocab_size", "--buckets"},
+                                                             {"position_embedding", "--tokenizer"},
+                                                             {"num_labels", "the training data's labels"},
+                                                             {"id2label", "the training data's labels"},
+                                                             {"tokenizer", "--tokenizer, --ngram-*, --buckets"},
+                                                             {"dropout", "--dropout"},
+                                                             {"pooling", "--pooling"}};
   for (const nlohmann::json* j : {&a, &b}) {
     for (auto it = j->begin(); it != j->end(); ++it) {
       const std::string& key = it.key();
@@ -225,7 +238,8 @@ EvalPrediction sharded_evaluation(Accelerator& acc, nn::TextClassifier& model, c
   const size_t k = size_t(p.classes);
   for (size_t i = 0; i < d.examples.size(); ++i) {
     const size_t r = i % size_t(world), j = i / size_t(world);
-    p.logits.insert(p.logits.end(), logits[r].begin() + std::ptrdiff_t(j * k), logits[r].begin() + std::ptrdiff_t((j + 1) * k));
+    p.logits.insert(p.logits.end(), logits[r].begin() + std::ptrdiff_t(j * k),
+                    logits[r].begin() + std::ptrdiff_t((j + 1) * k));
     p.predictions.push_back(predictions[r][j]);
     p.label_ids.push_back(labels[r][j]);
   }
@@ -279,9 +293,13 @@ struct Trainer::Parts {
 Trainer::Trainer(nn::TextClassifier& model, TrainingArguments args, const data::Dataset& train_dataset,
                  const data::Dataset* eval_dataset, ComputeMetrics compute_metrics,
                  std::vector<std::shared_ptr<TrainerCallback>> callbacks, dist::Communicator* communicator)
-    : model_(model), args_(std::move(args)), train_dataset_(train_dataset), eval_dataset_(eval_dataset),
+    : model_(model),
+      args_(std::move(args)),
+      train_dataset_(train_dataset),
+      eval_dataset_(eval_dataset),
       compute_metrics_(compute_metrics ? compute_metrics : classification_metrics),
-      callbacks_(std::move(callbacks)), parts_(std::make_unique<Parts>()) {
+      callbacks_(std::move(callbacks)),
+      parts_(std::make_unique<Parts>()) {
   // Under several ranks, a check that fails on one fails on all, and the ranks must then run the
   // same arguments, model and data, before any step that could wait for a rank running another.
   dist::Communicator& comm = communicator ? *communicator : dist::world();
@@ -296,44 +314,44 @@ Trainer::Trainer(nn::TextClassifier& model, TrainingArguments args, const data::
     // The rule every saved config.json is loaded with: what this run saves must load.
     io::check_model_config({model.config, train_dataset.label_names, args_.tokenizer}, "Trainer: the model's config");
   });
-  dist::check_same(comm,
-                   run_identity(args_, io::model_config_to_json({model.config, train_dataset.label_names, args_.tokenizer}),
-                                train_dataset, eval_dataset),
-                   "the runs' arguments, model or data");
-  accelerator_ = std::make_unique<Accelerator>(AcceleratorOptions{
-      .mixed_precision = args_.mixed_precision,
-      .gradient_accumulation_steps = args_.gradient_accumulation_steps,
-      .ddp = {.wire = args_.ddp_comm},
-      .communicator = &comm});
+  dist::check_same(
+      comm,
+      run_identity(args_, io::model_config_to_json({model.config, train_dataset.label_names, args_.tokenizer}),
+                   train_dataset, eval_dataset),
+      "the runs' arguments, model or data");
+  accelerator_ =
+      std::make_unique<Accelerator>(AcceleratorOptions{.mixed_precision = args_.mixed_precision,
+                                                       .gradient_accumulation_steps = args_.gradient_accumulation_steps,
+                                                       .ddp = {.wire = args_.ddp_comm},
+                                                       .communicator = &comm});
   parts_->loader = std::make_unique<data::DataLoader>(
       train_dataset, parts_->tokenizer,
       data::DataLoaderOptions{args_.per_device_train_batch_size, true, false, args_.seed, model.config.max_len,
-                              accelerator_->num_processes(), accelerator_->process_index(),
-                              args_.group_by_length});
-  state_.max_steps = args_.max_steps > 0 ? args_.max_steps
-                                         : int64_t(std::ceil(args_.num_train_epochs * double(steps_per_epoch())));
+                              accelerator_->num_processes(), accelerator_->process_index(), args_.group_by_length});
+  state_.max_steps =
+      args_.max_steps > 0 ? args_.max_steps : int64_t(std::ceil(args_.num_train_epochs * double(steps_per_epoch())));
   std::optional<optim::OwnGroup> table;  // the token table's own learning rate
   if (args_.embedding_learning_rate) {
     table = optim::OwnGroup{"token_embedding.weight", *args_.embedding_learning_rate, args_.weight_decay};
   }
   parts_->optimizer = std::make_unique<optim::AdamW>(
       optim::decay_groups(model.named_parameters(), args_.learning_rate, args_.weight_decay, table));
-  const int64_t warmup = args_.warmup_steps > 0 ? args_.warmup_steps
-                                                : int64_t(std::ceil(args_.warmup_ratio * double(state_.max_steps)));
-  parts_->scheduler = std::make_unique<optim::LrScheduler>(*parts_->optimizer, args_.lr_scheduler_type,
-                                                           warmup, state_.max_steps);
+  const int64_t warmup =
+      args_.warmup_steps > 0 ? args_.warmup_steps : int64_t(std::ceil(args_.warmup_ratio * double(state_.max_steps)));
+  parts_->scheduler =
+      std::make_unique<optim::LrScheduler>(*parts_->optimizer, args_.lr_scheduler_type, warmup, state_.max_steps);
   accelerator_->prepare(model, *parts_->optimizer, parts_->scheduler.get());
   accelerator_->mixed_precision().set_seed(args_.seed);  // stochastic rounding draws from the run's seed
   accelerator_->register_generator("dropout", *model.dropout_gen);
-  accelerator_->register_loop_state(
-      {.save = [this] { return state_.to_json(); },
-       .load =
-           [this](const nlohmann::json& j, const std::string& source) {
-             const int64_t max_steps = state_.max_steps;  // this run's arguments say how far to train
-             state_ = TrainerState::from_json(j, source);
-             state_.max_steps = max_steps;
-           },
-       .per_rank_keys = {"log_history"}});  // each rank logs its own wire bytes and casts
+  accelerator_->register_loop_state({.save = [this] { return state_.to_json(); },
+                                     .load =
+                                         [this](const nlohmann::json& j, const std::string& source) {
+                                           const int64_t max_steps =
+                                               state_.max_steps;  // this run's arguments say how far to train
+                                           state_ = TrainerState::from_json(j, source);
+                                           state_.max_steps = max_steps;
+                                         },
+                                     .per_rank_keys = {"log_history"}});  // each rank logs its own wire bytes and casts
 }
 
 Trainer::~Trainer() = default;
@@ -375,7 +393,8 @@ PredictionOutput Trainer::predict(const data::Dataset& dataset) {
   check(dataset.label_names.size() == train_dataset_.label_names.size(), dataset.source, ": ",
         dataset.label_names.size(), " classes, the model was trained on ", train_dataset_.label_names.size());
   PredictionOutput out;
-  out.prediction = sharded_evaluation(*accelerator_, model_, dataset, args_.per_device_eval_batch_size, args_.tokenizer);
+  out.prediction =
+      sharded_evaluation(*accelerator_, model_, dataset, args_.per_device_eval_batch_size, args_.tokenizer);
   out.metrics["test_loss"] = out.prediction.loss;
   for (const auto& [key, value] : compute_metrics_(out.prediction)) out.metrics["test_" + key] = value;
   return out;
@@ -389,7 +408,8 @@ std::string Trainer::write_checkpoint(bool model_only) {
   c.tokenizer_model = args_.tokenizer.spm_model;  // sentencepiece.model (empty: none)
   c.trainer_state["training_args"] = args_.to_json();
   // Rank 0 writes for every rank (the replicas are identical); the others learn whether it could.
-  std::filesystem::path dir = std::filesystem::path(args_.output_dir) / ("checkpoint-" + std::to_string(state_.global_step));
+  std::filesystem::path dir =
+      std::filesystem::path(args_.output_dir) / ("checkpoint-" + std::to_string(state_.global_step));
   dist::agree(accelerator_->ddp().communicator(), [&] {
     if (!accelerator_->is_main_process()) return;
     dir = io::save_checkpoint(args_.output_dir, state_.global_step, c);
@@ -443,12 +463,13 @@ void Trainer::maybe_evaluate_and_save(bool epoch_end) {
     metric = it->second;
   }
   if (save_now) {
-    const bool better = metric && (!state_.best_metric || (args_.best_metric_greater_is_better()
-                                                                ? *metric > *state_.best_metric
-                                                                : *metric < *state_.best_metric));
+    const bool better =
+        metric && (!state_.best_metric || (args_.best_metric_greater_is_better() ? *metric > *state_.best_metric
+                                                                                 : *metric < *state_.best_metric));
     if (better) {
       state_.best_metric = metric;
-      state_.best_model_checkpoint = (std::filesystem::path(args_.output_dir) / ("checkpoint-" + std::to_string(step))).string();
+      state_.best_model_checkpoint =
+          (std::filesystem::path(args_.output_dir) / ("checkpoint-" + std::to_string(step))).string();
     }
     save_checkpoint();
   }
@@ -503,8 +524,11 @@ Trainer::StepOutcome Trainer::training_step(int64_t epoch, int64_t first_batch) 
     }
     const float value = loss.item();
     check(std::isfinite(value) || mp.scaler().is_enabled(), "training loss is ",
-          std::isnan(value) ? "NaN" : value > 0 ? "inf" : "-inf", " at step ",
-          state_.global_step + 1, " (no loss scaler to skip the step): stopping instead of training on garbage; "
+          std::isnan(value) ? "NaN"
+          : value > 0       ? "inf"
+                            : "-inf",
+          " at step ", state_.global_step + 1,
+          " (no loss scaler to skip the step): stopping instead of training on garbage; "
           "try a lower learning_rate, or --detect-anomaly to find the op");
     accelerator_->backward(loss);
     step.loss += value;
@@ -545,8 +569,11 @@ bool Trainer::end_step(const StepOutcome& step, bool& interrupted) {
   ++window.steps;
   window.wire.merge(accelerator_->ddp().last_reduce().wire);
   if (!step.stepped) ++window.skipped;
-  nlohmann::json step_info = {{"step", state_.global_step}, {"loss", step.loss},
-                              {"scale", step.scale}, {"stepped", step.stepped}, {"grad_norm", step.grad_norm}};
+  nlohmann::json step_info = {{"step", state_.global_step},
+                              {"loss", step.loss},
+                              {"scale", step.scale},
+                              {"stepped", step.stepped},
+                              {"grad_norm", step.grad_norm}};
   if (const dist::DistributedDataParallel& ddp = accelerator_->ddp();
       ddp.size() > 1 && ddp.options().wire != dist::WireFormat::kF32) {
     step_info["ddp_wire"] = wire_counts(ddp.last_reduce().wire);  // this step's cast to the wire format
@@ -557,8 +584,10 @@ bool Trainer::end_step(const StepOutcome& step, bool& interrupted) {
     stop = stop || c->should_stop;
   }
   if (state_.global_step % args_.logging_steps == 0) {
-    nlohmann::json entry = {{"loss", window.loss / double(window.steps)}, {"learning_rate", parts_->scheduler->last_lr()},
-                            {"grad_norm", step.grad_norm}, {"loss_scale", scaler.get_scale()},
+    nlohmann::json entry = {{"loss", window.loss / double(window.steps)},
+                            {"learning_rate", parts_->scheduler->last_lr()},
+                            {"grad_norm", step.grad_norm},
+                            {"loss_scale", scaler.get_scale()},
                             {"skipped_steps", window.skipped}};
     const dist::DistributedDataParallel& ddp = accelerator_->ddp();
     if (ddp.size() > 1) {  // the wire: this rank's bytes per step, and what a 16-bit cast lost
@@ -638,13 +667,16 @@ TrainOutput Trainer::train(const std::string& resume_from_checkpoint) {
   begin_training(resume_from_checkpoint);
   if (state_.global_step == 0) warn(warmup_warning(parts_->scheduler->warmup_steps(), state_.max_steps));
   if (!resume_from_checkpoint.empty() && state_.global_step >= state_.max_steps && accelerator_->is_main_process()) {
-    std::fprintf(stderr, "note: %s is at step %lld, which is not before max_steps %lld (--max-steps or --epochs): "
+    std::fprintf(stderr,
+                 "note: %s is at step %lld, which is not before max_steps %lld (--max-steps or --epochs): "
                  "nothing to train; give a larger --max-steps or --epochs to continue\n",
                  resume_from_checkpoint.c_str(), static_cast<long long>(state_.global_step),
                  static_cast<long long>(state_.max_steps));
   }
   std::unique_ptr<DetectAnomaly> anomaly;
-  if (args_.detect_anomaly) anomaly = std::make_unique<DetectAnomaly>(/*throw_on_anomaly=*/!accelerator_->mixed_precision().scaler().is_enabled());
+  if (args_.detect_anomaly)
+    anomaly =
+        std::make_unique<DetectAnomaly>(/*throw_on_anomaly=*/!accelerator_->mixed_precision().scaler().is_enabled());
   for (auto& c : callbacks_) c->on_train_begin(state_, args_);
   const auto start = std::chrono::steady_clock::now();
   const int64_t start_step = state_.global_step, per_epoch = steps_per_epoch();
@@ -673,8 +705,9 @@ TrainOutput Trainer::train(const std::string& resume_from_checkpoint) {
 }
 
 void Trainer::adapt_threads(AdaptiveThreads policy) {
-  check(accelerator_->num_processes() == 1, "Trainer: adaptive threads (--threads auto) need one process, this run has ",
-        accelerator_->num_processes(), ": under mpirun a step waits for the slowest rank, so its time does not measure "
+  check(accelerator_->num_processes() == 1,
+        "Trainer: adaptive threads (--threads auto) need one process, this run has ", accelerator_->num_processes(),
+        ": under mpirun a step waits for the slowest rank, so its time does not measure "
         "the local team; give --threads N");
   threads_ = std::move(policy);
 }

@@ -23,8 +23,8 @@ void TrainingArguments::validate(const std::vector<std::string>& metric_names) c
         "learning_rate (--lr) must be in (0, 10), got ", learning_rate);
   check(weight_decay >= 0 && weight_decay < 1, at, "weight_decay (--weight-decay) must be in [0, 1), got ",
         weight_decay);
-  check(!embedding_learning_rate || (std::isfinite(*embedding_learning_rate) && *embedding_learning_rate > 0 &&
-                                     *embedding_learning_rate < 10),
+  check(!embedding_learning_rate ||
+            (std::isfinite(*embedding_learning_rate) && *embedding_learning_rate > 0 && *embedding_learning_rate < 10),
         at, "embedding_learning_rate (--embedding-lr) must be in (0, 10), got ", embedding_learning_rate.value_or(0));
   check(label_smoothing_factor >= 0 && label_smoothing_factor < 1, at,
         "label_smoothing_factor (--label-smoothing) must be in [0, 1), got ", label_smoothing_factor);
@@ -34,8 +34,8 @@ void TrainingArguments::validate(const std::vector<std::string>& metric_names) c
   check(eval_steps >= 0, at, "eval_steps (--eval-steps) must be >= 1 (or 0: logging_steps), got ", eval_steps);
   check(logging_steps >= 1, at, "logging_steps (--logging-steps) must be >= 1, got ", logging_steps);
   check(save_steps >= 1, at, "save_steps (--save-steps) must be >= 1, got ", save_steps);
-  check(save_total_limit == -1 || save_total_limit >= 1, at, "save_total_limit (--save-total-limit) ",
-        save_total_limit, " would keep ", save_total_limit == 0 ? "no" : "a negative number of",
+  check(save_total_limit == -1 || save_total_limit >= 1, at, "save_total_limit (--save-total-limit) ", save_total_limit,
+        " would keep ", save_total_limit == 0 ? "no" : "a negative number of",
         " checkpoints: give N >= 1 to keep the newest N, -1 to keep all, or save_strategy no (--save-strategy no) "
         "to save none");
   check(std::isfinite(max_grad_norm) && max_grad_norm >= 0, at,
@@ -72,8 +72,8 @@ void TrainingArguments::validate(const std::vector<std::string>& metric_names) c
                                    [&](const std::string& m) { return key == "eval_" + m || key == m; });
     std::string list;
     for (const std::string& m : metric_names) list += (list.empty() ? "" : ", ") + m;
-    check(known, at, "metric_for_best_model (--metric) '", metric_for_best_model, "' is not a metric evaluation reports (",
-          list, ")");
+    check(known, at, "metric_for_best_model (--metric) '", metric_for_best_model,
+          "' is not a metric evaluation reports (", list, ")");
   }
 }
 
@@ -129,41 +129,72 @@ TrainingArguments TrainingArguments::from_json(const nlohmann::json& j, const st
   for (const auto& [key, value] : j.items()) {
     const std::string at = source + ": training_args: key '" + key + "'";
     try {
-      if (key == "output_dir") a.output_dir = value;
-      else if (key == "num_train_epochs") a.num_train_epochs = value;
-      else if (key == "max_steps") a.max_steps = value;
-      else if (key == "per_device_train_batch_size") a.per_device_train_batch_size = value;
-      else if (key == "per_device_eval_batch_size") a.per_device_eval_batch_size = value;
-      else if (key == "learning_rate") a.learning_rate = value;
-      else if (key == "weight_decay") a.weight_decay = value;
-      else if (key == "embedding_learning_rate") a.embedding_learning_rate = value.get<float>();
-      else if (key == "label_smoothing_factor") a.label_smoothing_factor = value;
-      else if (key == "warmup_steps") a.warmup_steps = value;
-      else if (key == "warmup_ratio") a.warmup_ratio = value;
-      else if (key == "lr_scheduler_type") a.lr_scheduler_type = optim::kScheduleNames.parse(value.get<std::string>(), at);
+      if (key == "output_dir")
+        a.output_dir = value;
+      else if (key == "num_train_epochs")
+        a.num_train_epochs = value;
+      else if (key == "max_steps")
+        a.max_steps = value;
+      else if (key == "per_device_train_batch_size")
+        a.per_device_train_batch_size = value;
+      else if (key == "per_device_eval_batch_size")
+        a.per_device_eval_batch_size = value;
+      else if (key == "learning_rate")
+        a.learning_rate = value;
+      else if (key == "weight_decay")
+        a.weight_decay = value;
+      else if (key == "embedding_learning_rate")
+        a.embedding_learning_rate = value.get<float>();
+      else if (key == "label_smoothing_factor")
+        a.label_smoothing_factor = value;
+      else if (key == "warmup_steps")
+        a.warmup_steps = value;
+      else if (key == "warmup_ratio")
+        a.warmup_ratio = value;
+      else if (key == "lr_scheduler_type")
+        a.lr_scheduler_type = optim::kScheduleNames.parse(value.get<std::string>(), at);
       else if (key == "eval_strategy" || key == "evaluation_strategy") {
         a.eval_strategy = kIntervalStrategyNames.parse(value.get<std::string>(), at);
-      }
-      else if (key == "eval_steps") a.eval_steps = value;
-      else if (key == "logging_steps") a.logging_steps = value;
-      else if (key == "save_strategy") a.save_strategy = kIntervalStrategyNames.parse(value.get<std::string>(), at);
-      else if (key == "save_steps") a.save_steps = value;
-      else if (key == "save_total_limit") a.save_total_limit = value;
-      else if (key == "load_best_model_at_end") a.load_best_model_at_end = value;
-      else if (key == "metric_for_best_model") a.metric_for_best_model = value;
-      else if (key == "greater_is_better") a.greater_is_better = value.get<bool>();
-      else if (optim::is_mixed_precision_key(key)) continue;  // read below
-      else if (key == "max_grad_norm") a.max_grad_norm = value;
-      else if (key == "gradient_accumulation_steps") a.gradient_accumulation_steps = value;
-      else if (key == "seed") a.seed = value;
-      else if (key == "group_by_length") a.group_by_length = value;
-      else if (key == "detect_anomaly") a.detect_anomaly = value;
-      else if (key == "ddp_comm") a.ddp_comm = dist::kWireFormatNames.parse(value.get<std::string>(), at);
-      else if (key == "ddp_check_every") a.ddp_check_every = value;
-      else if (key == "report_to") a.report_to = value.get<std::vector<std::string>>();
-      else if (key == "save_only_model") a.save_only_model = value;
-      else if (key == "tokenizer") a.tokenizer = io::tokenizer_config_from_json(value, source);  // absent: bytes
-      else fail(source, ": training_args: unknown key '", key, "'");
+      } else if (key == "eval_steps")
+        a.eval_steps = value;
+      else if (key == "logging_steps")
+        a.logging_steps = value;
+      else if (key == "save_strategy")
+        a.save_strategy = kIntervalStrategyNames.parse(value.get<std::string>(), at);
+      else if (key == "save_steps")
+        a.save_steps = value;
+      else if (key == "save_total_limit")
+        a.save_total_limit = value;
+      else if (key == "load_best_model_at_end")
+        a.load_best_model_at_end = value;
+      else if (key == "metric_for_best_model")
+        a.metric_for_best_model = value;
+      else if (key == "greater_is_better")
+        a.greater_is_better = value.get<bool>();
+      else if (optim::is_mixed_precision_key(key))
+        continue;  // read below
+      else if (key == "max_grad_norm")
+        a.max_grad_norm = value;
+      else if (key == "gradient_accumulation_steps")
+        a.gradient_accumulation_steps = value;
+      else if (key == "seed")
+        a.seed = value;
+      else if (key == "group_by_length")
+        a.group_by_length = value;
+      else if (key == "detect_anomaly")
+        a.detect_anomaly = value;
+      else if (key == "ddp_comm")
+        a.ddp_comm = dist::kWireFormatNames.parse(value.get<std::string>(), at);
+      else if (key == "ddp_check_every")
+        a.ddp_check_every = value;
+      else if (key == "report_to")
+        a.report_to = value.get<std::vector<std::string>>();
+      else if (key == "save_only_model")
+        a.save_only_model = value;
+      else if (key == "tokenizer")
+        a.tokenizer = io::tokenizer_config_from_json(value, source);  // absent: bytes
+      else
+        fail(source, ": training_args: unknown key '", key, "'");
     } catch (const nlohmann::json::exception& e) {
       fail(source, ": training_args: key '", key, "' has the wrong type (", e.what(), ")");
     }

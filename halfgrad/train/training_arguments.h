@@ -38,11 +38,11 @@ struct TrainingArguments {
   // schedule and weight_decay); unset: learning_rate. halfgrad's, not HF's.
   std::optional<float> embedding_learning_rate;
   float label_smoothing_factor = 0.0f;  // HF's: the training loss's targets mix in 1/K of uniform
-  int64_t warmup_steps = 0;     // > 0 overrides warmup_ratio
-  double warmup_ratio = 0.0;                 // in [0, 1)
+  int64_t warmup_steps = 0;             // > 0 overrides warmup_ratio
+  double warmup_ratio = 0.0;            // in [0, 1)
   optim::Schedule lr_scheduler_type = optim::Schedule::kLinear;  // optim::kScheduleNames
-  IntervalStrategy eval_strategy = IntervalStrategy::kNo;         // JSON's old name: evaluation_strategy
-  int64_t eval_steps = 0;                    // 0: logging_steps
+  IntervalStrategy eval_strategy = IntervalStrategy::kNo;        // JSON's old name: evaluation_strategy
+  int64_t eval_steps = 0;                                        // 0: logging_steps
   int64_t logging_steps = 50;
   IntervalStrategy save_strategy = IntervalStrategy::kSteps;
   int64_t save_steps = 500;
@@ -52,13 +52,13 @@ struct TrainingArguments {
   std::optional<bool> greater_is_better;       // default: false for "loss", true otherwise
   // f32 by default; its opt level, when fp16 is chosen, defaults to O2 (HF's fp16_opt_level: O1).
   optim::MixedPrecisionOptions mixed_precision;
-  float max_grad_norm = 1.0f;            // 0: no clipping
+  float max_grad_norm = 1.0f;  // 0: no clipping
   int64_t gradient_accumulation_steps = 1;
   uint64_t seed = 42;
   // HF's group_by_length: training batches of similar lengths (data::DataLoaderOptions), so a
   // transformer pads less; evaluation order is unchanged.
   bool group_by_length = false;
-  bool detect_anomaly = false;  // name the first op that produces inf/NaN
+  bool detect_anomaly = false;      // name the first op that produces inf/NaN
   data::TokenizerConfig tokenizer;  // bytes by default; saved in config.json with the model
   // Data-parallel runs (launched by mpirun; docs/distributed.md): the gradients' wire format
   // (halfgrad/dist/wire_format.h) and, when > 0, a check every N steps that every rank's

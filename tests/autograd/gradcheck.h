@@ -28,8 +28,8 @@ inline double projected(const Tensor& y, const std::vector<float>& r) {
 }
 
 // Checks every element of every input; inputs must be f32 leaves.
-inline void gradcheck(const std::function<Tensor(const std::vector<Tensor>&)>& f,
-                      std::vector<Tensor> inputs, double h = 1e-3, double tolerance = 5e-3) {
+inline void gradcheck(const std::function<Tensor(const std::vector<Tensor>&)>& f, std::vector<Tensor> inputs,
+                      double h = 1e-3, double tolerance = 5e-3) {
   for (Tensor& x : inputs) x.set_requires_grad(true);
   Tensor y = f(inputs);
   Generator gen(1234);

@@ -82,9 +82,9 @@ TEST_CASE("accumulation reaches batched matmul and linear forward, weight and bi
     Tensor batched, wide, y;
     {
       const Autocast guard({.dtype = DType::f16, .accumulation = mode});
-      batched = matmul(ones({2, 1, kLong}), ones({2, kLong, 1}));  // two (1,K) x (K,1)
+      batched = matmul(ones({2, 1, kLong}), ones({2, kLong, 1}));             // two (1,K) x (K,1)
       wide = linear(ones({1, kLong}), ones({1, kLong}), Tensor::zeros({1}));  // y = x w^T + b, over K
-      y = linear(ones({kLong, 1}), w, bias);  // (K,1): dW and db sum over the K rows
+      y = linear(ones({kLong, 1}), w, bias);                                  // (K,1): dW and db sum over the K rows
     }
     CHECK(batched.to_vector() == std::vector<float>{expected(mode), expected(mode)});
     CHECK(wide.item() == expected(mode));
@@ -157,9 +157,12 @@ constexpr int64_t kShort = 64;
 
 float chain(Accumulation mode) {
   switch (mode) {
-    case Accumulation::kF32: return 1.0f + 63.0f * 0x1p-11f;
-    case Accumulation::kF16: return 1.0f;
-    case Accumulation::kF16Blocked: return 1.0f + 0x1p-6f;
+    case Accumulation::kF32:
+      return 1.0f + 63.0f * 0x1p-11f;
+    case Accumulation::kF16:
+      return 1.0f;
+    case Accumulation::kF16Blocked:
+      return 1.0f + 0x1p-6f;
   }
   return 0.0f;
 }

@@ -71,7 +71,8 @@ void check_same(const Case& c, DType dtype, const std::string& mode, bool masked
   const Indices mask = masked ? padding_mask(c.b, c.t) : Indices();
   INFO("B " << c.b << " T " << c.t << " H " << c.heads << " D " << c.d << ", " << mode << ", mask " << masked
             << ", causal " << causal << ", dropout " << dropout_p);
-  const Run old_way = run(false, c, dtype, mask, causal, dropout_p), in_place = run(true, c, dtype, mask, causal, dropout_p);
+  const Run old_way = run(false, c, dtype, mask, causal, dropout_p),
+            in_place = run(true, c, dtype, mask, causal, dropout_p);
   CHECK(in_place.y == old_way.y);
   CHECK(in_place.dq == old_way.dq);
   CHECK(in_place.dk == old_way.dk);
@@ -100,7 +101,8 @@ TEST_CASE("attention in place equals permute + batched matmul bit for bit: autoc
       {"fp16 O2", DType::f16, DType::f16, NormalizationOutputs::kInputDtype, Accumulation::kF32},
       {"fp16 O1", DType::f32, DType::f16, NormalizationOutputs::kFloat32, Accumulation::kF32},
       {"bf16", DType::f32, DType::bf16, NormalizationOutputs::kFloat32, Accumulation::kF32},
-      {"fp16 O2, f16 accumulation", DType::f16, DType::f16, NormalizationOutputs::kInputDtype, Accumulation::kF16Blocked},
+      {"fp16 O2, f16 accumulation", DType::f16, DType::f16, NormalizationOutputs::kInputDtype,
+       Accumulation::kF16Blocked},
   };
   for (const Mode& m : modes) {
     const Autocast guard({.dtype = m.compute, .normalizations = m.normalizations, .accumulation = m.accumulation});
@@ -111,7 +113,8 @@ TEST_CASE("attention in place equals permute + batched matmul bit for bit: autoc
   }
 }
 
-TEST_CASE("attention in place equals permute + batched matmul bit for bit: 1 and 2 threads", "[attention_heads][parallel]") {
+TEST_CASE("attention in place equals permute + batched matmul bit for bit: 1 and 2 threads",
+          "[attention_heads][parallel]") {
   // 2 * 64 * 64 * 32 * 16 = 4.2 MFLOP per product, above kParallelFlops (2^22): B = 8 rows of the
   // grid shared out over the team; B = 3 (odd) threads inside each batched gemm call instead.
   const int saved = omp_get_max_threads();
@@ -142,13 +145,15 @@ TEST_CASE("head products: shapes, Tq != Tk, and errors naming the op", "[attenti
   const Tensor context = matmul_heads(scores, v);
   REQUIRE(context.shape() == Shape{2, 5, 6});
   CHECK(bits_of(context) == bits_of(reshape(permute(matmul(scores, split(v, 7)), {0, 2, 1, 3}), {2, 5, 6})));
-  CHECK_THROWS_WITH(matmul_heads_transposed(q, k, 4), Catch::Contains("matmul_heads_transposed") && Catch::Contains("4 heads"));
+  CHECK_THROWS_WITH(matmul_heads_transposed(q, k, 4),
+                    Catch::Contains("matmul_heads_transposed") && Catch::Contains("4 heads"));
   CHECK_THROWS_WITH(matmul_heads(scores, q), Catch::Contains("matmul_heads: p must be"));
   CHECK_THROWS_WITH(multi_head_attention(q, q, q, 4), Catch::Contains("attention: 4 heads"));
   CHECK_THROWS_WITH(multi_head_attention(q, q, q, 3, Indices({1, 1}, {1, 2})), Catch::Contains("mask of shape"));
 }
 
-TEST_CASE("head products with key_lengths: the leading keys' bits, zeros after them, and their gradients", "[attention_heads]") {
+TEST_CASE("head products with key_lengths: the leading keys' bits, zeros after them, and their gradients",
+          "[attention_heads]") {
   // Batch element 0 keeps 4 of 7 keys, element 1 all 7. The scores' columns past a length are 0,
   // the others the unbounded product's bits; the context reads p's first keys only, which the
   // unbounded product over p with those columns zeroed equals bit for bit; dk and dv rows past
@@ -172,7 +177,8 @@ TEST_CASE("head products with key_lengths: the leading keys' bits, zeros after t
   }
   CHECK(dk[size_t(7 * 6 + 6 * 6)] != 0.0f);  // element 1's last key is real
 
-  Tensor p = Tensor::from_vector(zeroed, {2, 3, 5, 7}).set_requires_grad(), v = Tensor::randn({2, 7, 6}, gen).set_requires_grad();
+  Tensor p = Tensor::from_vector(zeroed, {2, 3, 5, 7}).set_requires_grad(),
+         v = Tensor::randn({2, 7, 6}, gen).set_requires_grad();
   const Tensor context = matmul_heads(p, v, lengths);
   CHECK(bits_of(context) == bits_of(matmul_heads(p.detach(), v.detach())));
   backward(sum(mul(context, Tensor::randn({2, 5, 6}, gen))));

@@ -14,15 +14,15 @@ TEST_CASE("autocast picks the dtype of each op category", "[autocast]") {
   const Tensor h = Tensor::randn({4, 8}, gen, DType::f16);
   for (DType low : {DType::f16, DType::bf16}) {
     Autocast ac({.dtype = low});
-    CHECK(matmul(x, transpose(w)).dtype() == low);             // lower precision
+    CHECK(matmul(x, transpose(w)).dtype() == low);  // lower precision
     CHECK(linear(x, w).dtype() == low);
-    CHECK(softmax(h).dtype() == DType::f32);                    // f32 ops
+    CHECK(softmax(h).dtype() == DType::f32);  // f32 ops
     CHECK(log_softmax(h).dtype() == DType::f32);
     CHECK(layer_norm(h, {}, {}).dtype() == DType::f32);
     CHECK(sum(h).dtype() == DType::f32);
     CHECK(exp(h).dtype() == DType::f32);
     CHECK(cross_entropy(h, Indices({0, 1, 2, 3}, {4})).dtype() == DType::f32);
-    CHECK(add(h, h).dtype() == DType::f16);                     // promote: widest input
+    CHECK(add(h, h).dtype() == DType::f16);  // promote: widest input
     CHECK(add(h, x).dtype() == DType::f32);
   }
   // Outside autocast ops keep their inputs' dtype.

@@ -24,12 +24,12 @@ TEST_CASE("transformer encoder layer matches PyTorch forward and backward", "[go
   const nlohmann::json golden = nlohmann::json::parse(file);
   const auto& cfg = golden["config"];
   const int64_t b = cfg["B"], t = cfg["T"], c = cfg["C"], h = cfg["H"], ff = cfg["FF"], d = c / h;
-  const std::map<std::string, Shape> shapes = {
-      {"x", {b, t, c}},        {"ln1.weight", {c}},     {"ln1.bias", {c}},   {"q.weight", {c, c}},
-      {"q.bias", {c}},         {"k.weight", {c, c}},    {"k.bias", {c}},     {"v.weight", {c, c}},
-      {"v.bias", {c}},         {"out.weight", {c, c}},  {"out.bias", {c}},   {"ln2.weight", {c}},
-      {"ln2.bias", {c}},       {"ff1.weight", {ff, c}}, {"ff1.bias", {ff}},  {"ff2.weight", {c, ff}},
-      {"ff2.bias", {c}}};
+  const std::map<std::string, Shape> shapes = {{"x", {b, t, c}},        {"ln1.weight", {c}},     {"ln1.bias", {c}},
+                                               {"q.weight", {c, c}},    {"q.bias", {c}},         {"k.weight", {c, c}},
+                                               {"k.bias", {c}},         {"v.weight", {c, c}},    {"v.bias", {c}},
+                                               {"out.weight", {c, c}},  {"out.bias", {c}},       {"ln2.weight", {c}},
+                                               {"ln2.bias", {c}},       {"ff1.weight", {ff, c}}, {"ff1.bias", {ff}},
+                                               {"ff2.weight", {c, ff}}, {"ff2.bias", {c}}};
   std::map<std::string, Tensor> p;
   for (const auto& [name, shape] : shapes) {
     p[name] = Tensor::from_vector(golden["inputs"][name].get<std::vector<float>>(), shape).set_requires_grad();
@@ -47,7 +47,8 @@ TEST_CASE("transformer encoder layer matches PyTorch forward and backward", "[go
   const Tensor att = reshape(permute(scaled_dot_product_attention(q, k, v, attention_mask), {0, 2, 1, 3}), {b, t, c});
   const Tensor hidden = add(x, linear(att, p["out.weight"], p["out.bias"]));
   const Tensor n2 = layer_norm(hidden, p["ln2.weight"], p["ln2.bias"]);
-  const Tensor y = add(hidden, linear(gelu(linear(n2, p["ff1.weight"], p["ff1.bias"])), p["ff2.weight"], p["ff2.bias"]));
+  const Tensor y =
+      add(hidden, linear(gelu(linear(n2, p["ff1.weight"], p["ff1.bias"])), p["ff2.weight"], p["ff2.bias"]));
 
   auto check_close = [](const std::vector<float>& got, const std::vector<float>& want, const std::string& what) {
     REQUIRE(got.size() == want.size());

@@ -31,8 +31,8 @@ std::string hex_mismatch(const Tensor& got, const Tensor& want) {
   return "";
 }
 
-void check_rounded_once(const std::function<Tensor(const std::vector<Tensor>&)>& op,
-                        const std::vector<Shape>& shapes, float low = -2.0f, float high = 2.0f) {
+void check_rounded_once(const std::function<Tensor(const std::vector<Tensor>&)>& op, const std::vector<Shape>& shapes,
+                        float low = -2.0f, float high = 2.0f) {
   for (DType narrow : {DType::f16, DType::bf16}) {
     Generator gen(99);
     std::vector<Tensor> narrow_inputs, wide_inputs;
@@ -299,7 +299,7 @@ TEST_CASE("scaled_masked_softmax of a padded batch equals the full rows plus a -
   backward(sum(mul(full, dy)));
   const std::vector<float> y = fused.to_vector();
   CHECK(y == full.to_vector());
-  CHECK(fused_grad == x.grad().to_vector());  // a masked key's gradient is 0 in both (its sign may differ)
+  CHECK(fused_grad == x.grad().to_vector());    // a masked key's gradient is 0 in both (its sign may differ)
   CHECK(y[size_t(((3 * h) * t) * t)] == 1.0f);  // one real key: weight 1
   CHECK(std::all_of(y.begin() + 4 * h * t * t, y.end(), [](float v) { return v == 0.0f; }));  // no key: zeros
 }

@@ -18,7 +18,8 @@ TEST_CASE("gradcheck: binary ops with broadcasting", "[grad]") {
 
 TEST_CASE("gradcheck: a tensor used twice accumulates both contributions", "[grad]") {
   gradcheck([](const V& x) { return mul(x[0], x[0]); }, {random_tensor({7}, 9)});
-  gradcheck([](const V& x) { return add(mul(x[0], x[1]), tanh(x[0])); }, {random_tensor({3, 5}, 10), random_tensor({5}, 11)});
+  gradcheck([](const V& x) { return add(mul(x[0], x[1]), tanh(x[0])); },
+            {random_tensor({3, 5}, 10), random_tensor({5}, 11)});
 }
 
 TEST_CASE("gradcheck: unary ops", "[grad]") {
@@ -50,11 +51,15 @@ TEST_CASE("gradcheck: reductions", "[grad]") {
 
 TEST_CASE("gradcheck: matmul and linear", "[grad]") {
   gradcheck([](const V& x) { return matmul(x[0], x[1]); }, {random_tensor({3, 7}, 28), random_tensor({7, 5}, 29)});
-  gradcheck([](const V& x) { return matmul(x[0], x[1]); }, {random_tensor({2, 3, 4}, 30), random_tensor({2, 4, 5}, 31)});
-  gradcheck([](const V& x) { return matmul(x[0], x[1]); }, {random_tensor({2, 2, 3, 4}, 32), random_tensor({2, 2, 4, 1}, 33)});
+  gradcheck([](const V& x) { return matmul(x[0], x[1]); },
+            {random_tensor({2, 3, 4}, 30), random_tensor({2, 4, 5}, 31)});
+  gradcheck([](const V& x) { return matmul(x[0], x[1]); },
+            {random_tensor({2, 2, 3, 4}, 32), random_tensor({2, 2, 4, 1}, 33)});
   gradcheck([](const V& x) { return matmul(x[0], x[1]); }, {random_tensor({2, 3, 4}, 34), random_tensor({4, 5}, 35)});
-  gradcheck([](const V& x) { return matmul_transposed(x[0], x[1]); }, {random_tensor({2, 3, 4}, 64), random_tensor({2, 5, 4}, 65)});
-  gradcheck([](const V& x) { return matmul_transposed(x[0], x[1]); }, {random_tensor({2, 3, 4}, 66), random_tensor({5, 4}, 67)});
+  gradcheck([](const V& x) { return matmul_transposed(x[0], x[1]); },
+            {random_tensor({2, 3, 4}, 64), random_tensor({2, 5, 4}, 65)});
+  gradcheck([](const V& x) { return matmul_transposed(x[0], x[1]); },
+            {random_tensor({2, 3, 4}, 66), random_tensor({5, 4}, 67)});
   gradcheck([](const V& x) { return linear(x[0], x[1], x[2]); },
             {random_tensor({2, 3, 7}, 36), random_tensor({5, 7}, 37), random_tensor({5}, 38)});
   gradcheck([](const V& x) { return linear(x[0], x[1]); }, {random_tensor({1, 7}, 39), random_tensor({17, 7}, 40)});
@@ -64,10 +69,17 @@ TEST_CASE("gradcheck: layout ops", "[grad]") {
   gradcheck([](const V& x) { return transpose(x[0]); }, {random_tensor({2, 3, 5}, 41)});
   gradcheck([](const V& x) { return permute(x[0], {2, 0, 3, 1}); }, {random_tensor({2, 3, 4, 5}, 42)});
   gradcheck([](const V& x) { return reshape(x[0], {5, 3}); }, {random_tensor({3, 5}, 43)});
-  gradcheck([](const V& x) { return cat({x[0], x[1], x[0]}, 1); }, {random_tensor({2, 3}, 44), random_tensor({2, 1}, 45)});
+  gradcheck(
+      [](const V& x) {
+        return cat({x[0], x[1], x[0]}, 1);
+      },
+      {random_tensor({2, 3}, 44), random_tensor({2, 1}, 45)});
   gradcheck([](const V& x) { return narrow(x[0], 1, 1, 2); }, {random_tensor({3, 4, 2}, 46)});
-  gradcheck([](const V& x) { return masked_fill(x[0], Indices({1, 0, 0, 1, 0, 1, 0, 0}, {2, 4}), -5.0f); },
-            {random_tensor({3, 2, 4}, 47)});
+  gradcheck(
+      [](const V& x) {
+        return masked_fill(x[0], Indices({1, 0, 0, 1, 0, 1, 0, 0}, {2, 4}), -5.0f);
+      },
+      {random_tensor({3, 2, 4}, 47)});
 }
 
 TEST_CASE("gradcheck: softmax, log_softmax, layer_norm", "[grad]") {
@@ -87,10 +99,12 @@ TEST_CASE("gradcheck: embedding, dropout, cross_entropy", "[grad]") {
   const std::vector<float> g = w.grad().to_vector();
   CHECK(std::vector<float>(g.begin() + 15, g.end()) == std::vector<float>(5, 0.0f));
   CHECK(std::vector<float>(g.begin(), g.begin() + 5) == std::vector<float>(5, 1.0f));  // id 0 once
-  gradcheck([](const V& x) {
-    Generator gen(7);  // the same mask for every evaluation
-    return dropout(x[0], 0.3f, gen);
-  }, {random_tensor({17}, 56)});
+  gradcheck(
+      [](const V& x) {
+        Generator gen(7);  // the same mask for every evaluation
+        return dropout(x[0], 0.3f, gen);
+      },
+      {random_tensor({17}, 56)});
   const Indices targets({2, 0, -100, 4}, {4});
   gradcheck([&](const V& x) { return cross_entropy(x[0], targets); }, {random_tensor({4, 5}, 57, -2.0f, 2.0f)});
   gradcheck([&](const V& x) { return cross_entropy(x[0], targets, {.label_smoothing = 0.1f}); },

@@ -203,9 +203,9 @@ TEST_CASE("write_rows and read_rows give the row-by-row bits in every dtype, ove
   for (int64_t r = 3; r < kTableRows && rows.size() < 1100; r += 1 + r % 3) rows.push_back(r);
   REQUIRE(rows.size() == 1100);
   std::vector<float> values = random_tensor({int64_t(rows.size()), kWidth}, 98, -4.0f, 4.0f).to_vector();
-  values[0] = 1.0f + 0x1p-11f;    // halfway between two f16 values: rounds to even (1.0)
+  values[0] = 1.0f + 0x1p-11f;      // halfway between two f16 values: rounds to even (1.0)
   values[1] = 1.0f + 3 * 0x1p-11f;  // halfway, rounds up to even
-  values[2] = 1.0e6f;              // beyond f16's range: inf
+  values[2] = 1.0e6f;               // beyond f16's range: inf
   for (const DType dtype : {DType::f32, DType::f16, DType::bf16}) {
     INFO(dtype_name(dtype));
     const Tensor fill = random_tensor({kTableRows, kWidth}, 99).to(dtype);

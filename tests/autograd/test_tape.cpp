@@ -81,9 +81,8 @@ TEST_CASE("tensor hooks see and may replace a gradient and observers see every g
     return mul_scalar(g, 10.0f);  // replaces dL/dh
   });
   std::vector<std::string> log;
-  const int id = add_grad_observer([&](std::string_view op, const Tensor& t, const Tensor&) {
-    log.push_back(std::string(op) + ":" + t.name());
-  });
+  const int id = add_grad_observer(
+      [&](std::string_view op, const Tensor& t, const Tensor&) { log.push_back(std::string(op) + ":" + t.name()); });
   backward(sum(h));
   remove_grad_observer(id);
   CHECK(seen == 1.0f);

@@ -82,7 +82,8 @@ std::string child_output(const std::vector<std::string>& settings, bool exec_fir
 
 TEST_CASE("use_team opens a team from each threshold up, with more than one thread, outside any region", "[parallel]") {
   const int saved = omp_get_max_threads();
-  for (const int64_t threshold : {kParallelElements, kParallelConvertElements, kParallelRandomElements, kParallelFlops}) {
+  for (const int64_t threshold :
+       {kParallelElements, kParallelConvertElements, kParallelRandomElements, kParallelFlops}) {
     INFO("threshold " << threshold);
     omp_set_num_threads(2);
     CHECK_FALSE(use_team(threshold - 1, threshold));

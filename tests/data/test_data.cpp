@@ -48,8 +48,8 @@ TEST_CASE("valid_utf8 rejects overlong, surrogate and truncated sequences", "[da
   CHECK(valid_utf8("plain \xE2\x82\xAC \xF0\x9F\x98\x80"));
   CHECK_FALSE(valid_utf8("ab\xC0\xAF", &at));  // overlong '/'
   CHECK(at == 2);
-  CHECK_FALSE(valid_utf8("\xED\xA0\x80"));  // a UTF-16 surrogate
-  CHECK_FALSE(valid_utf8("\xE2\x82"));      // truncated
+  CHECK_FALSE(valid_utf8("\xED\xA0\x80"));      // a UTF-16 surrogate
+  CHECK_FALSE(valid_utf8("\xE2\x82"));          // truncated
   CHECK_FALSE(valid_utf8("\xF4\x90\x80\x80"));  // past U+10FFFF
   CHECK_FALSE(valid_utf8("\xFF"));
 }
@@ -70,11 +70,15 @@ TEST_CASE("read_tsv parses labels, blank lines, tabs in text and a missing final
 }
 
 TEST_CASE("read_tsv skips a byte-order mark and refuses labels with surrounding whitespace", "[data]") {
-  const Dataset d = read_tsv(temp_file("bom.tsv", "\xEF\xBB\xBF" "en\tthe\nen\ta\r\nde\tdie\n"));
+  const Dataset d = read_tsv(temp_file("bom.tsv",
+                                       "\xEF\xBB\xBF"
+                                       "en\tthe\nen\ta\r\nde\tdie\n"));
   CHECK(d.label_names == std::vector<std::string>{"en", "de"});  // not "\xEF\xBB\xBF" "en" and "en"
   CHECK(d.examples[1].text == "a");
   // Only at the very start is a BOM skipped; further on (files concatenated) it starts a label: an error.
-  REQUIRE_THROWS_WITH(read_tsv(temp_file("bom2.tsv", "en\tthe\n\xEF\xBB\xBF" "en\ta\n")),
+  REQUIRE_THROWS_WITH(read_tsv(temp_file("bom2.tsv",
+                                         "en\tthe\n\xEF\xBB\xBF"
+                                         "en\ta\n")),
                       Catch::Contains("bom2.tsv:2: label starts with a byte-order mark"));
   REQUIRE_THROWS_WITH(read_tsv(temp_file("space.tsv", "en\tthe\n en\ta\n")),
                       Catch::Contains("space.tsv:2: label ' en' has leading or trailing whitespace"));
@@ -112,7 +116,8 @@ TEST_CASE("read_tsv reads streams within its limits: /dev/zero, a long line, too
 }
 
 TEST_CASE("read_tsv errors name the file and line", "[data]") {
-  REQUIRE_THROWS_WITH(read_tsv("/nonexistent/x.tsv"), Catch::Contains("/nonexistent/x.tsv") && Catch::Contains("cannot open"));
+  REQUIRE_THROWS_WITH(read_tsv("/nonexistent/x.tsv"),
+                      Catch::Contains("/nonexistent/x.tsv") && Catch::Contains("cannot open"));
   const std::string no_tab = temp_file("notab.tsv", "pos\tok\nthis line has no tab\n");
   REQUIRE_THROWS_WITH(read_tsv(no_tab), Catch::Contains("notab.tsv:2") && Catch::Contains("no tab"));
   const std::string empty_label = temp_file("nolabel.tsv", "\ttext\n");
@@ -211,8 +216,9 @@ Dataset texts_of_lengths(const std::vector<int>& lengths) {
 }
 
 // 64 texts, batches of 4: mult = min(64 / 16, 50) = 4, mega-batches of 16 (4 batches).
-TEST_CASE("DataLoader with group_by_length sorts within mega-batches, keeps every example once, and shards as one loader",
-          "[data]") {
+TEST_CASE(
+    "DataLoader with group_by_length sorts within mega-batches, keeps every example once, and shards as one loader",
+    "[data]") {
   std::vector<int> lengths(64);
   std::iota(lengths.begin(), lengths.end(), 1);  // row i has i + 1 tokens
   const Dataset d = texts_of_lengths(lengths);
@@ -241,8 +247,8 @@ TEST_CASE("DataLoader with group_by_length sorts within mega-batches, keeps ever
   // Two ranks at batch 2: rank r's batch k is every second row of the one-process batch k at 4.
   grouped.set_epoch(0);
   for (const int64_t rank : {0, 1}) {
-    DataLoader shard(d, tok, {.batch_size = 2, .seed = 5, .max_len = 64, .num_replicas = 2, .rank = rank,
-                              .group_by_length = true});
+    DataLoader shard(
+        d, tok, {.batch_size = 2, .seed = 5, .max_len = 64, .num_replicas = 2, .rank = rank, .group_by_length = true});
     for (int64_t k = 0; k < shard.num_batches(); ++k) {
       const std::vector<int64_t> whole = grouped.batch(k).rows;
       CHECK(shard.batch(k).rows == std::vector<int64_t>{whole[size_t(rank)], whole[size_t(rank + 2)]});

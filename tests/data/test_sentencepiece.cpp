@@ -23,10 +23,45 @@ namespace {
 // 6 words of 1-3 syllables, from a fixed pseudo-random sequence.
 const std::vector<std::string>& spm_corpus() {
   static const std::vector<std::string> texts = [] {
-    const std::vector<std::string> syllables = {
-        "the", "cat", "sat", "on", "mat", "hou", "se", "die", "kat", "ze", "sa\xC3\x9F", "auf", "der", "stra", "le",
-        "chat", "\xC3\xA9", "tait", "l\xC3\xA0", "mai", "son", "a", "\xC3\xA7\xC3\xA3o", "co", "ra", "ca", "ac",
-        "qua", "\xD0\xBA\xD0\xBE\xD1\x82", "hu", "is", "ob", "ri", "ga", "do", "ne", "mo", "ti", "ver"};
+    const std::vector<std::string> syllables = {"the",
+                                                "cat",
+                                                "sat",
+                                                "on",
+                                                "mat",
+                                                "hou",
+                                                "se",
+                                                "die",
+                                                "kat",
+                                                "ze",
+                                                "sa\xC3\x9F",
+                                                "auf",
+                                                "der",
+                                                "stra",
+                                                "le",
+                                                "chat",
+                                                "\xC3\xA9",
+                                                "tait",
+                                                "l\xC3\xA0",
+                                                "mai",
+                                                "son",
+                                                "a",
+                                                "\xC3\xA7\xC3\xA3o",
+                                                "co",
+                                                "ra",
+                                                "ca",
+                                                "ac",
+                                                "qua",
+                                                "\xD0\xBA\xD0\xBE\xD1\x82",
+                                                "hu",
+                                                "is",
+                                                "ob",
+                                                "ri",
+                                                "ga",
+                                                "do",
+                                                "ne",
+                                                "mo",
+                                                "ti",
+                                                "ver"};
     std::vector<std::string> out;
     uint32_t state = 12345;
     auto next = [&](uint32_t n) {
@@ -120,8 +155,9 @@ TEST_CASE("sentencepiece: bad model bytes and a config without a model are one e
   // Too large a vocabulary for the texts is SentencePiece's own error, reported.
   CHECK_THROWS_WITH(train_sentencepiece(spm_corpus(), SpmType::kUnigram, 100000),
                     Catch::Contains("vocab_size 100000 failed"));
-  CHECK_THROWS_WITH(kSpmTypeNames.parse("wordpiece", "tokenizer: spm_type"),
-                    Catch::Contains("tokenizer: spm_type: unknown value 'wordpiece' (expected unigram, bpe, word or char)"));
+  CHECK_THROWS_WITH(
+      kSpmTypeNames.parse("wordpiece", "tokenizer: spm_type"),
+      Catch::Contains("tokenizer: spm_type: unknown value 'wordpiece' (expected unigram, bpe, word or char)"));
 }
 
 TEST_CASE("sentencepiece tokenizers compare equal by their model bytes", "[data][sentencepiece]") {
@@ -139,10 +175,15 @@ TEST_CASE("sentencepiece ids match python3-sentencepiece on the same model", "[d
     return;
   }
   const testing::TempDir dir("spm_python");
-  const std::vector<std::string> texts = {
-      "the cat sat on the mat", "Die Katze sa\xC3\x9F auf der Stra\xC3\x9F" "e", "le chat \xC3\xA9tait l\xC3\xA0",
-      "a\xC3\xA7\xC3\xA3o cora\xC3\xA7\xC3\xA3o", "\xD0\xBA\xD0\xBE\xD1\x82 huis", "unseen words \xE2\x82\xAC 42 \xF0\x9F\x99\x82",
-      "  spaces   and\ttabs  ", "x"};
+  const std::vector<std::string> texts = {"the cat sat on the mat",
+                                          "Die Katze sa\xC3\x9F auf der Stra\xC3\x9F"
+                                          "e",
+                                          "le chat \xC3\xA9tait l\xC3\xA0",
+                                          "a\xC3\xA7\xC3\xA3o cora\xC3\xA7\xC3\xA3o",
+                                          "\xD0\xBA\xD0\xBE\xD1\x82 huis",
+                                          "unseen words \xE2\x82\xAC 42 \xF0\x9F\x99\x82",
+                                          "  spaces   and\ttabs  ",
+                                          "x"};
   for (SpmType type : {SpmType::kUnigram, SpmType::kBpe}) {
     INFO(kSpmTypeNames.name(type));
     std::ofstream(dir / "m.model", std::ios::binary) << trained(type);
@@ -150,7 +191,8 @@ TEST_CASE("sentencepiece ids match python3-sentencepiece on the same model", "[d
     const std::string script =
         "import json, sys, sentencepiece as spm; sp = spm.SentencePieceProcessor(model_file=sys.argv[1]); "
         "print(json.dumps([sp.encode(t, out_type=int) for t in json.load(open(sys.argv[2]))]))";
-    FILE* pipe = popen(("/usr/bin/python3 -c \"" + script + "\" " + (dir / "m.model") + " " + (dir / "texts.json")).c_str(), "r");
+    FILE* pipe = popen(
+        ("/usr/bin/python3 -c \"" + script + "\" " + (dir / "m.model") + " " + (dir / "texts.json")).c_str(), "r");
     REQUIRE(pipe != nullptr);
     std::string out;
     char buffer[4096];

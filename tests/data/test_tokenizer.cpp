@@ -16,8 +16,8 @@ namespace {
 constexpr int64_t kBig = int64_t{1} << 28;  // the largest bucket count: ids keep most hash bits
 
 Tokenizer char_ngrams(int64_t ngram_min, int64_t ngram_max, int64_t buckets = kBig, bool cls = false) {
-  return Tokenizer({.kind = TokenizerKind::kCharNgrams, .ngram_min = ngram_min, .ngram_max = ngram_max, .buckets = buckets},
-                   cls);
+  return Tokenizer(
+      {.kind = TokenizerKind::kCharNgrams, .ngram_min = ngram_min, .ngram_max = ngram_max, .buckets = buckets}, cls);
 }
 
 // The id the spec gives an n-gram: 1 + fasttext_hash % buckets.
@@ -39,13 +39,12 @@ TEST_CASE("fasttext_hash matches the fastText known-answer vectors", "[data][tok
   CHECK(fasttext_hash("a") == 3826002220u);
   CHECK(fasttext_hash("<ab>") == 674621742u);
   CHECK(fasttext_hash("hello") == 1335831723u);
-  CHECK(fasttext_hash("\xC3\xA9") == 1023043777u);        // "é"
-  CHECK(fasttext_hash("<\xC3\xA9>") == 1002806231u);      // "<é>"
-  CHECK(fasttext_hash("") == 2166136261u);                // the FNV offset basis
+  CHECK(fasttext_hash("\xC3\xA9") == 1023043777u);    // "é"
+  CHECK(fasttext_hash("<\xC3\xA9>") == 1002806231u);  // "<é>"
+  CHECK(fasttext_hash("") == 2166136261u);            // the FNV offset basis
 }
 
-TEST_CASE("char-ngrams: the n-grams of a word in computeSubwords order, without bare < and >",
-          "[data][tokenizer]") {
+TEST_CASE("char-ngrams: the n-grams of a word in computeSubwords order, without bare < and >", "[data][tokenizer]") {
   // "<ab>": start <: <a <ab <ab>; start a: a ab ab>; start b: b b>; start >: nothing.
   CHECK(char_ngrams(1, 5).encode("ab", 100) == ids_of({"<a", "<ab", "<ab>", "a", "ab", "ab>", "b", "b>"}));
   CHECK(char_ngrams(2, 3).encode("ab", 100) == ids_of({"<a", "<ab", "ab", "ab>", "b>"}));
@@ -76,9 +75,9 @@ TEST_CASE("lower_latin maps ASCII, Latin-1 and Latin Extended-A capitals only", 
   CHECK(lower_latin("AÇÃO") == "ação");
   CHECK(lower_latin("ÜBER Öl ÄRGER") == "über öl ärger");
   CHECK(lower_latin("ŁÓDŹ ĞÜŞ") == "łódź ğüş");  // U+0141 (odd range), U+0179, U+011E, U+015E
-  CHECK(lower_latin("ŸİÞ") == "ÿiþ");             // U+0178 -> U+00FF, U+0130 -> i, U+00DE
-  CHECK(lower_latin("×÷ßĸŉ") == "×÷ßĸŉ");         // U+00D7 is not a letter; the rest are lower
-  CHECK(lower_latin("ΩЖ€") == "ΩЖ€");             // outside the three blocks: unchanged
+  CHECK(lower_latin("ŸİÞ") == "ÿiþ");            // U+0178 -> U+00FF, U+0130 -> i, U+00DE
+  CHECK(lower_latin("×÷ßĸŉ") == "×÷ßĸŉ");        // U+00D7 is not a letter; the rest are lower
+  CHECK(lower_latin("ΩЖ€") == "ΩЖ€");            // outside the three blocks: unchanged
   CHECK(lower_latin("") == "");
 }
 
@@ -107,7 +106,8 @@ TEST_CASE("words with word_ngrams 1: the words alone, in text order (for a model
   CHECK(ordered.encode("a hello", 100) == std::vector<int32_t>{1 + 2220, 1 + 1831723});
   CHECK(ordered.encode("hello a", 100) == std::vector<int32_t>{1 + 1831723, 1 + 2220});
   CHECK(ordered.vocab_size() == 2000001);
-  CHECK_FALSE(TokenizerConfig{.kind = TokenizerKind::kWords, .word_ngrams = 1} == TokenizerConfig{.kind = TokenizerKind::kWords});
+  CHECK_FALSE(TokenizerConfig{.kind = TokenizerKind::kWords, .word_ngrams = 1} ==
+              TokenizerConfig{.kind = TokenizerKind::kWords});
   REQUIRE_THROWS_WITH(Tokenizer({.kind = TokenizerKind::kWords, .word_ngrams = 3}),
                       Catch::Contains("word_ngrams must be 1 or 2, got 3"));
 }
@@ -134,14 +134,17 @@ TEST_CASE("hashed tokenizers: vocab, CLS id, truncation flag", "[data][tokenizer
 TEST_CASE("TokenizerConfig validation and kind names", "[data][tokenizer]") {
   // Equality ignores the sizes a kind does not use (config.json does not save them).
   CHECK(TokenizerConfig{.ngram_min = 2, .buckets = 7} == TokenizerConfig{});
-  CHECK(TokenizerConfig{.kind = TokenizerKind::kWords, .ngram_max = 9} == TokenizerConfig{.kind = TokenizerKind::kWords});
-  CHECK_FALSE(TokenizerConfig{.kind = TokenizerKind::kWords, .buckets = 7} == TokenizerConfig{.kind = TokenizerKind::kWords});
+  CHECK(TokenizerConfig{.kind = TokenizerKind::kWords, .ngram_max = 9} ==
+        TokenizerConfig{.kind = TokenizerKind::kWords});
+  CHECK_FALSE(TokenizerConfig{.kind = TokenizerKind::kWords, .buckets = 7} ==
+              TokenizerConfig{.kind = TokenizerKind::kWords});
   CHECK_FALSE(TokenizerConfig{.kind = TokenizerKind::kCharNgrams, .ngram_min = 2} ==
               TokenizerConfig{.kind = TokenizerKind::kCharNgrams});
   CHECK(kTokenizerKindNames.parse("char-ngrams", "x") == TokenizerKind::kCharNgrams);
   CHECK(kTokenizerKindNames.name(TokenizerKind::kWords) == "words");
-  REQUIRE_THROWS_WITH(kTokenizerKindNames.parse("chars", "tokenizer (--tokenizer)"),
-                      "tokenizer (--tokenizer): unknown value 'chars' (expected bytes, char-ngrams, words or sentencepiece)");
+  REQUIRE_THROWS_WITH(
+      kTokenizerKindNames.parse("chars", "tokenizer (--tokenizer)"),
+      "tokenizer (--tokenizer): unknown value 'chars' (expected bytes, char-ngrams, words or sentencepiece)");
   REQUIRE_THROWS_WITH(char_ngrams(3, 2), Catch::Contains("ngram_min 3, ngram_max 2"));
   REQUIRE_THROWS_WITH(char_ngrams(1, 5, 0), Catch::Contains("buckets must be in [1, 2^28], got 0"));
   REQUIRE_THROWS_WITH(char_ngrams(1, 5).encode("ab", 0), Catch::Contains("max_len 0"));

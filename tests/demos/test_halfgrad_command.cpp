@@ -29,8 +29,9 @@ namespace fs = std::filesystem;
 using testing::TempDir;
 
 // 16 examples in batches of 4: 4 optimizer steps an epoch.
-const std::string kTinyF32 = " --precision fp32 --d-model 8 --heads 2 --layers 1 --d-ff 16 --max-len 8 --batch-size 4"
-                             " --threads 1 --logging-steps 1 --tokenizer bytes";
+const std::string kTinyF32 =
+    " --precision fp32 --d-model 8 --heads 2 --layers 1 --d-ff 16 --max-len 8 --batch-size 4"
+    " --threads 1 --logging-steps 1 --tokenizer bytes";
 
 testing::ProgramResult halfgrad(const std::string& args) {
   testing::ProgramResult r = testing::run_program("halfgrad", args);
@@ -81,7 +82,8 @@ std::map<int64_t, std::string> epoch_rows(const std::string& output) {
 
 std::string summary_train_loss(const std::string& output) {
   std::smatch m;
-  REQUIRE(std::regex_search(output, m, std::regex(R"(train_loss ([0-9.]+) \(the mean loss of the ([0-9]+) optimizer)")));
+  REQUIRE(
+      std::regex_search(output, m, std::regex(R"(train_loss ([0-9.]+) \(the mean loss of the ([0-9]+) optimizer)")));
   return m[1];
 }
 
@@ -96,18 +98,20 @@ TEST_CASE("halfgrad train --save-steps alone selects the steps save strategy", "
   CHECK_FALSE(fs::exists(dir.path / "out/checkpoint-4"));
 }
 
-TEST_CASE("halfgrad train --accumulate reaches the checkpoint and is refused without f16 products", "[demo][cli][accumulate]") {
+TEST_CASE("halfgrad train --accumulate reaches the checkpoint and is refused without f16 products",
+          "[demo][cli][accumulate]") {
   const TempDir dir("accumulate_flag");
   data::write_tsv(data::synthetic_dataset(16, 2, 3), dir / "train.tsv");
   const std::string data = " --max-steps 2 --save-steps 2 --train " + dir / "train.tsv";
-  const testing::ProgramResult refused = testing::run_program("halfgrad", "train" + kTinyF32 + " --accumulate f16" + data +
-                                                                              " --output-dir " + dir / "f32");
+  const testing::ProgramResult refused = testing::run_program(
+      "halfgrad", "train" + kTinyF32 + " --accumulate f16" + data + " --output-dir " + dir / "f32");
   CHECK(refused.exit_code == 1);
   CHECK_THAT(refused.output, Catch::Contains("accumulate (--accumulate) f16 applies to fp16 and pure_fp16 only"));
   std::string fp16 = kTinyF32;
   fp16.replace(fp16.find("fp32"), 4, "fp16");
   halfgrad("train" + fp16 + " --accumulate f16-blocked" + data + " --output-dir " + dir / "f16");
-  const nlohmann::json state = nlohmann::json::parse(testing::read_bytes(dir.path / "f16/checkpoint-2/trainer_state.json"));
+  const nlohmann::json state =
+      nlohmann::json::parse(testing::read_bytes(dir.path / "f16/checkpoint-2/trainer_state.json"));
   CHECK(state.at("training_args").at("accumulate") == "f16-blocked");
 }
 
@@ -116,9 +120,8 @@ TEST_CASE("halfgrad train --bf16-dot reaches the checkpoint and eval, and is ref
   const TempDir dir("bf16_dot_flag");
   data::write_tsv(data::synthetic_dataset(16, 2, 3), dir / "train.tsv");
   const std::string data = " --max-steps 2 --save-steps 2 --train " + dir / "train.tsv";
-  const testing::ProgramResult refused =
-      testing::run_program("halfgrad", "train" + kTinyF32 + " --bf16-dot exact" + data + " --output-dir " +
-                                           dir / "f32");
+  const testing::ProgramResult refused = testing::run_program(
+      "halfgrad", "train" + kTinyF32 + " --bf16-dot exact" + data + " --output-dir " + dir / "f32");
   CHECK(refused.exit_code == 1);
   CHECK_THAT(refused.output, Catch::Contains("bf16_dot (--bf16-dot) exact applies to bf16 and fp8 only"));
   std::string bf16 = kTinyF32;
@@ -164,8 +167,10 @@ TEST_CASE("halfgrad train --precision fp8: the recipe flags, the checkpoint's sc
   std::string tiny = kTinyF32;
   tiny.replace(tiny.find("--precision fp32"), 16, "--precision fp8");
   const testing::ProgramResult r =
-      halfgrad("train" + tiny + " --max-steps 4 --save-steps 4 --inspect 2 --fp8-amax-history-len 8 --fp8-scale exact"
-               " --fp8-margin 1 --train " + dir / "train.tsv" + " --output-dir " + dir / "out");
+      halfgrad("train" + tiny +
+               " --max-steps 4 --save-steps 4 --inspect 2 --fp8-amax-history-len 8 --fp8-scale exact"
+               " --fp8-margin 1 --train " +
+               dir / "train.tsv" + " --output-dir " + dir / "out");
   // The inspector's second table: per scaled operand, format, amax, scale, flushed, saturated.
   CHECK(std::regex_search(r.output, std::regex(R"(fp8 operand\s+format\s+amax\s+scale\s+->0%\s+sat%)")));
   CHECK(std::regex_search(r.output, std::regex(R"(\n  head grad_output\s+e5m2\s)")));
@@ -210,17 +215,17 @@ TEST_CASE("halfgrad train --precision fp8: the recipe flags, the checkpoint's sc
             "fp8_amax_compute_algo (--fp8-amax-compute-algo): unknown value 'mean' (expected max or most_recent)"}}) {
     std::string base = kTinyF32;
     if (flags.find("--precision") != std::string::npos) base.replace(base.find("--precision fp32"), 16, "");
-    const testing::ProgramResult bad =
-        testing::run_program("halfgrad", "train" + base + flags + " --train " + dir / "train.tsv" +
-                                             " --output-dir " + dir / "bad");
+    const testing::ProgramResult bad = testing::run_program(
+        "halfgrad", "train" + base + flags + " --train " + dir / "train.tsv" + " --output-dir " + dir / "bad");
     INFO(bad.output);
     CHECK(bad.exit_code == 1);
     CHECK_THAT(bad.output, Catch::Contains(message));
   }
 }
 
-TEST_CASE("halfgrad predict --logits prints the library's f32 logits as JSON lines and eval and predict note truncation",
-          "[demo][cli]") {
+TEST_CASE(
+    "halfgrad predict --logits prints the library's f32 logits as JSON lines and eval and predict note truncation",
+    "[demo][cli]") {
   const TempDir dir("predict_logits");
   data::write_tsv(data::synthetic_dataset(48, 3, 3), dir / "train.tsv");
   halfgrad("train" + kTinyF32 + " --max-steps 3 --save-steps 3 --train " + dir / "train.tsv" + " --output-dir " +
@@ -260,10 +265,12 @@ TEST_CASE("halfgrad predict --logits prints the library's f32 logits as JSON lin
     }
   }
 
-  testing::write_bytes(dir.path / "long.tsv", "class0\tlonger than eight\nclass1\tshort\nclass2\talso longer than eight\n");
+  testing::write_bytes(dir.path / "long.tsv",
+                       "class0\tlonger than eight\nclass1\tshort\nclass2\talso longer than eight\n");
   const testing::ProgramResult evaluated =
       halfgrad("eval --checkpoint " + checkpoint.string() + " --data " + dir / "long.tsv");
-  CHECK_THAT(evaluated.output, Catch::Contains("note: 2 evaluation texts are longer than max_len 8 tokens and were truncated"));
+  CHECK_THAT(evaluated.output,
+             Catch::Contains("note: 2 evaluation texts are longer than max_len 8 tokens and were truncated"));
 }
 
 }  // namespace

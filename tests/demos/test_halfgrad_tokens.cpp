@@ -18,8 +18,9 @@ namespace {
 namespace fs = std::filesystem;
 using testing::TempDir;
 
-const std::string kTinyOrdered = " --precision fp32 --d-model 8 --heads 2 --d-ff 16 --max-len 12 --batch-size 4"
-                                 " --threads 1 --lr 1e-2";
+const std::string kTinyOrdered =
+    " --precision fp32 --d-model 8 --heads 2 --d-ff 16 --max-len 12 --batch-size 4"
+    " --threads 1 --lr 1e-2";
 
 testing::ProgramResult run_halfgrad(const std::string& args, int expected_code = 0) {
   testing::ProgramResult r = testing::run_program("halfgrad", args);
@@ -32,7 +33,9 @@ testing::ProgramResult run_halfgrad(const std::string& args, int expected_code =
 void write_words_tsv(const fs::path& file) {
   std::string tsv;
   for (int i = 0; i < 12; ++i) {
-    tsv += "de\tder Hund l\xC3\xA4uft " + std::to_string(i) + " durch die Stra\xC3\x9F" "e\n";
+    tsv += "de\tder Hund l\xC3\xA4uft " + std::to_string(i) +
+           " durch die Stra\xC3\x9F"
+           "e\n";
     tsv += "fr\tle chien court " + std::to_string(i) + " dans la rue \xC3\xA9troite\n";
   }
   testing::write_bytes(file, tsv);
@@ -48,7 +51,8 @@ TEST_CASE("halfgrad train --tokenizer sentencepiece: the model is in the checkpo
           "[demo][cli][sentencepiece]") {
   const TempDir dir("spm_command");
   write_words_tsv(dir.path / "train.tsv");
-  const std::string flags = "train" + kTinyOrdered + " --tokenizer sentencepiece --spm-type bpe --vocab-size 40 --layers 1" +
+  const std::string flags = "train" + kTinyOrdered +
+                            " --tokenizer sentencepiece --spm-type bpe --vocab-size 40 --layers 1" +
                             " --max-steps 4 --save-steps 2 --save-total-limit 5 --train " + dir / "train.tsv";
   const testing::ProgramResult whole = run_halfgrad(flags + " --output-dir " + dir / "whole");
   CHECK_THAT(whole.output, Catch::Contains("tokenizer: sentencepiece bpe model of 40 pieces trained on 24 texts"));
@@ -73,7 +77,8 @@ TEST_CASE("halfgrad train --tokenizer sentencepiece: the model is in the checkpo
                        " --max-steps 4 --train " + dir / "train.tsv" + " --output-dir " + dir / "other" + " --resume " +
                        dir / "whole/checkpoint-2",
                    1);
-  CHECK_THAT(other.output, Catch::Contains("bpe with vocab_size 40; this run asks for bpe with 30 (--spm-type, --vocab-size)"));
+  CHECK_THAT(other.output,
+             Catch::Contains("bpe with vocab_size 40; this run asks for bpe with 30 (--spm-type, --vocab-size)"));
 
   run_halfgrad("eval --checkpoint " + last.string() + " --data " + dir / "train.tsv");
   const testing::ProgramResult predicted =
@@ -96,8 +101,8 @@ TEST_CASE("halfgrad train --positions: learned for ordered words under layers (w
           "[demo][cli][sentencepiece]") {
   const TempDir dir("positions_flag");
   write_words_tsv(dir.path / "train.tsv");
-  const std::string flags = "train" + kTinyOrdered + " --tokenizer words --buckets 64 --max-steps 2 --save-steps 2 --train " +
-                            dir / "train.tsv";
+  const std::string flags = "train" + kTinyOrdered +
+                            " --tokenizer words --buckets 64 --max-steps 2 --save-steps 2 --train " + dir / "train.tsv";
   run_halfgrad(flags + " --layers 1 --output-dir " + dir / "ordered");
   const nlohmann::json ordered = config_of(dir.path / "ordered/checkpoint-2");
   CHECK(ordered.at("position_embedding") == "learned");
@@ -114,20 +119,20 @@ TEST_CASE("halfgrad train --positions: learned for ordered words under layers (w
   const testing::ProgramResult wrong = run_halfgrad(flags + " --layers 1 --spm-type bpe --output-dir " + dir / "x", 1);
   CHECK_THAT(wrong.output, Catch::Contains("--spm-type applies to --tokenizer sentencepiece only (this run is words)"));
   const testing::ProgramResult both =
-      run_halfgrad("train" + kTinyOrdered + " --tokenizer sentencepiece --vocab-size 30 --spm-model " + dir / "train.tsv" +
-                       " --train " + dir / "train.tsv" + " --output-dir " + dir / "y",
+      run_halfgrad("train" + kTinyOrdered + " --tokenizer sentencepiece --vocab-size 30 --spm-model " +
+                       dir / "train.tsv" + " --train " + dir / "train.tsv" + " --output-dir " + dir / "y",
                    1);
   CHECK_THAT(both.output, Catch::Contains("--spm-model brings its own model type and vocabulary"));
-  const testing::ProgramResult too_many = run_halfgrad(
-      "train" + kTinyOrdered + " --tokenizer sentencepiece --vocab-size 5000 --train " + dir / "train.tsv" +
-          " --output-dir " + dir / "w",
-      1);  // SentencePiece's own message, and the flags to change
-  CHECK_THAT(too_many.output, Catch::Contains("Vocabulary size too high (5000)") &&
-                                  Catch::Contains("(--spm-type, --vocab-size)"));
-  const testing::ProgramResult not_a_model = run_halfgrad(
-      "train" + kTinyOrdered + " --tokenizer sentencepiece --spm-model " + dir / "train.tsv" + " --train " +
-          dir / "train.tsv" + " --output-dir " + dir / "z",
-      1);
+  const testing::ProgramResult too_many =
+      run_halfgrad("train" + kTinyOrdered + " --tokenizer sentencepiece --vocab-size 5000 --train " +
+                       dir / "train.tsv" + " --output-dir " + dir / "w",
+                   1);  // SentencePiece's own message, and the flags to change
+  CHECK_THAT(too_many.output,
+             Catch::Contains("Vocabulary size too high (5000)") && Catch::Contains("(--spm-type, --vocab-size)"));
+  const testing::ProgramResult not_a_model =
+      run_halfgrad("train" + kTinyOrdered + " --tokenizer sentencepiece --spm-model " + dir / "train.tsv" +
+                       " --train " + dir / "train.tsv" + " --output-dir " + dir / "z",
+                   1);
   CHECK_THAT(not_a_model.output, Catch::Contains("halfgrad: error: " + dir / "train.tsv" + ": "));
 }
 

@@ -16,9 +16,11 @@ TEST_CASE("halfgrad train --inspect writes the numerics table, JSONL and figure"
   testing::TempDir dir("inspect_flag");
   data::write_tsv(data::synthetic_dataset(200, 3, 5), dir / "train.tsv");
   const testing::ProgramResult r = testing::run_program(
-      "halfgrad", "train --train " + (dir / "train.tsv") +
-                      " --tokenizer bytes --max-steps 6 --batch-size 32 --d-model 32 --heads 2 --layers 1 --d-ff 64 --max-len 16"
-                      " --save-strategy no --threads 1 --inspect 3 --output-dir " + (dir / "out"));
+      "halfgrad",
+      "train --train " + (dir / "train.tsv") +
+          " --tokenizer bytes --max-steps 6 --batch-size 32 --d-model 32 --heads 2 --layers 1 --d-ff 64 --max-len 16"
+          " --save-strategy no --threads 1 --inspect 3 --output-dir " +
+          (dir / "out"));
   INFO(r.output);
   REQUIRE(r.exit_code == 0);
   // The command's default, fp16 O2 with dynamic loss scaling from 2^16: every gradient the table
@@ -45,7 +47,8 @@ TEST_CASE("halfgrad train --inspect-mx adds what MXFP8 and MXFP4 keep of each te
   data::write_tsv(data::synthetic_dataset(200, 3, 5), dir / "train.tsv");
   const std::string run = "train --train " + (dir / "train.tsv") +
                           " --tokenizer bytes --max-steps 2 --batch-size 32 --d-model 32 --heads 2 --layers 1 --d-ff 64"
-                          " --max-len 16 --save-strategy no --threads 1 --output-dir " + (dir / "out");
+                          " --max-len 16 --save-strategy no --threads 1 --output-dir " +
+                          (dir / "out");
   const testing::ProgramResult alone = testing::run_program("halfgrad", run + " --inspect-mx");
   INFO(alone.output);
   CHECK(alone.exit_code != 0);
@@ -68,8 +71,7 @@ TEST_CASE("halfgrad train --inspect-mx adds what MXFP8 and MXFP4 keep of each te
     // 2^X8 (2^5, 2^6, 1.5 * 2^6, ..., 1.5 * 2^8 = 384 <= 448), with e4m3 clamping higher (7 * 2^X4).
     // Rounding to the nearest point of a superset errs no more, element by element.
     CHECK(t.at("mxfp8").at("rms_relative_error").get<double>() >= 0.0);
-    CHECK(t.at("mxfp4").at("rms_relative_error").get<double>() >=
-          t.at("mxfp8").at("rms_relative_error").get<double>());
+    CHECK(t.at("mxfp4").at("rms_relative_error").get<double>() >= t.at("mxfp8").at("rms_relative_error").get<double>());
   }
   CHECK(measured > 10);
 }

@@ -78,9 +78,8 @@ double last_eval_accuracy(const std::string& log_file) {
 TEST_CASE("halfgrad train: the bag keeps the main job's recipe, encoder layers take the transformer's",
           "[demo][cli][recipe]") {
   SECTION("a bag, by default or with --layers 0: the main job's numbers (docs/classifier.md, the sweep)") {
-    for (const std::vector<std::string>& args :
-         {std::vector<std::string>{}, std::vector<std::string>{"--layers", "0"},
-          std::vector<std::string>{"--layers", "0", "--tokenizer", "words"}}) {
+    for (const std::vector<std::string>& args : {std::vector<std::string>{}, std::vector<std::string>{"--layers", "0"},
+                                                 std::vector<std::string>{"--layers", "0", "--tokenizer", "words"}}) {
       const cli::TrainOptions o = resolved_train_options(args);
       INFO("args: " << args.size());
       CHECK(o.layers == 0);
@@ -137,11 +136,12 @@ TEST_CASE("halfgrad train: the bag keeps the main job's recipe, encoder layers t
     cli::CommandLine cl;
     cli::setup_command_line(app, cl);
     const std::string help = cl.train_cmd->help();
-    CHECK_THAT(help, Catch::Contains("dropout probability (default 0.5 for a bag, --layers 0; 0.1 with --layers >= 1)"));
-    CHECK_THAT(help, Catch::Contains("peak learning rate (default 0.01 for a bag, --layers 0; 0.003 with --layers >= 1)"));
-    CHECK_THAT(help, Catch::Contains("training epochs (default 5 for a bag, --layers 0; 10 with --layers >= 1)"));
     CHECK_THAT(help,
-               Catch::Contains("training batch size (default 256 for a bag, --layers 0; 64 with --layers >= 1)"));
+               Catch::Contains("dropout probability (default 0.5 for a bag, --layers 0; 0.1 with --layers >= 1)"));
+    CHECK_THAT(help,
+               Catch::Contains("peak learning rate (default 0.01 for a bag, --layers 0; 0.003 with --layers >= 1)"));
+    CHECK_THAT(help, Catch::Contains("training epochs (default 5 for a bag, --layers 0; 10 with --layers >= 1)"));
+    CHECK_THAT(help, Catch::Contains("training batch size (default 256 for a bag, --layers 0; 64 with --layers >= 1)"));
     CHECK_THAT(help, Catch::Contains("mean | cls (default mean for a bag, --layers 0; cls with --layers >= 1)"));
   }
 }

@@ -59,7 +59,8 @@ TEST_CASE("loss_scaling demo: flush-to-zero loses more activation gradients than
   // columns: final loss, test acc, zero grads, zero act.g, act.g ->0, skipped, final scale
   const std::vector<double> f32 = row(r.output, "f32"), plain = row(r.output, "fp16, no scaling"),
                             ftz = row(r.output, "fp16, no scaling, FTZ"), dynamic = row(r.output, "fp16, dynamic"),
-                            fixed = row(r.output, "fp16, static 1024"), ftz_scaled = row(r.output, "fp16, dynamic, FTZ"),
+                            fixed = row(r.output, "fp16, static 1024"),
+                            ftz_scaled = row(r.output, "fp16, dynamic, FTZ"),
                             from32 = row(r.output, "fp16, dynamic from 2^32");
   for (const auto& v : {f32, plain, ftz, dynamic, fixed, ftz_scaled, from32}) {
     REQUIRE(v.size() == 7);
@@ -68,11 +69,11 @@ TEST_CASE("loss_scaling demo: flush-to-zero loses more activation gradients than
     CHECK(v[1] >= 0.0);
     CHECK(v[1] <= 100.0);
   }
-  CHECK(ftz[3] > plain[3]);        // zero activation-gradient share: FTZ flushes the subnormals
-  CHECK(plain[3] > dynamic[3]);    // and the unscaled run loses more than the scaled one
-  CHECK(ftz_scaled[3] < ftz[3]);   // the scale lifts them above fp16's subnormals: FTZ keeps them
-  CHECK(f32[4] > 0.0);             // some f32 activation gradients lie below fp16's range
-  CHECK(plain[6] == 1.0);          // no scaler: scale 1
+  CHECK(ftz[3] > plain[3]);       // zero activation-gradient share: FTZ flushes the subnormals
+  CHECK(plain[3] > dynamic[3]);   // and the unscaled run loses more than the scaled one
+  CHECK(ftz_scaled[3] < ftz[3]);  // the scale lifts them above fp16's subnormals: FTZ keeps them
+  CHECK(f32[4] > 0.0);            // some f32 activation gradients lie below fp16's range
+  CHECK(plain[6] == 1.0);         // no scaler: scale 1
   CHECK(fixed[6] == 1024.0);
   // Gradients times 2^32 exceed fp16's 65504 (a loss near 2 has output gradients near 1/64):
   // the first step overflows, is skipped and halves the scale; every skip halves it once (no
@@ -89,8 +90,8 @@ TEST_CASE("loss_scaling demo: flush-to-zero loses more activation gradients than
 
 TEST_CASE("master_weights demo: pure 16-bit runs beside f32 masters, with bytes and lost updates", "[demo][program]") {
   testing::TempDir dir("master_weights_demo");
-  const testing::ProgramResult r =
-      testing::run_program("master_weights", "--steps 6 --seeds 1 --eval-size 20 --model small --out " + dir.path.string());
+  const testing::ProgramResult r = testing::run_program(
+      "master_weights", "--steps 6 --seeds 1 --eval-size 20 --model small --out " + dir.path.string());
   INFO(r.output);
   REQUIRE(r.exit_code == 0);
   // bf16 keeps 8 significant bits: 1 + 2^-9 is below half its ulp at 1 (2^-8), 1 + 2^-7 is the next
@@ -101,21 +102,24 @@ TEST_CASE("master_weights demo: pure 16-bit runs beside f32 masters, with bytes 
   // columns: bytes, test acc, final loss, vs masters, per-seed test acc
   std::vector<double> lost;
   for (const std::string f : {"bf16", "fp16"}) {
-    const std::vector<double> masters = row(r.output, f + ", f32 masters"), nearest = row(r.output, "pure " + f + ", nearest"),
-                              sr = row(r.output, "pure " + f + ", stochastic"), kahan = row(r.output, "pure " + f + ", Kahan");
+    const std::vector<double> masters = row(r.output, f + ", f32 masters"),
+                              nearest = row(r.output, "pure " + f + ", nearest"),
+                              sr = row(r.output, "pure " + f + ", stochastic"),
+                              kahan = row(r.output, "pure " + f + ", Kahan");
     for (const auto& v : {masters, nearest, sr, kahan}) {
       REQUIRE(v.size() == 5);
       CHECK(v[2] > 0.5);  // a cross-entropy over 7 classes after 6 steps: near log 7 = 1.95
       CHECK(v[2] < 2.5);
       CHECK(v[3] == Approx(v[1] - masters[1]).margin(0.011));  // vs masters, both printed to 0.005
-      CHECK(v[4] == v[1]);                                       // one seed: the mean is that seed
+      CHECK(v[4] == v[1]);                                     // one seed: the mean is that seed
     }
     CHECK(masters[0] == (f == "bf16" ? 4.0 : 6.0));  // f32 weights; f16 model + f32 master
     CHECK(nearest[0] == 2.0);
     CHECK(sr[0] == 2.0);
     CHECK(kahan[0] == 4.0);  // the 16-bit compensation buffer
     std::smatch m;
-    REQUIRE(std::regex_search(r.output, m, std::regex("nonzero updates \\(seed 0\\), ([0-9.]+)% are below half an ulp of the " + f)));
+    REQUIRE(std::regex_search(
+        r.output, m, std::regex("nonzero updates \\(seed 0\\), ([0-9.]+)% are below half an ulp of the " + f)));
     lost.push_back(std::stod(m[1]));
     CHECK_THAT(r.output, Catch::Contains("Finding (" + f + ", mean of 1 seeds"));
     check_svg(dir.path / ("master_weights-" + f + "-loss.svg"), "Pure " + f + " vs f32 masters");
@@ -128,7 +132,8 @@ TEST_CASE("master_weights demo: pure 16-bit runs beside f32 masters, with bytes 
 
 TEST_CASE("formats demo: the value table and a short run under each autocast dtype", "[demo][program]") {
   testing::TempDir dir("formats_demo");
-  const testing::ProgramResult r = testing::run_program("formats", "--steps 4 --eval-size 20 --out " + dir.path.string());
+  const testing::ProgramResult r =
+      testing::run_program("formats", "--steps 4 --eval-size 20 --out " + dir.path.string());
   REQUIRE(r.exit_code == 0);
   // columns: fp32, fp16, bf16, e4m3, e5m2
   const std::vector<double> tiny = row(r.output, "1e-08"), pi = row(r.output, "3.14159");
@@ -180,12 +185,12 @@ TEST_CASE("fp8 demo: delayed scaling flushes fewer fp8 gradients and weights tha
     CHECK(v[0] > 0.5);  // a cross-entropy over 7 classes after 3 steps: near log 7 = 1.95
     CHECK(v[0] < 2.5);
   }
-  CHECK(hybrid[4] > 1.0);                // e5m2 holds nothing below 2^-16: unscaled gradients are lost
-  CHECK(hybrid_scaled[4] < hybrid[4]);   // the grad_output scales lift them into range
-  CHECK(plain[4] > hybrid[4]);           // e4m3 holds nothing below 2^-9: it loses more than e5m2
+  CHECK(hybrid[4] > 1.0);               // e5m2 holds nothing below 2^-16: unscaled gradients are lost
+  CHECK(hybrid_scaled[4] < hybrid[4]);  // the grad_output scales lift them into range
+  CHECK(plain[4] > hybrid[4]);          // e4m3 holds nothing below 2^-9: it loses more than e5m2
   CHECK(scaled[4] < plain[4]);
-  CHECK(scaled[3] < plain[3]);           // and the weight scales lift small weights above e4m3's 2^-9
-  CHECK(plain[5] == 0.0);                // nothing reaches 448 unscaled
+  CHECK(scaled[3] < plain[3]);  // and the weight scales lift small weights above e4m3's 2^-9
+  CHECK(plain[5] == 0.0);       // nothing reaches 448 unscaled
   // Per tensor: the classifier head's output gradient, and the finding in one sentence.
   const std::regex head_row(R"(\nhead\s+grad_output\s+[0-9.]+\s+[0-9.]+\s+[0-9.]+\s+[0-9.]+\s+\d)");
   CHECK(std::regex_search(r.output, head_row));

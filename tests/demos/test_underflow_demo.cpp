@@ -42,11 +42,11 @@ TEST_CASE("underflow demo prints the format table, the example values and the hi
     return v;
   };
   const std::vector<double> s0 = shares(R"(x 2\^0)"), s8 = shares(R"(x 2\^8)"), s16 = shares(R"(x 2\^16)");
-  CHECK(s0[0] + s0[1] > 0.0);   // unscaled: some activation gradients are zero or subnormal in fp16
-  CHECK(s8[0] <= s0[0]);        // scaling never adds underflow ...
-  CHECK(s8[1] < s0[1]);         // ... and lifts subnormals into the normal range
+  CHECK(s0[0] + s0[1] > 0.0);  // unscaled: some activation gradients are zero or subnormal in fp16
+  CHECK(s8[0] <= s0[0]);       // scaling never adds underflow ...
+  CHECK(s8[1] < s0[1]);        // ... and lifts subnormals into the normal range
   CHECK(s16[0] + s16[1] < s0[0] + s0[1]);
-  CHECK(s0[2] == 0.0);          // no overflow without a scale
+  CHECK(s0[2] == 0.0);  // no overflow without a scale
   for (const char* figure : {"underflow-histogram.svg", "underflow-layers.svg"}) {
     const std::string svg = testing::read_bytes(dir.path / figure);
     CHECK_THAT(svg, Catch::StartsWith("<?xml"));
@@ -65,7 +65,8 @@ TEST_CASE("underflow demo prints the format table, the example values and the hi
   double parts = 0;
   int rows = 0;
   bool saw_total = false;
-  for (auto it = std::sregex_iterator(table_text.begin(), table_text.end(), op_row); it != std::sregex_iterator(); ++it) {
+  for (auto it = std::sregex_iterator(table_text.begin(), table_text.end(), op_row); it != std::sregex_iterator();
+       ++it) {
     const std::smatch& row = *it;
     if (row[2].str().rfind("all ", 0) == 0) {
       CHECK(std::stoll(row[3]) == elements);
@@ -94,7 +95,8 @@ TEST_CASE("underflow demo prints the format table, the example values and the hi
   const std::string noise_text = r.output.substr(noise_at, noise_end - noise_at);
   const std::regex noise_row(R"(\n(\S+) +([0-9.e+-]+) +([0-9.e+-]+) +([0-9.]+)%)");
   int noise = 0;
-  for (auto it = std::sregex_iterator(noise_text.begin(), noise_text.end(), noise_row); it != std::sregex_iterator(); ++it) {
+  for (auto it = std::sregex_iterator(noise_text.begin(), noise_text.end(), noise_row); it != std::sregex_iterator();
+       ++it) {
     CHECK_THAT((*it)[1].str(), Catch::EndsWith("attn.k_proj.bias"));
     CHECK(std::stod((*it)[2]) > 1.0 / 1024);
     ++noise;
@@ -132,7 +134,9 @@ TEST_CASE("underflow demo prints the format table, the example values and the hi
   CHECK(key_biases >= 1);
   CHECK(noise == key_biases);
   size_t markers = 0;
-  for (size_t pos = layers.find("class=\"marker\""); pos != std::string::npos; pos = layers.find("class=\"marker\"", pos + 1)) ++markers;
+  for (size_t pos = layers.find("class=\"marker\""); pos != std::string::npos;
+       pos = layers.find("class=\"marker\"", pos + 1))
+    ++markers;
   CHECK(markers == size_t(key_biases));
   CHECK_THAT(r.output, Catch::Contains("all " + std::to_string(ops) + " ops"));
 }

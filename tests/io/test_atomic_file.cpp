@@ -51,7 +51,8 @@ TEST_CASE("atomic file helpers name the path in their errors", "[atomic_file]") 
   const std::filesystem::path missing = dir.path / "no" / "file.txt";
   CHECK_THAT(error_of([&] { write_file_atomic(missing, "x"); }),
              Catch::StartsWith(missing.string() + ": cannot create ") && Catch::EndsWith("No such file or directory"));
-  CHECK(error_of([&] { fsync_path(missing); }) == missing.string() + ": cannot open for fsync: No such file or directory");
+  CHECK(error_of([&] { fsync_path(missing); }) ==
+        missing.string() + ": cannot open for fsync: No such file or directory");
   CHECK(error_of([&] { rename_path(missing, dir.path / "b"); }) ==
         "cannot rename " + missing.string() + " to " + (dir.path / "b").string() + ": No such file or directory");
   // exchange_paths swaps two directories.

@@ -74,7 +74,8 @@ Checkpoint synthetic_checkpoint(int64_t step, int version, int64_t model_rows = 
 
 // The first difference between two state dicts ("" when equal): names, dtypes, shapes, bytes.
 std::string difference(const nn::StateDict& a, const nn::StateDict& b, const std::string& what) {
-  if (a.size() != b.size()) return what + ": " + std::to_string(a.size()) + " vs " + std::to_string(b.size()) + " tensors";
+  if (a.size() != b.size())
+    return what + ": " + std::to_string(a.size()) + " vs " + std::to_string(b.size()) + " tensors";
   for (auto i = a.begin(), j = b.begin(); i != a.end(); ++i, ++j) {
     if (i->first != j->first) return what + ": '" + i->first + "' vs '" + j->first + "'";
     const Tensor &x = i->second, &y = j->second;
@@ -87,9 +88,12 @@ std::string difference(const nn::StateDict& a, const nn::StateDict& b, const std
 std::string difference(const Checkpoint& a, const Checkpoint& b) {
   std::string d = difference(a.model, b.model, "model");
   if (d.empty()) d = difference(a.optimizer.tensors, b.optimizer.tensors, "optimizer");
-  const std::pair<const nlohmann::json*, const nlohmann::json*> jsons[] = {
-      {&a.config, &b.config},         {&a.optimizer.meta, &b.optimizer.meta}, {&a.scheduler, &b.scheduler},
-      {&a.scaler, &b.scaler},         {&a.rng, &b.rng},                       {&a.trainer_state, &b.trainer_state}};
+  const std::pair<const nlohmann::json*, const nlohmann::json*> jsons[] = {{&a.config, &b.config},
+                                                                           {&a.optimizer.meta, &b.optimizer.meta},
+                                                                           {&a.scheduler, &b.scheduler},
+                                                                           {&a.scaler, &b.scaler},
+                                                                           {&a.rng, &b.rng},
+                                                                           {&a.trainer_state, &b.trainer_state}};
   for (const auto& [x, y] : jsons) {
     if (d.empty() && *x != *y) d = "json " + x->dump() + " vs " + y->dump();
   }
@@ -129,8 +133,8 @@ pid_t dead_pid() {
 
 TEST_CASE("a checkpoint of a real model, optimizer, scheduler and scaler round-trips", "[checkpoint]") {
   TempDir dir("ckpt_real");
-  const nn::ClassifierConfig config{.vocab = 16, .max_len = 8, .d_model = 8, .heads = 2, .d_ff = 16, .layers = 1,
-                                    .classes = 3};
+  const nn::ClassifierConfig config{
+      .vocab = 16, .max_len = 8, .d_model = 8, .heads = 2, .d_ff = 16, .layers = 1, .classes = 3};
   nn::TextClassifier model(config, 42);
   model.to(DType::f16);  // f16 parameters: the file keeps them f16, bit for bit
   optim::AdamW optimizer({{model.parameters(), 1e-3f, 0.01f}});
@@ -248,14 +252,14 @@ TEST_CASE("list_checkpoints returns complete checkpoints by numeric step", "[che
 TEST_CASE("rotate_checkpoints keeps the newest N and the best one", "[checkpoint]") {
   TempDir dir("ckpt_rotate");
   for (int64_t step = 1; step <= 6; ++step) save_checkpoint(dir.path, step, synthetic_checkpoint(step, 0));
-  fs::create_directory(dir.path / "checkpoint-0");  // incomplete: never deleted by rotation
-  const fs::path best = dir.path / "." / "checkpoint-2";  // spelled differently on purpose
+  fs::create_directory(dir.path / "checkpoint-0");                  // incomplete: never deleted by rotation
+  const fs::path best = dir.path / "." / "checkpoint-2";            // spelled differently on purpose
   CHECK(filenames(rotate_checkpoints(dir.path, 0, best)).empty());  // <= 0: no limit
   CHECK(filenames(rotate_checkpoints(dir.path, 2, best)) ==
         std::vector<std::string>{"checkpoint-1", "checkpoint-3", "checkpoint-4"});
-  CHECK(filenames(list_checkpoints(dir.path)) == std::vector<std::string>{"checkpoint-2", "checkpoint-5", "checkpoint-6"});
-  CHECK(names_in(dir.path) ==
-        std::vector<std::string>{"checkpoint-0", "checkpoint-2", "checkpoint-5", "checkpoint-6"});
+  CHECK(filenames(list_checkpoints(dir.path)) ==
+        std::vector<std::string>{"checkpoint-2", "checkpoint-5", "checkpoint-6"});
+  CHECK(names_in(dir.path) == std::vector<std::string>{"checkpoint-0", "checkpoint-2", "checkpoint-5", "checkpoint-6"});
   CHECK(rotate_checkpoints(dir.path, 2, best).empty());  // the best one does not count as a deletion
   CHECK(filenames(rotate_checkpoints(dir.path, 1)) == std::vector<std::string>{"checkpoint-2", "checkpoint-5"});
   CHECK(names_in(dir.path) == std::vector<std::string>{"checkpoint-0", "checkpoint-6"});
@@ -377,8 +381,8 @@ TEST_CASE("leftovers of crashed saves are ignored, then cleaned by the next save
   ::kill(live, SIGKILL);
   ::waitpid(live, nullptr, 0);
   CHECK(cleanup_checkpoints(out) == 1);
-  CHECK(names_in(out) == std::vector<std::string>{".tmp-checkpoint-x-1", "checkpoint-4", "checkpoint-5",
-                                                  "checkpoint-6", "checkpoint-7"});
+  CHECK(names_in(out) == std::vector<std::string>{".tmp-checkpoint-x-1", "checkpoint-4", "checkpoint-5", "checkpoint-6",
+                                                  "checkpoint-7"});
 }
 
 // The real thing: a child process saves 20 MB checkpoints in a loop (first the newest step of
@@ -398,8 +402,9 @@ TEST_CASE("SIGKILL at random moments while saving never leaves a broken checkpoi
   save_checkpoint(dir.path / "calibration", 1, synthetic_checkpoint(1, 0, kRows));  // the first one is cold
   const auto calibration_start = std::chrono::steady_clock::now();
   save_checkpoint(dir.path / "calibration", 1, synthetic_checkpoint(1, 1, kRows));
-  const auto save_us = std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::steady_clock::now() -
-                                                                             calibration_start).count();
+  const auto save_us =
+      std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::steady_clock::now() - calibration_start)
+          .count();
   fs::remove_all(dir.path / "calibration");
   std::mt19937 random(20240611);
   std::uniform_int_distribution<int64_t> delay_us(0, std::max<int64_t>(20'000, save_us * 5 / 2));
@@ -465,8 +470,8 @@ TEST_CASE("SIGKILL at random moments while saving never leaves a broken checkpoi
     newest = step;
   }
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  INFO("newest step " << newest << ", kills mid-save " << kills_mid_save << ", rounds that advanced "
-                      << rounds_advanced << ", checkpoints checked " << checkpoints_checked << ", " << seconds << " s");
+  INFO("newest step " << newest << ", kills mid-save " << kills_mid_save << ", rounds that advanced " << rounds_advanced
+                      << ", checkpoints checked " << checkpoints_checked << ", " << seconds << " s");
   CHECK(kills_mid_save >= 1);  // the kills did land inside saves
   CHECK(rounds_advanced >= 1);
   // The next save removes whatever the last kill left.

@@ -33,8 +33,15 @@ ModelConfig cls_config() {
 
 ModelConfig bag_config() {
   ModelConfig m;
-  m.classifier = {.vocab = 4097, .max_len = 64, .d_model = 16, .heads = 2, .d_ff = 32, .layers = 0, .classes = 3,
-                  .position_embedding = nn::PositionEmbedding::kNone, .sparse_embedding = true};
+  m.classifier = {.vocab = 4097,
+                  .max_len = 64,
+                  .d_model = 16,
+                  .heads = 2,
+                  .d_ff = 32,
+                  .layers = 0,
+                  .classes = 3,
+                  .position_embedding = nn::PositionEmbedding::kNone,
+                  .sparse_embedding = true};
   m.labels = {"de", "en", "fr"};
   m.tokenizer = {.kind = data::TokenizerKind::kCharNgrams, .ngram_min = 2, .ngram_max = 4, .buckets = 4096};
   return m;
@@ -102,7 +109,7 @@ TEST_CASE("fit_to_tokenizer sets vocab (with the CLS id under cls pooling) and s
   CHECK(c.sparse_embedding);
   c.pooling = nn::Pooling::kCls;
   fit_to_tokenizer(c, data::TokenizerConfig{});  // bytes
-  CHECK(c.vocab == 257);  // 256 bytes (0 doubles as padding) and CLS
+  CHECK(c.vocab == 257);                         // 256 bytes (0 doubles as padding) and CLS
   CHECK_FALSE(c.sparse_embedding);
   fit_to_tokenizer(c, {.kind = data::TokenizerKind::kWords, .buckets = 100});
   CHECK(c.vocab == 102);
@@ -111,7 +118,8 @@ TEST_CASE("fit_to_tokenizer sets vocab (with the CLS id under cls pooling) and s
 
 TEST_CASE("config.json round-trips the tokenizer and the position embedding", "[train][config]") {
   const nlohmann::json j = model_config_to_json(bag_config());
-  CHECK(j.at("tokenizer") == nlohmann::json{{"type", "char-ngrams"}, {"ngram_min", 2}, {"ngram_max", 4}, {"buckets", 4096}});
+  CHECK(j.at("tokenizer") ==
+        nlohmann::json{{"type", "char-ngrams"}, {"ngram_min", 2}, {"ngram_max", 4}, {"buckets", 4096}});
   CHECK(j.at("position_embedding") == "none");
   CHECK(j.at("position_embedding_type") == "none");  // the field a re-implementation reads
   const ModelConfig back = model_config_from_json(j, "config.json");
@@ -136,8 +144,10 @@ TEST_CASE("config.json round-trips the tokenizer and the position embedding", "[
   CHECK(train::TrainingArguments::from_json(a.to_json(), "trainer_state.json").tokenizer == a.tokenizer);
 }
 
-TEST_CASE("config.json round-trips bag_skip and encoder_drop_path, reads their absence as off and refuses them "
-          "without layers or the bag", "[train][config]") {
+TEST_CASE(
+    "config.json round-trips bag_skip and encoder_drop_path, reads their absence as off and refuses them "
+    "without layers or the bag",
+    "[train][config]") {
   ModelConfig m = cls_config();
   nlohmann::json j = model_config_to_json(m);
   CHECK(j.at("bag_skip") == false);
@@ -215,7 +225,8 @@ TEST_CASE("training_args hold the mixed-precision mode under Hugging Face's keys
   old["fp16"] = true;
   old["fp16_opt_level"] = "O1";
   old["loss_scale"] = "1024";
-  const optim::MixedPrecisionOptions back = train::TrainingArguments::from_json(old, "trainer_state.json").mixed_precision;
+  const optim::MixedPrecisionOptions back =
+      train::TrainingArguments::from_json(old, "trainer_state.json").mixed_precision;
   CHECK(back.precision == optim::Precision::kFp16);
   CHECK(back.opt_level == optim::OptLevel::kO1);
   CHECK(back.loss_scaling == optim::LossScaling{optim::LossScaling::Kind::kStatic, 1024.0f});
@@ -332,10 +343,12 @@ TEST_CASE("a sentencepiece model travels in the checkpoint, fingerprinted, and a
   Checkpoint garbage = loaded;
   garbage.tokenizer_model = "not a model";
   garbage.config["tokenizer"]["model_fnv1a64"] = model_config_to_json([&] {
-    ModelConfig g = m;
-    g.tokenizer.spm_model = "not a model";
-    return g;
-  }()).at("tokenizer").at("model_fnv1a64");
+                                                   ModelConfig g = m;
+                                                   g.tokenizer.spm_model = "not a model";
+                                                   return g;
+                                                 }())
+                                                     .at("tokenizer")
+                                                     .at("model_fnv1a64");
   CHECK_THROWS_WITH(model_config_from_checkpoint(garbage, "ck"), Contains("ck/sentencepiece.model: "));
 }
 

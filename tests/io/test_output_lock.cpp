@@ -66,7 +66,7 @@ TEST_CASE("OutputDirLock: the lock of a killed holder is taken over", "[io][outp
   REQUIRE(::waitpid(child, &status, 0) == child);
   CHECK(WIFSIGNALED(status));
   REQUIRE(std::filesystem::exists(path));  // the killed holder's file is still there ...
-  const OutputDirLock taken(out);           // ... and its lock was released by the kernel
+  const OutputDirLock taken(out);          // ... and its lock was released by the kernel
   CHECK(read_bytes(path) == std::to_string(::getpid()) + "\n");
 }
 

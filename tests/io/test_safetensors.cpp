@@ -127,8 +127,8 @@ TEST_CASE("safetensors bytes parsed independently: header, offsets, padding, raw
   const std::string text = bytes.substr(8, n);
   const size_t last = text.find_last_not_of(' ');
   CHECK(text[last] == '}');
-  CHECK(n - (last + 1) < 8);  // at most 7 spaces of padding
-  CHECK(text.find('\n') == std::string::npos);  // compact, as serde_json::to_string
+  CHECK(n - (last + 1) < 8);                                            // at most 7 spaces of padding
+  CHECK(text.find('\n') == std::string::npos);                          // compact, as serde_json::to_string
   CHECK(text.rfind("{\"__metadata__\":{\"format\":\"pt\"},", 0) == 0);  // metadata first, as the reference
 
   const nlohmann::json header = nlohmann::json::parse(text);
@@ -157,9 +157,10 @@ TEST_CASE("safetensors bytes parsed independently: header, offsets, padding, raw
 
 TEST_CASE("safetensors writer output, byte for byte", "[safetensors]") {
   TempDir dir("st_golden");
-  save_safetensors(dir / "g.safetensors",
-                   {{"w", from_bits16({0x3C00, 0xC000}, {2}, DType::f16)}, {"b", from_bits16({0x3F80}, {1}, DType::bf16)}},
-                   {{"format", "pt"}});
+  save_safetensors(
+      dir / "g.safetensors",
+      {{"w", from_bits16({0x3C00, 0xC000}, {2}, DType::f16)}, {"b", from_bits16({0x3F80}, {1}, DType::bf16)}},
+      {{"format", "pt"}});
   // 139 header bytes + 5 spaces = 144 = 0x90; then b (bf16 1.0) and w (f16 1.0, -2.0).
   const std::string expected =
       std::string("\x90\0\0\0\0\0\0\0", 8) +
@@ -173,7 +174,8 @@ TEST_CASE("safetensors writer output, byte for byte", "[safetensors]") {
 // test_serialization, test_serialization_forced_alignement, test_empty), restated as text.
 TEST_CASE("safetensors writer reproduces the reference implementation's test vectors", "[safetensors]") {
   TempDir dir("st_reference");
-  const std::string data = std::string("\0\0\0\0\0\0\x80\x3F\0\0\0\x40\0\0\x40\x40\0\0\x80\x40\0\0\xA0\x40", 24);  // 0..5
+  const std::string data =
+      std::string("\0\0\0\0\0\0\x80\x3F\0\0\0\x40\0\0\x40\x40\0\0\x80\x40\0\0\xA0\x40", 24);  // 0..5
   const Tensor values = Tensor::from_vector({0, 1, 2, 3, 4, 5}, {1, 2, 3});
   save_safetensors(dir / "a.safetensors", {{"attn.0", values}});
   CHECK(read_bytes(dir.path / "a.safetensors") ==
@@ -195,8 +197,8 @@ TEST_CASE("hand-built safetensors files are read as the spec says", "[safetensor
         R"({"b":{"dtype":"F32","shape":[],"data_offsets":[0,4]},"a":{"dtype":"F16","shape":[2],"data_offsets":[4,8]},)"
         R"("__metadata__":{"k":"v"}})";
     REQUIRE(header.size() == 131);
-    write_bytes(dir.path / "h.safetensors", std::string("\x83\0\0\0\0\0\0\0", 8) + header +
-                                                std::string("\x00\x00\xC0\x3F\x00\x3C\x00\xC0", 8));
+    write_bytes(dir.path / "h.safetensors",
+                std::string("\x83\0\0\0\0\0\0\0", 8) + header + std::string("\x00\x00\xC0\x3F\x00\x3C\x00\xC0", 8));
     const SafetensorsFile f = load_safetensors(dir / "h.safetensors");
     CHECK(f.metadata == std::map<std::string, std::string>{{"k", "v"}});
     REQUIRE(f.tensors.size() == 2);
@@ -313,7 +315,8 @@ TEST_CASE("safetensors reader rejects short files and lying header lengths", "[s
   CHECK(error_for(le64(uint64_t(1) << 40) + "{}") ==
         path + ": header length 1099511627776 is larger than the 100000000-byte limit (not a safetensors file?)");
   CHECK(error_for(le64(~uint64_t(0)) + "{}") ==
-        path + ": header length 18446744073709551615 is larger than the 100000000-byte limit (not a safetensors file?)");
+        path +
+            ": header length 18446744073709551615 is larger than the 100000000-byte limit (not a safetensors file?)");
   CHECK(error_for(le64(kMaxSafetensorsHeader) + "{}") ==
         path + ": header length 100000000 runs past the end of the file (10 bytes)");
   CHECK(error_for(le64(0)) == path + ": header does not start with '{'");
@@ -335,14 +338,20 @@ TEST_CASE("safetensors writer refuses bad input and leaves the old file untouche
   save_safetensors(path, {{"w", Tensor::ones({2})}});
   const std::string before = read_bytes(path);
   CHECK(error_of([&] { save_safetensors(path, {{"w", Tensor()}}); }) == path + ": tensor 'w' is undefined");
-  CHECK(error_of([&] { save_safetensors(path, {{"__metadata__", Tensor::ones({1})}}); }) ==
-        path + ": '__metadata__' is reserved and cannot name a tensor");
-  CHECK_THAT(error_of([&] { save_safetensors(path, {{"bad\xFF", Tensor::ones({1})}}); }),
+  CHECK(error_of([&] {
+          save_safetensors(path, {{"__metadata__", Tensor::ones({1})}});
+        }) == path + ": '__metadata__' is reserved and cannot name a tensor");
+  CHECK_THAT(error_of([&] {
+               save_safetensors(path, {{"bad\xFF", Tensor::ones({1})}});
+             }),
              Catch::StartsWith(path + ": a tensor name or metadata string is not valid UTF-8"));
-  CHECK_THAT(error_of([&] { save_safetensors(path, {{"w", Tensor::ones({1})}}, {{"k", "\xC3"}}); }),
+  CHECK_THAT(error_of([&] {
+               save_safetensors(path, {{"w", Tensor::ones({1})}}, {{"k", "\xC3"}});
+             }),
              Catch::StartsWith(path + ": a tensor name or metadata string is not valid UTF-8"));
-  CHECK(error_of([&] { save_safetensors(dir / "no/such/dir/x.safetensors", {}); })
-            .rfind(dir / "no/such/dir/x.safetensors" + ": cannot create ", 0) == 0);
+  CHECK(error_of([&] {
+          save_safetensors(dir / "no/such/dir/x.safetensors", {});
+        }).rfind(dir / "no/such/dir/x.safetensors" + ": cannot create ", 0) == 0);
   CHECK(read_bytes(path) == before);
   // Only the original file: no temporary left behind by the failed writes.
   int files = 0;

@@ -60,11 +60,13 @@ float oracle_16bit(precision::FloatFormat format, float g0, float g1) {
 // Every rank's gradients are functions of (rank, index), so each rank can compute the others'.
 float dense_value(int rank, int64_t i) {
   if (i == 0) return rank == 0 ? 70000.0f : -10000.0f;  // g / 2 fits fp16; cast first (torch's order) would not
-  if (i == 1) return rank == 0 ? 1e-5f : 3e-5f;          // fp16 subnormals after the division
+  if (i == 1) return rank == 0 ? 1e-5f : 3e-5f;         // fp16 subnormals after the division
   return std::ldexp(float((i * 37 + rank * 11) % 101) - 50.0f, -int(i % 9)) * (1.0f + 0.001f * float(i));
 }
 
-float sparse_value(int rank, int64_t row, int64_t col) { return 0.25f * float(row) - 0.5f * float(col) + float(rank) * 0.1f; }
+float sparse_value(int rank, int64_t row, int64_t col) {
+  return 0.25f * float(row) - 0.5f * float(col) + float(rank) * 0.1f;
+}
 
 // --ddp-comm f32 | fp16 | bf16: the reduced dense and row-sparse gradients equal the documented
 // order's result bit for bit, and are identical on every rank.
@@ -119,7 +121,8 @@ void test_reduce() {
         const int64_t row = s->rows[k];
         for (int64_t c = 0; c < 4; ++c) {
           // A row a rank does not have counts as zero there.
-          const float g0 = row == 4 ? 0.0f : sparse_value(0, row, c), g1 = row == 3 || row == 4 ? sparse_value(1, row, c) : 0.0f;
+          const float g0 = row == 4 ? 0.0f : sparse_value(0, row, c),
+                      g1 = row == 3 || row == 4 ? sparse_value(1, row, c) : 0.0f;
           const float want = expected(g0, g1);
           expect(bits_of(v[k * 4 + size_t(c)]) == bits_of(want), name + ": sparse row " + std::to_string(row));
         }
@@ -238,8 +241,9 @@ void test_replica_check_names_the_diverged_part() {
     weight.assign_nearest(changed);
   }
   const std::string master = error_of(2);
-  expect(master == "replica check at step 2: tensor 'master " + name + "' on rank 1 differs from rank 0's: the "
-                   "replicas have diverged",
+  expect(master == "replica check at step 2: tensor 'master " + name +
+                       "' on rank 1 differs from rank 0's: the "
+                       "replicas have diverged",
          "a changed master weight is named, got: " + master);
   weight.assign_nearest(before);
   if (comm.rank() == 1) *model.dropout_gen = Generator(model.dropout_gen->seed(), model.dropout_gen->offset() + 1);
@@ -251,7 +255,8 @@ void test_replica_check_names_the_diverged_part() {
 // A shared scratch directory: rank 0's name, removed by rank 0 at the end.
 std::string shared_dir(const std::string& name) {
   dist::Communicator& comm = dist::world();
-  std::string path = (std::filesystem::temp_directory_path() / ("halfgrad_mpi_" + name + "_" + std::to_string(::getpid()))).string();
+  std::string path =
+      (std::filesystem::temp_directory_path() / ("halfgrad_mpi_" + name + "_" + std::to_string(::getpid()))).string();
   const auto all = dist::allgather(comm, std::as_bytes(std::span(path.data(), path.size())));
   path.assign(reinterpret_cast<const char*>(all[0].data()), all[0].size());
   if (comm.rank() == 0) std::filesystem::remove_all(path);

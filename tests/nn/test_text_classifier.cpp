@@ -113,8 +113,8 @@ TEST_CASE("state dict round trip, and a wrong shape or key is a named error", "[
 
   StateDict bad = a.state_dict();
   bad["head.weight"] = Tensor::zeros({3, 16});
-  REQUIRE_THROWS_WITH(b.load_state_dict(bad), Catch::Contains("'head.weight'") && Catch::Contains("(3, 16)") &&
-                                                  Catch::Contains("(2, 16)"));
+  REQUIRE_THROWS_WITH(b.load_state_dict(bad),
+                      Catch::Contains("'head.weight'") && Catch::Contains("(3, 16)") && Catch::Contains("(2, 16)"));
   StateDict missing = a.state_dict();
   missing.erase("norm.bias");
   REQUIRE_THROWS_WITH(b.load_state_dict(missing), Catch::Contains("missing key 'norm.bias'"));
@@ -138,8 +138,15 @@ TEST_CASE("config validation names the bad field", "[nn]") {
 // LayerNorm(embedding row)), checked against that formula in double; order and padding do not
 // change the output, with or without encoder layers.
 TEST_CASE("a bag model ignores token order and padding and matches the fastText formula", "[nn]") {
-  ClassifierConfig config{.vocab = 50, .max_len = 8, .d_model = 8, .heads = 2, .d_ff = 16, .layers = 0, .classes = 3,
-                          .dropout = 0.0f, .position_embedding = PositionEmbedding::kNone};
+  ClassifierConfig config{.vocab = 50,
+                          .max_len = 8,
+                          .d_model = 8,
+                          .heads = 2,
+                          .d_ff = 16,
+                          .layers = 0,
+                          .classes = 3,
+                          .dropout = 0.0f,
+                          .position_embedding = PositionEmbedding::kNone};
   TextClassifier model(config, 7);
   for (const auto& [name, tensor] : model.named_parameters()) CHECK(name.find("position") == std::string::npos);
   CHECK(model.position_embedding == nullptr);
@@ -182,8 +189,16 @@ TEST_CASE("a bag model ignores token order and padding and matches the fastText 
 // the bag test above with bag_norm's own weight and bias (set apart from norm's, so that using
 // the final norm there, or the positions, would fail). Same f32 tolerance as the bag test.
 TEST_CASE("bag_skip adds the mean of bag_norm over the token rows, without positions, to the pooled output", "[nn]") {
-  ClassifierConfig config{.vocab = 50, .max_len = 8, .d_model = 8, .heads = 2, .d_ff = 16, .layers = 1, .classes = 3,
-                          .dropout = 0.0f, .position_embedding = PositionEmbedding::kLearned, .bag_skip = true};
+  ClassifierConfig config{.vocab = 50,
+                          .max_len = 8,
+                          .d_model = 8,
+                          .heads = 2,
+                          .d_ff = 16,
+                          .layers = 1,
+                          .classes = 3,
+                          .dropout = 0.0f,
+                          .position_embedding = PositionEmbedding::kLearned,
+                          .bag_skip = true};
   TextClassifier skip(config, 7);
   config.bag_skip = false;
   TextClassifier plain(config, 7);
@@ -234,9 +249,17 @@ TEST_CASE("bag_skip adds the mean of bag_norm over the token rows, without posit
 // same seed without it: no weight is drawn for it). dropout 0, so the drop path is the only
 // random draw. 16 examples: each outcome must occur (both at once fail with probability 2^-15).
 TEST_CASE("encoder_drop_path drops whole examples' encoder output in training and nothing in evaluation", "[nn]") {
-  ClassifierConfig config{.vocab = 50, .max_len = 8, .d_model = 8, .heads = 2, .d_ff = 16, .layers = 1,
-                          .classes = 3, .dropout = 0.0f, .position_embedding = PositionEmbedding::kNone,
-                          .bag_skip = true, .encoder_drop_path = 0.5f};
+  ClassifierConfig config{.vocab = 50,
+                          .max_len = 8,
+                          .d_model = 8,
+                          .heads = 2,
+                          .d_ff = 16,
+                          .layers = 1,
+                          .classes = 3,
+                          .dropout = 0.0f,
+                          .position_embedding = PositionEmbedding::kNone,
+                          .bag_skip = true,
+                          .encoder_drop_path = 0.5f};
   TextClassifier dropped(config, 7);
   config.encoder_drop_path = 0.0f;
   TextClassifier plain(config, 7), bag(config, 7);
@@ -287,8 +310,15 @@ TEST_CASE("learned positions separate two texts that differ only in token order,
   for (const int64_t layers : {int64_t{1}, int64_t{0}}) {
     for (const PositionEmbedding positions : {PositionEmbedding::kLearned, PositionEmbedding::kNone}) {
       INFO("layers " << layers << ", positions " << to_string(positions));
-      const ClassifierConfig config{.vocab = 10, .max_len = 4, .d_model = 8, .heads = 2, .d_ff = 16, .layers = layers,
-                                    .classes = 2, .dropout = 0.0f, .position_embedding = positions};
+      const ClassifierConfig config{.vocab = 10,
+                                    .max_len = 4,
+                                    .d_model = 8,
+                                    .heads = 2,
+                                    .d_ff = 16,
+                                    .layers = layers,
+                                    .classes = 2,
+                                    .dropout = 0.0f,
+                                    .position_embedding = positions};
       TextClassifier model(config, 3);
       optim::AdamW optimizer(optim::decay_groups(model.named_parameters(), 3e-2f, 0.0f));
       const Indices ids({4, 7, 9, 9, 7, 4}, {2, 3}), mask({1, 1, 1, 1, 1, 1}, {2, 3}), labels({0, 1}, {2});

@@ -43,11 +43,10 @@ TEST_CASE("GradScaler follows torch's _amp_update_scale_ step by step", "[scaler
     int64_t tracker_after;
   };
   const std::vector<Expect> script = {
-      {1, true, 65536, 1},      {1, true, 65536, 2},      {1, true, 131072, 0},  // grow
-      {inf, false, 65536, 0},                                                   // back off
-      {1, true, 65536, 1},      {1, true, 65536, 2},      {nan, false, 32768, 0},  // NaN too
-      {-inf, false, 16384, 0},  {1, true, 16384, 1},      {1, true, 16384, 2},
-      {1, true, 32768, 0},
+      {1, true, 65536, 1},     {1, true, 65536, 2}, {1, true, 131072, 0},    // grow
+      {inf, false, 65536, 0},                                                // back off
+      {1, true, 65536, 1},     {1, true, 65536, 2}, {nan, false, 32768, 0},  // NaN too
+      {-inf, false, 16384, 0}, {1, true, 16384, 1}, {1, true, 16384, 2},    {1, true, 32768, 0},
   };
   for (size_t i = 0; i < script.size(); ++i) {
     INFO("step " << i);
@@ -89,7 +88,8 @@ TEST_CASE("GradScaler errors: unscale twice, step twice, fp16 gradients", "[scal
   Tensor h = Tensor::from_vector({1.0f}, {1}, DType::f16).set_requires_grad().set_name("h");
   SGD opt({{{h}, 0.1f, 0.0f}});
   h.set_grad(Tensor::from_vector({1.0f}, {1}, DType::f16));
-  REQUIRE_THROWS_WITH(scaler.unscale(opt), Catch::Contains("Attempting to unscale FP16 gradients") && Catch::Contains("'h'"));
+  REQUIRE_THROWS_WITH(scaler.unscale(opt),
+                      Catch::Contains("Attempting to unscale FP16 gradients") && Catch::Contains("'h'"));
   CHECK_NOTHROW(scaler.unscale(opt, /*allow_fp16=*/true));
 }
 
@@ -174,8 +174,11 @@ TEST_CASE("GradScaler: growth stops at max_scale, never inf", "[scaler]") {
   scaler.update(1e38f);  // an explicit new scale is clamped too
   CHECK(scaler.get_scale() == 0x1p40f);
   GradScaler loaded;
-  loaded.load_state_dict({{"scale", 1e30}, {"growth_factor", 2.0}, {"backoff_factor", 0.5},
-                          {"growth_interval", 2000}, {"_growth_tracker", 0}});
+  loaded.load_state_dict({{"scale", 1e30},
+                          {"growth_factor", 2.0},
+                          {"backoff_factor", 0.5},
+                          {"growth_interval", 2000},
+                          {"_growth_tracker", 0}});
   CHECK(loaded.get_scale() == 0x1p40f);
 }
 
@@ -215,8 +218,8 @@ TEST_CASE("GradScaler::health_warning: a scale below 1, or more than 5% of >= 10
     CHECK(scaler.get_scale() == 1.0f);
     CHECK(scaler.health_warning().empty());
     f.step(scaler, NAN);
-    CHECK_THAT(scaler.health_warning(), Catch::StartsWith("the loss scale fell to 0.5 (below 1") &&
-                                            Catch::EndsWith("'w'"));
+    CHECK_THAT(scaler.health_warning(),
+               Catch::StartsWith("the loss scale fell to 0.5 (below 1") && Catch::EndsWith("'w'"));
   }
   SECTION("a static scale below 1 is the user's choice, not a collapse") {
     Fixture f;

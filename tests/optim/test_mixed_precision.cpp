@@ -98,22 +98,27 @@ TEST_CASE("parse_mixed_precision reads the train flags and names the flag and va
   CHECK((pure.precision == Precision::kFp16 && pure.master_weights == MasterWeightsKind::kNone));
   // GradScalerOptions' max_scale is 2^24.
   REQUIRE_THROWS_WITH(parse_mixed_precision("fp16", "O2", "1e30"), Catch::Contains("outside the scaler's range"));
-  REQUIRE_THROWS_WITH(parse_mixed_precision("bf16", "O2", "1024"), Catch::Contains("applies to fp16 and pure_fp16 only"));
+  REQUIRE_THROWS_WITH(parse_mixed_precision("bf16", "O2", "1024"),
+                      Catch::Contains("applies to fp16 and pure_fp16 only"));
 }
 
 TEST_CASE("mixed precision options: normalization outputs default to the mode's and can be set", "[mixed]") {
   using NO = NormalizationOutputs;
-  CHECK(MixedPrecisionOptions{.precision = Precision::kFp16, .opt_level = OptLevel::kO2}.resolved().normalization_outputs ==
-        NO::kInputDtype);
-  CHECK(MixedPrecisionOptions{.precision = Precision::kFp16, .master_weights = MasterWeightsKind::kNone}.resolved().normalization_outputs == NO::kInputDtype);
-  CHECK(MixedPrecisionOptions{.precision = Precision::kFp16, .opt_level = OptLevel::kO1}.resolved().normalization_outputs ==
-        NO::kFloat32);
+  CHECK(MixedPrecisionOptions{.precision = Precision::kFp16, .opt_level = OptLevel::kO2}
+            .resolved()
+            .normalization_outputs == NO::kInputDtype);
+  CHECK(MixedPrecisionOptions{.precision = Precision::kFp16, .master_weights = MasterWeightsKind::kNone}
+            .resolved()
+            .normalization_outputs == NO::kInputDtype);
+  CHECK(MixedPrecisionOptions{.precision = Precision::kFp16, .opt_level = OptLevel::kO1}
+            .resolved()
+            .normalization_outputs == NO::kFloat32);
   CHECK(MixedPrecisionOptions{.precision = Precision::kBf16}.resolved().normalization_outputs == NO::kFloat32);
   // Set explicitly, the autocast of an O1 run stores softmax outputs in their input's f16.
   Generator gen(1);
   nn::Linear layer(2, 2, {nn::Init::Scheme::kNormal, 0.5f, &gen});
-  const MixedPrecision mp(layer, {.precision = Precision::kFp16, .opt_level = OptLevel::kO1,
-                                  .normalization_outputs = NO::kInputDtype});
+  const MixedPrecision mp(
+      layer, {.precision = Precision::kFp16, .opt_level = OptLevel::kO1, .normalization_outputs = NO::kInputDtype});
   CHECK(mp.options().normalization_outputs == NO::kInputDtype);
   Autocast ac = mp.autocast();
   CHECK(softmax(Tensor::zeros({2, 3}, DType::f16)).dtype() == DType::f16);
@@ -134,10 +139,17 @@ TEST_CASE("mixed precision options: JSON under Hugging Face's keys, and old trai
     CHECK(mixed_precision_from_json(j, "test") == o.resolved());
   }
   const nlohmann::json o2 = mixed_precision_to_json({.precision = Precision::kFp16, .opt_level = OptLevel::kO2});
-  CHECK(o2 == nlohmann::json{{"fp16", true}, {"bf16", false}, {"fp16_opt_level", "O2"}, {"pure_fp16", false},
-                             {"loss_scale", "dynamic"}, {"normalization_outputs", "input_dtype"}});
+  CHECK(o2 == nlohmann::json{{"fp16", true},
+                             {"bf16", false},
+                             {"fp16_opt_level", "O2"},
+                             {"pure_fp16", false},
+                             {"loss_scale", "dynamic"},
+                             {"normalization_outputs", "input_dtype"}});
   // The training_args the code before MixedPrecisionOptions wrote: the same mode, resolved.
-  const nlohmann::json old = {{"fp16", true}, {"bf16", false}, {"fp16_opt_level", "O2"}, {"loss_scale", "dynamic"},
+  const nlohmann::json old = {{"fp16", true},
+                              {"bf16", false},
+                              {"fp16_opt_level", "O2"},
+                              {"loss_scale", "dynamic"},
                               {"output_dir", "ignored: not a mixed-precision key"}};
   CHECK(mixed_precision_from_json(old, "old").resolved() ==
         MixedPrecisionOptions{.precision = Precision::kFp16, .opt_level = OptLevel::kO2}.resolved());
@@ -194,8 +206,8 @@ TEST_CASE("without a scaler, a step whose gradient norm is inf/NaN is skipped, o
 namespace {
 
 // A one-layer classifier over 32 token ids, small enough to train in a test.
-constexpr nn::ClassifierConfig kTiny{.vocab = 32, .max_len = 8, .d_model = 32, .heads = 2, .d_ff = 64, .layers = 1,
-                                     .classes = 4, .dropout = 0.0f};
+constexpr nn::ClassifierConfig kTiny{
+    .vocab = 32, .max_len = 8, .d_model = 32, .heads = 2, .d_ff = 64, .layers = 1, .classes = 4, .dropout = 0.0f};
 
 // A batch of random token ids in [1, 32), no padding, labels cycling through 4 classes.
 struct FixedBatch {
@@ -251,8 +263,8 @@ namespace {
 // moments), weights, masters and moments included. Attention weights (16 x 4 x 64 x 64 = 1 MiB
 // in f32) and the feed-forward activations dominate, as in any transformer with T >= d.
 size_t step_peak_bytes(Precision precision, OptLevel level) {
-  const nn::ClassifierConfig config{.vocab = 32, .max_len = 64, .d_model = 32, .heads = 4, .d_ff = 128,
-                                    .layers = 2, .classes = 4, .dropout = 0.0f};
+  const nn::ClassifierConfig config{
+      .vocab = 32, .max_len = 64, .d_model = 32, .heads = 4, .d_ff = 128, .layers = 2, .classes = 4, .dropout = 0.0f};
   nn::TextClassifier model(config, 7);
   MixedPrecision mp(model, {.precision = precision, .opt_level = level});
   AdamW opt(decay_groups(mp.optimizer_parameters(), 1e-3f, 0.01f));
@@ -289,7 +301,8 @@ TEST_CASE("without loss scaling small fp16 gradients underflow to zero and scali
   auto zero_share = [&](LossScaling::Kind kind) {
     nn::TextClassifier model(kTiny, 5);
     MixedPrecision mp(model, {.precision = Precision::kFp16, .opt_level = OptLevel::kO2, .loss_scaling = {kind}});
-    const Indices x({1, 5, 9, 2, 7, 3, 30, 4, 11, 6, 8, 12, 13, 14, 15, 16}, {2, 8}), m(std::vector<int32_t>(16, 1), {2, 8});
+    const Indices x({1, 5, 9, 2, 7, 3, 30, 4, 11, 6, 8, 12, 13, 14, 15, 16}, {2, 8}),
+        m(std::vector<int32_t>(16, 1), {2, 8});
     Autocast ac = mp.autocast();
     backward(mp.scale(mul_scalar(cross_entropy(model.forward(x, m), Indices({0, 1}, {2})), 0x1.0p-20f)));
     int64_t zeros = 0, total = 0;
@@ -309,12 +322,14 @@ TEST_CASE("without loss scaling small fp16 gradients underflow to zero and scali
 
 namespace hg::optim {
 
-TEST_CASE("mixed precision options: accumulation (--accumulate), its JSON key and the guard it sets", "[mixed][accumulate]") {
+TEST_CASE("mixed precision options: accumulation (--accumulate), its JSON key and the guard it sets",
+          "[mixed][accumulate]") {
   using A = Accumulation;
   // Only the modes with f16 products accept f16 accumulation; the error names the flag.
   for (const MasterWeightsKind m : {MasterWeightsKind::kF32, MasterWeightsKind::kNone}) {
     for (const A a : {A::kF32, A::kF16, A::kF16Blocked}) {
-      CHECK_NOTHROW((MixedPrecisionOptions{.precision = Precision::kFp16, .accumulation = a, .master_weights = m}.validate()));
+      CHECK_NOTHROW(
+          (MixedPrecisionOptions{.precision = Precision::kFp16, .accumulation = a, .master_weights = m}.validate()));
     }
   }
   for (const Precision p : {Precision::kNo, Precision::kBf16}) {
@@ -365,15 +380,17 @@ TEST_CASE("mixed precision options: rounding (--rounding, --flush-subnormals), i
       CHECK_NOTHROW((MixedPrecisionOptions{.precision = p, .rounding = r, .flush_subnormals = true}.validate()));
     }
   }
-  REQUIRE_THROWS_WITH((MixedPrecisionOptions{.precision = Precision::kNo, .rounding = R::kStochastic}.validate()),
-                      Catch::Contains("rounding (--rounding) and flush_subnormals (--flush-subnormals) apply to modes"));
+  REQUIRE_THROWS_WITH(
+      (MixedPrecisionOptions{.precision = Precision::kNo, .rounding = R::kStochastic}.validate()),
+      Catch::Contains("rounding (--rounding) and flush_subnormals (--flush-subnormals) apply to modes"));
   REQUIRE_THROWS_WITH((MixedPrecisionOptions{.precision = Precision::kNo, .flush_subnormals = true}.validate()),
                       Catch::Contains("precision fp32 rounds nothing"));
   REQUIRE_THROWS_WITH((MixedPrecisionOptions{.precision = Precision::kFp16, .rounding = R::kUp}.validate()),
                       Catch::Contains("is not one of nearest, stochastic or toward-zero"));
   CHECK(kRoundingNames.parse("toward-zero", "x") == R::kTowardZero);
-  REQUIRE_THROWS_WITH(kRoundingNames.parse("up", "rounding (--rounding)"),
-                      Catch::Contains("rounding (--rounding): unknown value 'up' (expected nearest, stochastic or toward-zero)"));
+  REQUIRE_THROWS_WITH(
+      kRoundingNames.parse("up", "rounding (--rounding)"),
+      Catch::Contains("rounding (--rounding): unknown value 'up' (expected nearest, stochastic or toward-zero)"));
 
   // JSON: "rounding" only when not nearest, "flush_subnormals" only when set; both round trip.
   CHECK_FALSE(mixed_precision_to_json({.precision = Precision::kFp16}).contains("rounding"));

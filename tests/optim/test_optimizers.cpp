@@ -22,9 +22,11 @@ namespace {
 std::vector<std::vector<float>> run(const std::string& name, const nlohmann::json& g) {
   Tensor p = Tensor::from_vector(g["p0"].get<std::vector<float>>(), {7}).set_requires_grad();
   std::unique_ptr<Optimizer> opt;
-  if (name == "sgd") opt = std::make_unique<SGD>(std::vector<ParamGroup>{{{p}, 0.1f, 0.1f}}, SGDOptions{.momentum = 0.9f});
+  if (name == "sgd")
+    opt = std::make_unique<SGD>(std::vector<ParamGroup>{{{p}, 0.1f, 0.1f}}, SGDOptions{.momentum = 0.9f});
   if (name == "sgd_nesterov")
-    opt = std::make_unique<SGD>(std::vector<ParamGroup>{{{p}, 0.1f, 0.0f}}, SGDOptions{.momentum = 0.9f, .nesterov = true});
+    opt = std::make_unique<SGD>(std::vector<ParamGroup>{{{p}, 0.1f, 0.0f}},
+                                SGDOptions{.momentum = 0.9f, .nesterov = true});
   if (name == "sgd_plain") opt = std::make_unique<SGD>(std::vector<ParamGroup>{{{p}, 0.1f, 0.0f}});
   if (name == "adam") opt = std::make_unique<Adam>(std::vector<ParamGroup>{{{p}, 0.01f, 0.1f}});
   if (name == "adamw") opt = std::make_unique<AdamW>(std::vector<ParamGroup>{{{p}, 0.01f, 0.1f}});
@@ -68,7 +70,8 @@ TEST_CASE("AdamW's first step by hand", "[optim]") {
 }
 
 TEST_CASE("parameters without a gradient are left alone", "[optim]") {
-  Tensor a = Tensor::from_vector({1.0f}, {1}).set_requires_grad(), b = Tensor::from_vector({1.0f}, {1}).set_requires_grad();
+  Tensor a = Tensor::from_vector({1.0f}, {1}).set_requires_grad(),
+         b = Tensor::from_vector({1.0f}, {1}).set_requires_grad();
   SGD opt({{{a, b}, 0.5f, 0.0f}});
   a.set_grad(Tensor::from_vector({1.0f}, {1}));
   opt.step();
@@ -99,7 +102,8 @@ TEST_CASE("optimizer state round trip continues identically", "[optim]") {
 
   Tensor d = Tensor::zeros({4}).set_requires_grad();
   AdamW other({{{d}, 0.01f, 0.1f}});
-  REQUIRE_THROWS_WITH(other.load_state_dict(first.state_dict()), Catch::Contains("3 values for a parameter of shape (4,)"));
+  REQUIRE_THROWS_WITH(other.load_state_dict(first.state_dict()),
+                      Catch::Contains("3 values for a parameter of shape (4,)"));
 }
 
 TEST_CASE("learning-rate schedules follow Hugging Face's lambdas", "[optim]") {
@@ -113,7 +117,7 @@ TEST_CASE("learning-rate schedules follow Hugging Face's lambdas", "[optim]") {
   CHECK(linear.factor(110) == 0.0f);
   CHECK(linear.factor(200) == 0.0f);
   LrScheduler cosine(opt, Schedule::kCosine, 10, 110);
-  CHECK(cosine.factor(60) == Approx(0.5f).margin(1e-6));   // cos(pi/2)
+  CHECK(cosine.factor(60) == Approx(0.5f).margin(1e-6));  // cos(pi/2)
   CHECK(cosine.factor(35) == Approx(0.5f * (1 + std::cos(3.14159265f / 4))).margin(1e-6));
   CHECK(cosine.factor(110) == Approx(0.0f).margin(1e-7));
   // The scheduler sets each group's lr from the lr the group had when it was created.
@@ -124,8 +128,9 @@ TEST_CASE("learning-rate schedules follow Hugging Face's lambdas", "[optim]") {
   CHECK(opt2.param_groups()[0].lr == 0.125f);
   for (int i = 0; i < 5; ++i) constant.step();
   CHECK(opt2.param_groups()[0].lr == 0.5f);
-  REQUIRE_THROWS_WITH(kScheduleNames.parse("exponential", "lr_scheduler_type (--scheduler)"),
-                      "lr_scheduler_type (--scheduler): unknown value 'exponential' (expected constant, linear or cosine)");
+  REQUIRE_THROWS_WITH(
+      kScheduleNames.parse("exponential", "lr_scheduler_type (--scheduler)"),
+      "lr_scheduler_type (--scheduler): unknown value 'exponential' (expected constant, linear or cosine)");
   CHECK(kScheduleNames.parse("constant_with_warmup", "x") == Schedule::kConstant);
 }
 

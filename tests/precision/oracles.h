@@ -45,13 +45,9 @@ inline std::string hexfloat(double x) {
 // ---- CPU conversion instructions ----------------------------------------------------------
 // __m256 F16C needs AVX for the 256-bit forms; -mf16c implies it in GCC, but we check both.
 
-inline bool cpu_has_f16c() {
-  return __builtin_cpu_supports("f16c") && __builtin_cpu_supports("avx");
-}
+inline bool cpu_has_f16c() { return __builtin_cpu_supports("f16c") && __builtin_cpu_supports("avx"); }
 inline bool cpu_has_avx512f() { return __builtin_cpu_supports("avx512f"); }
-inline bool cpu_has_avx512bf16() {
-  return __builtin_cpu_supports("avx512bf16") && __builtin_cpu_supports("avx512f");
-}
+inline bool cpu_has_avx512bf16() { return __builtin_cpu_supports("avx512bf16") && __builtin_cpu_supports("avx512f"); }
 
 // VCVTPH2PS on one value.
 __attribute__((target("f16c"))) inline float f16c_decode(uint16_t h) {
@@ -60,19 +56,16 @@ __attribute__((target("f16c"))) inline float f16c_decode(uint16_t h) {
 
 // out[i] = VCVTPS2PH(in[i]) with round-to-nearest-even from the immediate (MXCSR.RC ignored,
 // exceptions suppressed); n a multiple of 8.
-__attribute__((target("avx,f16c"))) inline void f16c_encode(const float* in, uint64_t n,
-                                                           uint16_t* out) {
+__attribute__((target("avx,f16c"))) inline void f16c_encode(const float* in, uint64_t n, uint16_t* out) {
   for (uint64_t i = 0; i < n; i += 8) {
-    const __m128i h = _mm256_cvtps_ph(_mm256_loadu_ps(in + i),
-                                      _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    const __m128i h = _mm256_cvtps_ph(_mm256_loadu_ps(in + i), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
     _mm_storeu_si128(reinterpret_cast<__m128i*>(out + i), h);
   }
 }
 
 // The AVX-512F form of the same instruction; n a multiple of 16. (maskz with an all-ones mask
 // is the plain instruction; GCC 12's unmasked _mm512_cvtps_ph trips -Wuninitialized.)
-__attribute__((target("avx512f"))) inline void avx512_encode_f16(const float* in, uint64_t n,
-                                                               uint16_t* out) {
+__attribute__((target("avx512f"))) inline void avx512_encode_f16(const float* in, uint64_t n, uint16_t* out) {
   for (uint64_t i = 0; i < n; i += 16) {
     const __m256i h = _mm512_maskz_cvtps_ph(__mmask16(0xFFFF), _mm512_loadu_ps(in + i),
                                             _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
@@ -82,9 +75,8 @@ __attribute__((target("avx512f"))) inline void avx512_encode_f16(const float* in
 
 // VCVTNEPS2BF16: round to nearest even, but subnormal inputs are treated as zero (DAZ) whatever
 // MXCSR says; see test_bfloat16.cpp for the source. n a multiple of 16.
-__attribute__((target("avx512bf16,avx512f"))) inline void avx512bf16_encode(const float* in,
-                                                                          uint64_t n,
-                                                                          uint16_t* out) {
+__attribute__((target("avx512bf16,avx512f"))) inline void avx512bf16_encode(const float* in, uint64_t n,
+                                                                            uint16_t* out) {
   for (uint64_t i = 0; i < n; i += 16) {
     const __m256bh b = _mm512_cvtneps_pbh(_mm512_loadu_ps(in + i));
     _mm256_storeu_si256(reinterpret_cast<__m256i*>(out + i), (__m256i)b);
@@ -107,12 +99,12 @@ using u128 = unsigned __int128;
 
 // A binary format given by plain numbers typed in by the test.
 struct ExactFormat {
-  int precision;               // significand bits including the implicit one
+  int precision;  // significand bits including the implicit one
   int exponent_bits;
   int bias;
-  int max_field;               // largest exponent field holding finite values
-  uint32_t max_top_mantissa;   // largest mantissa in that field
-  bool has_inf;                // else overflow gives the NaN S.1..1 (e4m3)
+  int max_field;              // largest exponent field holding finite values
+  uint32_t max_top_mantissa;  // largest mantissa in that field
+  bool has_inf;               // else overflow gives the NaN S.1..1 (e4m3)
 };
 inline constexpr ExactFormat kExactF16{11, 5, 15, 30, 0x3FF, true};
 inline constexpr ExactFormat kExactBF16{8, 8, 127, 254, 0x7F, true};
@@ -130,20 +122,17 @@ inline int bit_width128(u128 v) {
 // IEEE 754 7.4 overflow: nearest goes to inf, a directed mode stops at max when it points
 // toward zero; `saturate` always stops at max; `flush` turns subnormal results (decided after
 // rounding) into zero. An exact zero is returned as a zero of the given sign.
-inline uint32_t exact_round(bool negative, u128 magnitude, int scale,
-                            const ExactFormat& f, ExactMode mode = ExactMode::kNearestEven,
-                            bool saturate = false, bool flush = false) {
+inline uint32_t exact_round(bool negative, u128 magnitude, int scale, const ExactFormat& f,
+                            ExactMode mode = ExactMode::kNearestEven, bool saturate = false, bool flush = false) {
   const int p = f.precision;
   const uint32_t sign = negative ? 1u << (f.exponent_bits + p - 1) : 0;
   const uint32_t max_bits = (uint32_t(f.max_field) << (p - 1)) | f.max_top_mantissa;
   auto overflow = [&]() -> uint32_t {
     bool to_inf = mode == ExactMode::kNearestEven || mode == ExactMode::kNearestAway ||
-                  (mode == ExactMode::kUp && !negative) ||
-                  (mode == ExactMode::kDown && negative);
+                  (mode == ExactMode::kUp && !negative) || (mode == ExactMode::kDown && negative);
     if (saturate || !to_inf) return sign | max_bits;
     const uint32_t all_ones_field = (1u << f.exponent_bits) - 1;
-    return sign | (f.has_inf ? all_ones_field << (p - 1)
-                             : (all_ones_field << (p - 1)) | ((1u << (p - 1)) - 1));
+    return sign | (f.has_inf ? all_ones_field << (p - 1) : (all_ones_field << (p - 1)) | ((1u << (p - 1)) - 1));
   };
   if (magnitude == 0) return sign;
 
@@ -170,11 +159,20 @@ inline uint32_t exact_round(bool negative, u128 magnitude, int scale,
   }
   bool up = false;
   switch (mode) {
-    case ExactMode::kNearestEven: up = rest_above_half || (rest_is_half && (q & 1) != 0); break;
-    case ExactMode::kNearestAway: up = rest_above_half || rest_is_half; break;
-    case ExactMode::kTowardZero: break;
-    case ExactMode::kUp: up = inexact && !negative; break;
-    case ExactMode::kDown: up = inexact && negative; break;
+    case ExactMode::kNearestEven:
+      up = rest_above_half || (rest_is_half && (q & 1) != 0);
+      break;
+    case ExactMode::kNearestAway:
+      up = rest_above_half || rest_is_half;
+      break;
+    case ExactMode::kTowardZero:
+      break;
+    case ExactMode::kUp:
+      up = inexact && !negative;
+      break;
+    case ExactMode::kDown:
+      up = inexact && negative;
+      break;
   }
   q += up ? 1 : 0;
   int e = quantum_exponent;
@@ -244,8 +242,7 @@ inline ScaledInt bf16_scaled(uint16_t bits) {
 // quantum; for bf16 sums, and for a bf16 product (significand ka*kb) plus a bf16, one of the two
 // always holds.
 inline uint32_t exact_sum(ScaledInt a, ScaledInt b, const ExactFormat& f, bool both_negative_zero,
-                          ExactMode mode = ExactMode::kNearestEven, bool saturate = false,
-                          bool flush = false) {
+                          ExactMode mode = ExactMode::kNearestEven, bool saturate = false, bool flush = false) {
   if (a.significand == 0) a.exponent = b.exponent;  // a zero has no unit of its own
   if (b.significand == 0) b.exponent = a.exponent;
   if (a.exponent < b.exponent) std::swap(a, b);  // a has the larger unit
@@ -277,8 +274,8 @@ inline ScaledInt exact_scaled(uint32_t bits, const ExactFormat& f) {
   const int m = f.precision - 1;
   const int field = int(bits >> m) & ((1 << f.exponent_bits) - 1);
   const int64_t mantissa = bits & ((1u << m) - 1);
-  ScaledInt s = field == 0 ? ScaledInt{mantissa, 1 - f.bias - m}
-                           : ScaledInt{mantissa | (int64_t{1} << m), field - f.bias - m};
+  ScaledInt s =
+      field == 0 ? ScaledInt{mantissa, 1 - f.bias - m} : ScaledInt{mantissa | (int64_t{1} << m), field - f.bias - m};
   if (((bits >> (m + f.exponent_bits)) & 1) != 0) s.significand = -s.significand;
   return s;
 }
@@ -326,10 +323,10 @@ SweepResult sweep_all_floats(Check&& check) {
 // quanta, biases and overflow from the outside.
 
 struct ValueSet {
-  std::vector<double> values;  // the non-negative finite values, increasing, 0 first
+  std::vector<double> values;   // the non-negative finite values, increasing, 0 first
   std::vector<uint32_t> codes;  // their encodings (positive sign)
   uint32_t sign_mask = 0;
-  double min_normal = 0;         // smallest normal value: below it, flush applies
+  double min_normal = 0;  // smallest normal value: below it, flush applies
   // What lies beyond the largest value: "overflow" is a virtual next value one top ulp above max
   // (IEEE 754 7.4's unbounded-exponent rounding); it becomes inf or NaN (overflow_code), or max
   // with saturate or in a format without either (finite_only).
@@ -341,16 +338,15 @@ struct ValueSet {
 // double, as for the small formats' values and their sums, products and quotients) rounded onto
 // `set`. Ties: the neighbour whose encoding has an even last bit; if both do (0 and the smallest
 // normal of a format without subnormals), the smaller magnitude.
-inline uint32_t value_set_round(const ValueSet& set, double num, double den, ExactMode mode,
-                                bool saturate = false, bool flush = false) {
+inline uint32_t value_set_round(const ValueSet& set, double num, double den, ExactMode mode, bool saturate = false,
+                                bool flush = false) {
   const bool negative = std::signbit(num);  // den > 0
   const uint32_t sign = negative ? set.sign_mask : 0;
   const double a = std::fabs(num), d = std::fabs(den);
   const size_t n = set.values.size();
   const double top_ulp = set.values[n - 1] - set.values[n - 2];
   // Index of the largest value <= a/d (n - 1 when above max), and whether it is exact.
-  const auto above = std::partition_point(set.values.begin(), set.values.end(),
-                                          [&](double v) { return v * d <= a; });
+  const auto above = std::partition_point(set.values.begin(), set.values.end(), [&](double v) { return v * d <= a; });
   const size_t lo = size_t(above - set.values.begin()) - 1;  // values[0] = 0 is always <= a
   if (set.values[lo] * d == a) {
     const uint32_t code = set.codes[lo];
@@ -364,10 +360,17 @@ inline uint32_t value_set_round(const ValueSet& set, double num, double den, Exa
   bool up = false;
   const double mid = (lo_value + hi_value) / 2 * d;
   switch (mode) {
-    case ExactMode::kTowardZero: break;
-    case ExactMode::kUp: up = !negative; break;
-    case ExactMode::kDown: up = negative; break;
-    case ExactMode::kNearestAway: up = a >= mid; break;
+    case ExactMode::kTowardZero:
+      break;
+    case ExactMode::kUp:
+      up = !negative;
+      break;
+    case ExactMode::kDown:
+      up = negative;
+      break;
+    case ExactMode::kNearestAway:
+      up = a >= mid;
+      break;
     case ExactMode::kNearestEven:
       up = a > mid || (a == mid && (lo_code & 1) != 0 && (hi_code & 1) == 0);
       break;

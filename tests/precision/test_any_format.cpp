@@ -130,8 +130,8 @@ TEST_CASE("format presets: bias, range and specials match the IEEE and OCP table
     CHECK(r.format.has_nan() == r.nan);
   }
   CHECK(hg::describe_format(hg::formats::e2m1) == "e2m1 (2 exponent, 1 mantissa bits, bias 1, finite only)");
-  CHECK(hg::describe_format({.exponent_bits = 3, .mantissa_bits = 2, .specials = Specials::kFiniteOnly,
-                             .subnormals = false}) ==
+  CHECK(hg::describe_format(
+            {.exponent_bits = 3, .mantissa_bits = 2, .specials = Specials::kFiniteOnly, .subnormals = false}) ==
         "custom (3 exponent, 2 mantissa bits, bias 3, finite only, no subnormals)");
   // The e2m1 value list of the OCP MX spec: +-{0, 0.5, 1, 1.5, 2, 3, 4, 6}.
   const double e2m1[8] = {0, 0.5, 1, 1.5, 2, 3, 4, 6};
@@ -141,10 +141,9 @@ TEST_CASE("format presets: bias, range and specials match the IEEE and OCP table
   }
 }
 
-TEST_CASE("any format: invalid fields throw, and a finite-only format has no NaN or inf",
-          "[precision][float_format]") {
-  const FloatFormat too_wide{.exponent_bits = 5, .mantissa_bits = 16};  // fma needs products < 2^32
-  const FloatFormat no_nan_room{.exponent_bits = 5, .mantissa_bits = 0};                   // inf == NaN
+TEST_CASE("any format: invalid fields throw, and a finite-only format has no NaN or inf", "[precision][float_format]") {
+  const FloatFormat too_wide{.exponent_bits = 5, .mantissa_bits = 16};    // fma needs products < 2^32
+  const FloatFormat no_nan_room{.exponent_bits = 5, .mantissa_bits = 0};  // inf == NaN
   const FloatFormat beyond_float{.exponent_bits = 4, .mantissa_bits = 3, .exponent_bias = -120};  // max 2^128+
   const FloatFormat below_float{.exponent_bits = 4, .mantissa_bits = 3, .exponent_bias = 148};    // 2^-150
   const FloatFormat no_exponent{.exponent_bits = 0, .mantissa_bits = 3};  // default bias 0, no UB
@@ -212,12 +211,12 @@ TEST_CASE("exhaustive: any format, every encoding decodes to its definition and 
     for (uint32_t bits = 0; bits < (1u << f.storage_bits()); ++bits) {
       const double want = definition_value(f, bits);
       const float got = hg::decode(f, bits);
-      const bool ok = std::isnan(want) ? std::isnan(got)
-                                       : double(got) == want && std::signbit(got) == std::signbit(want);
+      const bool ok =
+          std::isnan(want) ? std::isnan(got) : double(got) == want && std::signbit(got) == std::signbit(want);
       if (!ok && ++mismatches <= 5) FAIL_CHECK(hex16(bits) << " decodes to " << got << ", want " << want);
       if (!std::isfinite(want)) continue;
-      const bool canonical = f.subnormals || ((bits >> f.mantissa_bits) & f.exponent_field_max()) != 0 ||
-                             (bits & f.mantissa_mask()) == 0;
+      const bool canonical =
+          f.subnormals || ((bits >> f.mantissa_bits) & f.exponent_field_max()) != 0 || (bits & f.mantissa_mask()) == 0;
       // Without subnormals field-0 encodings are zeros and re-encode as the canonical zero.
       const uint32_t back = hg::encode(f, got);
       const uint32_t want_back = canonical ? bits : bits & f.sign_mask();
@@ -277,7 +276,9 @@ TEST_CASE("exhaustive: small formats, + - * / of all pairs in 5 modes against ex
   // The exact result as num / den: the sum, difference or product of two of these values is
   // exact in double (at most 12 significant bits), and a quotient is a / b with den = |b|.
   const FloatFormat formats[] = {
-      hg::formats::e2m1, hg::formats::e3m2, hg::formats::e2m3,
+      hg::formats::e2m1,
+      hg::formats::e3m2,
+      hg::formats::e2m3,
       {.exponent_bits = 3, .mantissa_bits = 2, .specials = Specials::kFiniteOnly, .subnormals = false}};
   for (const FloatFormat& f : formats) {
     INFO(name_of(f));
@@ -300,9 +301,9 @@ TEST_CASE("exhaustive: small formats, + - * / of all pairs in 5 modes against ex
             const double s = x + t;
             if (s != 0) return hg::precision::oracle::value_set_round(set, s, 1.0, kExactModes[m]);
             const bool down = kModes[m] == Rounding::kDown;
-            const bool negative = x == 0 && t == 0 ? (down ? std::signbit(x) || std::signbit(t)
-                                                           : std::signbit(x) && std::signbit(t))
-                                                   : down;
+            const bool negative = x == 0 && t == 0
+                                      ? (down ? std::signbit(x) || std::signbit(t) : std::signbit(x) && std::signbit(t))
+                                      : down;
             return negative ? set.sign_mask : 0u;
           };
           check("+", a, b, hg::precision::add_bits(f, a, b, options), sum_bits(y));
@@ -310,7 +311,8 @@ TEST_CASE("exhaustive: small formats, + - * / of all pairs in 5 modes against ex
           check("*", a, b, hg::precision::mul_bits(f, a, b, options),
                 hg::precision::oracle::value_set_round(set, x * y, 1.0, kExactModes[m]));
           if (y != 0) {
-            const uint32_t q = hg::precision::oracle::value_set_round(set, std::signbit(y) ? -x : x, std::fabs(y), kExactModes[m]);
+            const uint32_t q =
+                hg::precision::oracle::value_set_round(set, std::signbit(y) ? -x : x, std::fabs(y), kExactModes[m]);
             check("/", a, b, hg::precision::div_bits(f, a, b, options), q);
           }
         }

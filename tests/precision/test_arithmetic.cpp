@@ -45,21 +45,24 @@ using hg::precision::oracle::ScaledInt;
 using hg::precision::oracle::sticky_quotient;
 using hg::precision::oracle::u128;
 
+using hg::testing::kAdd;
+using hg::testing::kDiv;
 using hg::testing::kExactModes;
 using hg::testing::kModeCount;
 using hg::testing::kModeNames;
 using hg::testing::kModes;
-using hg::testing::kAdd;
-using hg::testing::kDiv;
 using hg::testing::kMul;
 using hg::testing::kOpCount;
 using hg::testing::kOpNames;
 using hg::testing::kSub;
 
-bool negative_bit(uint32_t bits, const ExactFormat& f) { return ((bits >> (f.precision - 1 + f.exponent_bits)) & 1) != 0; }
+bool negative_bit(uint32_t bits, const ExactFormat& f) {
+  return ((bits >> (f.precision - 1 + f.exponent_bits)) & 1) != 0;
+}
 uint32_t all_ones_field(const ExactFormat& f) { return (1u << f.exponent_bits) - 1; }
 bool is_nan(uint32_t bits, const ExactFormat& f) {
-  const uint32_t field = (bits >> (f.precision - 1)) & all_ones_field(f), mantissa = bits & ((1u << (f.precision - 1)) - 1);
+  const uint32_t field = (bits >> (f.precision - 1)) & all_ones_field(f),
+                 mantissa = bits & ((1u << (f.precision - 1)) - 1);
   return field == all_ones_field(f) && (f.has_inf ? mantissa != 0 : mantissa == (1u << (f.precision - 1)) - 1);
 }
 bool is_finite(uint32_t bits, const ExactFormat& f) {
@@ -78,8 +81,8 @@ uint32_t oracle_op(int op, uint32_t a, uint32_t b, const ExactFormat& f, ExactMo
     case kSub: {
       const bool both_zero = x.significand == 0 && y.significand == 0;
       const bool zero_negative = both_zero ? (down ? xn || yn : xn && yn) : down;
-      return exact_sum(x, {op == kSub ? -y.significand : y.significand, y.exponent}, f, zero_negative,
-                       mode, saturate, flush);
+      return exact_sum(x, {op == kSub ? -y.significand : y.significand, y.exponent}, f, zero_negative, mode, saturate,
+                       flush);
     }
     case kMul: {
       const __int128 p = __int128(x.significand) * y.significand;
@@ -87,18 +90,22 @@ uint32_t oracle_op(int op, uint32_t a, uint32_t b, const ExactFormat& f, ExactMo
     }
     default:
       if (x.significand == 0) return exact_round(xn != yn, 0, 0, f);
-      return exact_round(xn != yn, sticky_quotient(x.significand, y.significand),
-                         x.exponent - y.exponent - 64, f, mode, saturate, flush);
+      return exact_round(xn != yn, sticky_quotient(x.significand, y.significand), x.exponent - y.exponent - 64, f, mode,
+                         saturate, flush);
   }
 }
 
 template <FloatFormat F>
 uint32_t library_op(int op, uint32_t a, uint32_t b, const RoundingOptions& o) {
   switch (op) {
-    case kAdd: return hg::precision::add_bits<F>(a, b, o);
-    case kSub: return hg::precision::sub_bits<F>(a, b, o);
-    case kMul: return hg::precision::mul_bits<F>(a, b, o);
-    default: return hg::precision::div_bits<F>(a, b, o);
+    case kAdd:
+      return hg::precision::add_bits<F>(a, b, o);
+    case kSub:
+      return hg::precision::sub_bits<F>(a, b, o);
+    case kMul:
+      return hg::precision::mul_bits<F>(a, b, o);
+    default:
+      return hg::precision::div_bits<F>(a, b, o);
   }
 }
 
@@ -110,8 +117,8 @@ struct Mismatches {
   }
 };
 
-std::string describe_case(const char* format, int op, uint32_t a, uint32_t b, int mode, bool saturate,
-                          bool flush, uint32_t got, uint32_t want) {
+std::string describe_case(const char* format, int op, uint32_t a, uint32_t b, int mode, bool saturate, bool flush,
+                          uint32_t got, uint32_t want) {
   std::ostringstream os;
   os << format << ": " << hex16(a) << " " << kOpNames[op] << " " << hex16(b) << " " << kModeNames[mode]
      << (saturate ? " saturate" : "") << (flush ? " flush" : "") << " gave " << hex16(got) << ", oracle "
@@ -126,7 +133,8 @@ void check_pair(const char* name, const ExactFormat& f, int op, uint32_t a, uint
   for (int mode = 0; mode < kModeCount; ++mode) {
     for (int flags = 0; flags < 4; ++flags) {
       const bool saturate = (flags & 1) != 0, flush = (flags & 2) != 0;
-      const uint32_t got = library_op<F>(op, a, b, {.mode = kModes[mode], .saturate = saturate, .flush_subnormals = flush});
+      const uint32_t got =
+          library_op<F>(op, a, b, {.mode = kModes[mode], .saturate = saturate, .flush_subnormals = flush});
       if (finite) {
         const uint32_t want = oracle_op(op, a, b, f, kExactModes[mode], saturate, flush);
         if (got != want) m.record(describe_case(name, op, a, b, mode, saturate, flush, got, want));
@@ -166,8 +174,7 @@ TEST_CASE("add sub mul div equal the exact oracle in every mode with saturate an
   random_pairs<kE4M3>("e4m3", kExactE4M3, 4, 20000 / kStride);
 }
 
-TEST_CASE("fp8 add sub mul div: all 65536 pairs in every mode with saturate and flush",
-          "[precision][arithmetic]") {
+TEST_CASE("fp8 add sub mul div: all 65536 pairs in every mode with saturate and flush", "[precision][arithmetic]") {
   using namespace hg::precision::oracle;
   Mismatches e4, e5;
   // Every a in the Release tree; every kSweepStride-th in the sanitized one (sweep_stride.h).
@@ -189,7 +196,8 @@ namespace {
 // a * b + c for finite operands, exact: the product as one ScaledInt, then exact_sum (whose
 // replacement of a far-below term by a sticky unit holds for a product plus a value, see
 // oracles.h). Zero results as for sums, the product's sign being the xor.
-uint32_t oracle_fma(uint32_t a, uint32_t b, uint32_t c, const ExactFormat& f, ExactMode mode, bool saturate, bool flush) {
+uint32_t oracle_fma(uint32_t a, uint32_t b, uint32_t c, const ExactFormat& f, ExactMode mode, bool saturate,
+                    bool flush) {
   const ScaledInt x = exact_scaled(a, f), y = exact_scaled(b, f), z = exact_scaled(c, f);
   const ScaledInt product{x.significand * y.significand, x.exponent + y.exponent};
   const bool pn = negative_bit(a, f) != negative_bit(b, f), zn = negative_bit(c, f);
@@ -216,12 +224,13 @@ void random_fma(const char* name, const ExactFormat& f, uint64_t seed, int count
     for (int mode = 0; mode < kModeCount; ++mode) {
       for (int flags = 0; flags < 4; ++flags) {
         const bool saturate = (flags & 1) != 0, flush = (flags & 2) != 0;
-        const uint32_t got = hg::precision::fma_bits<F>(a, b, c, {.mode = kModes[mode], .saturate = saturate, .flush_subnormals = flush});
+        const uint32_t got = hg::precision::fma_bits<F>(
+            a, b, c, {.mode = kModes[mode], .saturate = saturate, .flush_subnormals = flush});
         const uint32_t want = oracle_fma(a, b, c, f, kExactModes[mode], saturate, flush);
         if (got != want && wrong++ == 0) {
           first = std::string(name) + " fma(" + std::to_string(a) + ", " + std::to_string(b) + ", " +
-                  std::to_string(c) + ") " + kModeNames[mode] + ": got " + std::to_string(got) +
-                  ", oracle " + std::to_string(want);
+                  std::to_string(c) + ") " + kModeNames[mode] + ": got " + std::to_string(got) + ", oracle " +
+                  std::to_string(want);
         }
       }
     }
@@ -280,8 +289,7 @@ uint64_t all_sqrt(const ExactFormat& f) {
 
 }  // namespace
 
-TEST_CASE("fma equals the exact oracle in every mode with saturate and flush, 4 formats",
-          "[precision][arithmetic]") {
+TEST_CASE("fma equals the exact oracle in every mode with saturate and flush, 4 formats", "[precision][arithmetic]") {
   using namespace hg::precision::oracle;
   random_fma<kBinary16>("f16", kExactF16, 5, 40000);
   random_fma<kBFloat16>("bf16", kExactBF16, 6, 40000);
@@ -315,13 +323,14 @@ uint64_t all_conversions(const ExactFormat& from, const ExactFormat& to) {
     const ScaledInt x = exact_scaled(a, from);
     for (int mode = 0; mode < kModeCount; ++mode) {
       for (int flags = 0; flags < 4; ++flags) {
-        const RoundingOptions o{.mode = kModes[mode], .saturate = (flags & 1) != 0, .flush_subnormals = (flags & 2) != 0};
+        const RoundingOptions o{
+            .mode = kModes[mode], .saturate = (flags & 1) != 0, .flush_subnormals = (flags & 2) != 0};
         const uint32_t got = hg::convert<Target>(Source::from_bits(typename Source::storage_type(a)), o).bits();
         const uint32_t want = exact_round(negative_bit(a, from), u128(std::llabs(x.significand)), x.exponent, to,
                                           kExactModes[mode], o.saturate, o.flush_subnormals);
         if (got != want && wrong++ == 0) {
-          INFO(hg::precision::format_name(From) << " " << hex16(a) << " to " << hg::precision::format_name(To)
-                                                << " " << kModeNames[mode] << " flags " << flags);
+          INFO(hg::precision::format_name(From) << " " << hex16(a) << " to " << hg::precision::format_name(To) << " "
+                                                << kModeNames[mode] << " flags " << flags);
           CHECK(hex16(got) == hex16(want));
         }
       }
@@ -352,8 +361,7 @@ TEST_CASE("conversions between any two formats: every finite value, every mode, 
 
 // Values by hand (f16: ulp 2^-10 in [1, 2), 2 in [2048, 4096); max 65504 = 0x7BFF, half an ulp
 // there is 16).
-TEST_CASE("issue 19 by hand: one rounding, ties, overflow per mode, flush and saturate",
-          "[precision][arithmetic]") {
+TEST_CASE("issue 19 by hand: one rounding, ties, overflow per mode, flush and saturate", "[precision][arithmetic]") {
   const half one(1), tiny = half::from_bits(0x0001);  // 2^-24
   auto bits = [](half h) { return hex16(h.bits()); };
   // 1 + 2^-24 rounded up is 1 + 2^-10; rounding the float sum first (1 + 2^-24 is a float tie,
@@ -431,7 +439,7 @@ uint32_t oracle_stochastic(bool negative, u128 magnitude, int scale, const Exact
   const int emax = f.max_field - f.bias;
   if (top + scale > emax) return exact_round(negative, 1, emax + 1, f, ExactMode::kNearestEven);
   const int shift = std::max(top + scale, 1 - f.bias) - (f.precision - 1) - scale;
-  const uint64_t frac32 = shift <= 0   ? 0
+  const uint64_t frac32 = shift <= 0    ? 0
                           : shift >= 32 ? uint64_t(magnitude >> (shift - 32)) & 0xFFFFFFFFu
                                         : uint64_t(magnitude << (32 - shift)) & 0xFFFFFFFFu;
   const bool away = frac32 + r >= (uint64_t{1} << 32);
@@ -459,14 +467,15 @@ TEST_CASE("stochastic rounding: add mul div decide by frac32 + random bits as do
     const uint32_t want[3] = {
         sum == 0 ? uint32_t(a & b & 0x8000) : oracle_stochastic(sum < 0, u128(std::llabs(sum)), -24, kExactF16, r),
         oracle_stochastic((a ^ b) >> 15, u128(product < 0 ? -product : product), -48, kExactF16, r),
-        f16_units(a) == 0 ? uint32_t((a ^ b) & 0x8000)
-                          : oracle_stochastic((a ^ b) >> 15, sticky_quotient(f16_units(a), f16_units(b)), -64,
-                                              kExactF16, r)};
+        f16_units(a) == 0
+            ? uint32_t((a ^ b) & 0x8000)
+            : oracle_stochastic((a ^ b) >> 15, sticky_quotient(f16_units(a), f16_units(b)), -64, kExactF16, r)};
     const uint32_t got[3] = {hg::precision::add_bits<kBinary16>(a, b, o), hg::precision::mul_bits<kBinary16>(a, b, o),
                              hg::precision::div_bits<kBinary16>(a, b, o)};
     for (int op = 0; op < 3; ++op) {
       if (got[op] != want[op] && wrong++ == 0) {
-        INFO(hex16(a) << " " << "+*/"[op] << " " << hex16(b) << " random bits " << r);
+        INFO(hex16(a) << " "
+                      << "+*/"[op] << " " << hex16(b) << " random bits " << r);
         CHECK(hex16(got[op]) == hex16(want[op]));
       }
     }
@@ -489,7 +498,9 @@ TEST_CASE("stochastic rounding of add, div and sqrt is unbiased to 5 standard er
   // 1 / 3 and sqrt(2) from double, whose own errors (< 2^-53) are far below the bound.
   const Case cases[] = {
       {"1 + 1229 * 2^-22", 1 + 1229 * 0x1p-22, 1.0, 0x1p-10,
-       [](uint32_t r) { return hg::add(half(1), half::from_bits(0x0CCD), {.mode = Rounding::kStochastic, .random_bits = r}); }},
+       [](uint32_t r) {
+         return hg::add(half(1), half::from_bits(0x0CCD), {.mode = Rounding::kStochastic, .random_bits = r});
+       }},
       {"-1 / 3", -1.0 / 3, -0x1.554p-2, -0x1p-12,
        [](uint32_t r) { return hg::div(half(-1), half(3), {.mode = Rounding::kStochastic, .random_bits = r}); }},
       {"sqrt(2)", std::sqrt(2.0), 0x1.6ap0, 0x1p-10,
@@ -534,8 +545,7 @@ uint32_t oracle_f16_units(int op, uint16_t a, uint16_t b, ExactMode mode) {
 
 // a in [1, 2) (1024 values) times every one of the 65536 patterns b, + and *, 5 modes:
 // 671M results against the integer oracle; inf/NaN b only need the IEEE result class.
-TEST_CASE("exhaustive: f16 + and * in 5 modes, a from 1 to 2, b every pattern",
-          "[precision][arithmetic][exhaustive]") {
+TEST_CASE("exhaustive: f16 + and * in 5 modes, a from 1 to 2, b every pattern", "[precision][arithmetic][exhaustive]") {
   uint64_t wrong = 0;
   uint32_t first_a = 0, first_b = 0;
 #pragma omp parallel for schedule(dynamic, 4) reduction(+ : wrong)
@@ -549,8 +559,7 @@ TEST_CASE("exhaustive: f16 + and * in 5 modes, a from 1 to 2, b every pattern",
         const uint32_t product = hg::precision::mul_bits<kBinary16>(a, b, o);
         bool ok;
         if (special) {  // b is inf (a + inf = inf, a * inf = +-inf) or NaN
-          ok = (b & 0x3FF) != 0 ? (sum & 0x7FFF) > 0x7C00 && (product & 0x7FFF) > 0x7C00
-                                : sum == b && product == b;
+          ok = (b & 0x3FF) != 0 ? (sum & 0x7FFF) > 0x7C00 && (product & 0x7FFF) > 0x7C00 : sum == b && product == b;
         } else {
           ok = sum == oracle_f16_units(kAdd, a, uint16_t(b), kExactModes[mode]) &&
                product == oracle_f16_units(kMul, a, uint16_t(b), kExactModes[mode]);

@@ -29,8 +29,7 @@ bool is_f32_subnormal(uint32_t bits) { return (bits & 0x7F800000) == 0 && (bits 
 
 // A bf16 is the upper half of an f32, so decode is a shift (NaNs quieted: | 0x00400000);
 // NaN round trip: bits | 0x0040 (2 * 63 signaling NaNs, mantissa 0x01..0x3F, become quiet).
-TEST_CASE("bf16: all 65536 patterns decode to the upper half of an f32 and encode back",
-          "[precision][bfloat16]") {
+TEST_CASE("bf16: all 65536 patterns decode to the upper half of an f32 and encode back", "[precision][bfloat16]") {
   int wrong_value = 0, wrong_round_trip = 0, quieted = 0;
   for (uint32_t bits = 0; bits <= 0xFFFF; ++bits) {
     const bool nan = (bits & 0x7F80) == 0x7F80 && (bits & 0x007F) != 0;
@@ -78,8 +77,7 @@ TEST_CASE("bf16 encode: every directed mode at hand-derived boundaries", "[preci
       {0x1.FFFFFEp127, 0x7F80, 0x7F7F, 0x7F80, 0x7F7F, "FLT_MAX rounds to inf"},
       {0x1p200, 0x7F80, 0x7F7F, 0x7F80, 0x7F7F, "beyond f32"},
   };
-  constexpr Rounding kModes[4] = {Rounding::kNearestEven, Rounding::kTowardZero, Rounding::kUp,
-                                  Rounding::kDown};
+  constexpr Rounding kModes[4] = {Rounding::kNearestEven, Rounding::kTowardZero, Rounding::kUp, Rounding::kDown};
   for (const Case& c : cases) {
     const uint16_t expected[4] = {c.nearest, c.toward_zero, c.up, c.down};
     const uint16_t mirrored[4] = {uint16_t(0x8000 | c.nearest), uint16_t(0x8000 | c.toward_zero),
@@ -131,15 +129,15 @@ TEST_CASE("bf16: every tie and its float neighbours plus 1e6 random floats match
 // side, DAZ, differs from IEEE.) We keep gradual underflow, so for the 2^24 - 2 subnormal f32
 // inputs the hardware is compared with its documented DAZ result (a signed zero) and ours with
 // the formula; all other inputs must match the hardware bit for bit.
-TEST_CASE("bf16: VCVTNEPS2BF16 agrees on normal inputs and flushes subnormal inputs",
-          "[precision][bfloat16][simd]") {
+TEST_CASE("bf16: VCVTNEPS2BF16 agrees on normal inputs and flushes subnormal inputs", "[precision][bfloat16][simd]") {
   if (!cpu_has_avx512bf16()) {
     WARN("this CPU has no AVX512-BF16: the VCVTNEPS2BF16 comparison is skipped");
     return;
   }
-  std::vector<float> in = {0x1p-149f, -0x1p-149f, 0x1.fffffcp-127f, 1.0f, 1.00390625f, -0.0f,
-                           INFINITY, std::bit_cast<float>(0x7F800001u), 0x1.FFFFFEp127f,
-                           0x1p-126f, 3.0e-39f, -3.0e-39f, 1.01171875f, 0.1f, 65504.f, 1e-30f};
+  std::vector<float> in = {0x1p-149f,       -0x1p-149f, 0x1.fffffcp-127f, 1.0f,
+                           1.00390625f,     -0.0f,      INFINITY,         std::bit_cast<float>(0x7F800001u),
+                           0x1.FFFFFEp127f, 0x1p-126f,  3.0e-39f,         -3.0e-39f,
+                           1.01171875f,     0.1f,       65504.f,          1e-30f};
   while (in.size() % 16 != 0) in.push_back(0.f);  // the 512-bit form converts 16 at a time
   std::vector<uint16_t> cpu(in.size());
   hg::precision::oracle::avx512bf16_encode(in.data(), in.size(), cpu.data());

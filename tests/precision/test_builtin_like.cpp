@@ -55,7 +55,9 @@ static_assert(!std::is_convertible_v<half, int> && std::is_constructible_v<int, 
 static_assert(std::is_constructible_v<half, int> && std::is_constructible_v<half, long double> &&
               std::is_constructible_v<half, bool> && std::is_constructible_v<half, unsigned long long>);
 template <class A, class B>
-concept Addable = requires(A a, B b) { a + b; };
+concept Addable = requires(A a, B b) {
+  a + b;
+};
 static_assert(!Addable<half, bfloat16> && !Addable<float8_e4m3, float8_e5m2>);
 
 template <class T>
@@ -67,8 +69,7 @@ uint32_t exact_integer(T x, const hg::precision::oracle::ExactFormat& f, ExactMo
 
 }  // namespace
 
-TEST_CASE("construction from every integer type rounds the exact integer once",
-          "[precision][builtin_like]") {
+TEST_CASE("construction from every integer type rounds the exact integer once", "[precision][builtin_like]") {
   using namespace hg::precision::oracle;
   // bf16 (8 bits): 2^40 + 2^32 + 1 is just above the midpoint 2^40 + 2^32 of 2^40 and
   // 2^40 + 2^33, so it rounds up to 0x5381 (2^40 is 0x5380). Through float it would become
@@ -115,8 +116,7 @@ TEST_CASE("construction from every integer type rounds the exact integer once",
   CHECK(wrong == 0);
 }
 
-TEST_CASE("construction from long double rounds its 64-bit significand once",
-          "[precision][builtin_like]") {
+TEST_CASE("construction from long double rounds its 64-bit significand once", "[precision][builtin_like]") {
   // bf16: 1 + 2^-8 is the midpoint of 1 and 1 + 2^-7; 2^-60 more puts it above (up: 0x3F81).
   // As a double (53 bits) the 2^-60 is lost, the tie goes to the even 1 (0x3F80).
   const long double x = 1.0L + 0x1p-8L + 0x1p-60L;
@@ -269,8 +269,7 @@ TEST_CASE("numeric_limits agrees with finfo for all four formats", "[precision][
   check_limits_against_finfo<float8_e5m2>();
 }
 
-TEST_CASE("std::hash: equal values hash equally, so unordered containers work",
-          "[precision][builtin_like]") {
+TEST_CASE("std::hash: equal values hash equally, so unordered containers work", "[precision][builtin_like]") {
   const std::hash<half> hash;
   CHECK(hash(half(0.0)) == hash(half(-0.0)));
   std::unordered_set<half> set;
@@ -288,8 +287,8 @@ TEST_CASE("std::hash: equal values hash equally, so unordered containers work",
 
 TEST_CASE("to_string is the shortest decimal that reads back, operator<< the float value",
           "[precision][builtin_like]") {
-  CHECK(hg::to_string(half(0.1)) == "0.1");  // the half is 0.0999755859375
-  CHECK(hg::to_string(half(65504)) == "6.55e+04");  // 65500 reads back as 65504; numpy prints it so too
+  CHECK(hg::to_string(half(0.1)) == "0.1");                  // the half is 0.0999755859375
+  CHECK(hg::to_string(half(65504)) == "6.55e+04");           // 65500 reads back as 65504; numpy prints it so too
   CHECK(hg::to_string(half::from_bits(0x0001)) == "6e-08");  // 2^-24 = 5.96e-08
   CHECK(hg::to_string(half(-2.5)) == "-2.5");
   CHECK(hg::to_string(std::numeric_limits<half>::infinity()) == "inf");

@@ -53,11 +53,12 @@ bool same(T got, T want) {
 template <class T>
 std::vector<T> every_value() {
   std::vector<T> values;
-  for (uint32_t b = 0; b < (1u << T::kFormat.storage_bits()); ++b) values.push_back(T::from_bits(typename T::storage_type(b)));
+  for (uint32_t b = 0; b < (1u << T::kFormat.storage_bits()); ++b)
+    values.push_back(T::from_bits(typename T::storage_type(b)));
   return values;
 }
 
-#define CMATH_REQUIRE(condition, context)                     \
+#define CMATH_REQUIRE(condition, context)                       \
   do {                                                          \
     if (!(condition)) FAIL(#condition << " for " << (context)); \
   } while (false)
@@ -130,12 +131,16 @@ void check_fmin_fmax() {
     for (uint32_t yb = 0; yb < (1u << T::kFormat.storage_bits()); yb += y_stride) {
       const T y = T::from_bits(typename T::storage_type(yb));
       if (!x.is_nan() && !y.is_nan() && float(x) == 0 && float(y) == 0) {
-        CMATH_REQUIRE(hg::fmin(x, y).sign_bit() == (x.sign_bit() || y.sign_bit()), hg::describe(x) + " and " + hg::describe(y));
-        CMATH_REQUIRE(hg::fmax(x, y).sign_bit() == (x.sign_bit() && y.sign_bit()), hg::describe(x) + " and " + hg::describe(y));
+        CMATH_REQUIRE(hg::fmin(x, y).sign_bit() == (x.sign_bit() || y.sign_bit()),
+                      hg::describe(x) + " and " + hg::describe(y));
+        CMATH_REQUIRE(hg::fmax(x, y).sign_bit() == (x.sign_bit() && y.sign_bit()),
+                      hg::describe(x) + " and " + hg::describe(y));
         continue;
       }
-      CMATH_REQUIRE(same(hg::fmin(x, y), T(std::fmin(float(x), float(y)))), hg::describe(x) + " and " + hg::describe(y));
-      CMATH_REQUIRE(same(hg::fmax(x, y), T(std::fmax(float(x), float(y)))), hg::describe(x) + " and " + hg::describe(y));
+      CMATH_REQUIRE(same(hg::fmin(x, y), T(std::fmin(float(x), float(y)))),
+                    hg::describe(x) + " and " + hg::describe(y));
+      CMATH_REQUIRE(same(hg::fmax(x, y), T(std::fmax(float(x), float(y)))),
+                    hg::describe(x) + " and " + hg::describe(y));
     }
   }
 }
@@ -143,26 +148,24 @@ void check_fmin_fmax() {
 }  // namespace cmath_test
 
 TEMPLATE_TEST_CASE("floor ceil trunc round rint fabs copysign match std:: on float for every value",
-                   "[precision][cmath]", hg::half, hg::bfloat16, hg::float8_e4m3, hg::float8_e5m2,
-                   hg::float6_e3m2, hg::float6_e2m3, hg::float4_e2m1) {
+                   "[precision][cmath]", hg::half, hg::bfloat16, hg::float8_e4m3, hg::float8_e5m2, hg::float6_e3m2,
+                   hg::float6_e2m3, hg::float4_e2m1) {
   cmath_test::check_rounding_functions<TestType>();
 }
 
-TEMPLATE_TEST_CASE("ldexp rounds once and frexp is exact for every value", "[precision][cmath]", hg::half,
-                   hg::bfloat16, hg::float8_e4m3, hg::float8_e5m2, hg::float6_e3m2, hg::float6_e2m3,
-                   hg::float4_e2m1) {
+TEMPLATE_TEST_CASE("ldexp rounds once and frexp is exact for every value", "[precision][cmath]", hg::half, hg::bfloat16,
+                   hg::float8_e4m3, hg::float8_e5m2, hg::float6_e3m2, hg::float6_e2m3, hg::float4_e2m1) {
   cmath_test::check_ldexp_frexp<TestType>();
 }
 
-TEMPLATE_TEST_CASE("nextafter and nexttoward step to the neighbouring value for every value",
-                   "[precision][cmath]", hg::half, hg::bfloat16, hg::float8_e4m3, hg::float8_e5m2,
-                   hg::float6_e3m2, hg::float6_e2m3, hg::float4_e2m1) {
+TEMPLATE_TEST_CASE("nextafter and nexttoward step to the neighbouring value for every value", "[precision][cmath]",
+                   hg::half, hg::bfloat16, hg::float8_e4m3, hg::float8_e5m2, hg::float6_e3m2, hg::float6_e2m3,
+                   hg::float4_e2m1) {
   cmath_test::check_next<TestType>();
 }
 
-TEMPLATE_TEST_CASE("fmin and fmax ignore a NaN and order -0 below +0", "[precision][cmath]", hg::half,
-                   hg::bfloat16, hg::float8_e4m3, hg::float8_e5m2, hg::float6_e3m2, hg::float6_e2m3,
-                   hg::float4_e2m1) {
+TEMPLATE_TEST_CASE("fmin and fmax ignore a NaN and order -0 below +0", "[precision][cmath]", hg::half, hg::bfloat16,
+                   hg::float8_e4m3, hg::float8_e5m2, hg::float6_e3m2, hg::float6_e2m3, hg::float4_e2m1) {
   cmath_test::check_fmin_fmax<TestType>();
 }
 

@@ -39,8 +39,9 @@ void DemoteWith(DF df, const float* in, size_t n, uint16_t* out) {
   for (size_t i = 0; i < n; i += hn::Lanes(df)) {
     const auto narrow = hp::DemoteF32To<F>(df, hn::LoadU(df, in + i));
     const hn::RebindToUnsigned<DF> du;
-    hn::StoreU(hn::DemoteTo(hn::Rebind<uint16_t, DF>(), hn::BitCast(hn::RebindToSigned<DF>(), hn::PromoteTo(du, narrow))),
-               hn::Rebind<uint16_t, DF>(), out + i);
+    hn::StoreU(
+        hn::DemoteTo(hn::Rebind<uint16_t, DF>(), hn::BitCast(hn::RebindToSigned<DF>(), hn::PromoteTo(du, narrow))),
+        hn::Rebind<uint16_t, DF>(), out + i);
   }
 }
 
@@ -76,24 +77,22 @@ bool NamedHelpersAgree(DF df, const float* in, size_t n) {
 }
 
 template <FloatFormat F, class DF>
-void RunFormat(DF df, const float* in, size_t n, uint16_t* bits, const uint16_t* patterns, size_t m,
-               float* decoded) {
+void RunFormat(DF df, const float* in, size_t n, uint16_t* bits, const uint16_t* patterns, size_t m, float* decoded) {
   DemoteWith<F>(df, in, n, bits);
   PromoteWith<F>(df, patterns, m, decoded);
 }
 
 // tag: 0 full vector, 1 at most 4 lanes (a half vector on AVX2), 2 at most 2 lanes.
 template <FloatFormat F>
-void RunTag(int tag, const float* in, size_t n, uint16_t* bits, const uint16_t* patterns, size_t m,
-            float* decoded) {
+void RunTag(int tag, const float* in, size_t n, uint16_t* bits, const uint16_t* patterns, size_t m, float* decoded) {
   if (tag == 0) RunFormat<F>(hn::ScalableTag<float>(), in, n, bits, patterns, m, decoded);
   if (tag == 1) RunFormat<F>(hn::CappedTag<float, 4>(), in, n, bits, patterns, m, decoded);
   if (tag == 2) RunFormat<F>(hn::CappedTag<float, 2>(), in, n, bits, patterns, m, decoded);
 }
 
 // format: 0 f16, 1 bf16, 2 e4m3, 3 e5m2.
-void RunHelpers(int format, int tag, const float* in, size_t n, uint16_t* bits,
-                const uint16_t* patterns, size_t m, float* decoded) {
+void RunHelpers(int format, int tag, const float* in, size_t n, uint16_t* bits, const uint16_t* patterns, size_t m,
+                float* decoded) {
   if (format == 0) RunTag<hg::precision::kBinary16>(tag, in, n, bits, patterns, m, decoded);
   if (format == 1) RunTag<hg::precision::kBFloat16>(tag, in, n, bits, patterns, m, decoded);
   if (format == 2) RunTag<hg::precision::kE4M3>(tag, in, n, bits, patterns, m, decoded);
@@ -101,8 +100,7 @@ void RunHelpers(int format, int tag, const float* in, size_t n, uint16_t* bits,
 }
 
 bool RunNamedHelpers(const float* in, size_t n) {
-  return NamedHelpersAgree(hn::ScalableTag<float>(), in, n) &&
-         NamedHelpersAgree(hn::CappedTag<float, 4>(), in, n) &&
+  return NamedHelpersAgree(hn::ScalableTag<float>(), in, n) && NamedHelpersAgree(hn::CappedTag<float, 4>(), in, n) &&
          NamedHelpersAgree(hn::CappedTag<float, 2>(), in, n);
 }
 
@@ -132,16 +130,22 @@ namespace {
 
 constexpr FloatFormat kFormats[] = {kBinary16, kBFloat16, kE4M3, kE5M2};
 constexpr Rounding kModes[] = {Rounding::kNearestEven, Rounding::kTowardZero, Rounding::kUp,
-                               Rounding::kDown, Rounding::kStochastic, Rounding::kNearestAway};
+                               Rounding::kDown,        Rounding::kStochastic, Rounding::kNearestAway};
 
 const char* mode_name(Rounding m) {
   switch (m) {
-    case Rounding::kNearestEven: return "nearest_even";
-    case Rounding::kTowardZero: return "toward_zero";
-    case Rounding::kUp: return "up";
-    case Rounding::kDown: return "down";
-    case Rounding::kStochastic: return "stochastic";
-    case Rounding::kNearestAway: return "nearest_away";
+    case Rounding::kNearestEven:
+      return "nearest_even";
+    case Rounding::kTowardZero:
+      return "toward_zero";
+    case Rounding::kUp:
+      return "up";
+    case Rounding::kDown:
+      return "down";
+    case Rounding::kStochastic:
+      return "stochastic";
+    case Rounding::kNearestAway:
+      return "nearest_away";
   }
   return "?";
 }
@@ -209,10 +213,17 @@ std::vector<float> test_inputs() {
     for (size_t i = 0; i < v.size(); i += kSweepStride) v[kept++] = v[i];
     v.resize(kept);
   }
-  const float specials[] = {0.0f, -0.0f, INFINITY, -INFINITY, std::numeric_limits<float>::quiet_NaN(),
-                            -std::numeric_limits<float>::quiet_NaN(), float_of(0x7F800001u),
-                            float_of(0xFFBFFFFFu), std::numeric_limits<float>::denorm_min(),
-                            std::numeric_limits<float>::min(), std::numeric_limits<float>::max()};
+  const float specials[] = {0.0f,
+                            -0.0f,
+                            INFINITY,
+                            -INFINITY,
+                            std::numeric_limits<float>::quiet_NaN(),
+                            -std::numeric_limits<float>::quiet_NaN(),
+                            float_of(0x7F800001u),
+                            float_of(0xFFBFFFFFu),
+                            std::numeric_limits<float>::denorm_min(),
+                            std::numeric_limits<float>::min(),
+                            std::numeric_limits<float>::max()};
   v.insert(v.end(), std::begin(specials), std::end(specials));
   return v;
 }
@@ -226,8 +237,8 @@ std::vector<RoundingOptions> all_options() {
   std::vector<RoundingOptions> out;
   for (const Rounding m : kModes) {
     for (int flags = 0; flags < 6; ++flags) {  // saturate_inf only with saturate
-      out.push_back(RoundingOptions{.mode = m, .saturate = (flags & 1) != 0, .flush_subnormals = (flags & 2) != 0,
-                                    .saturate_inf = flags >= 4});
+      out.push_back(RoundingOptions{
+          .mode = m, .saturate = (flags & 1) != 0, .flush_subnormals = (flags & 2) != 0, .saturate_inf = flags >= 4});
     }
   }
   return out;
@@ -247,8 +258,8 @@ size_t compare_bits(const std::vector<T>& got, const std::vector<T>& want, const
     if (got[i] == want[i]) continue;
     if (++bad <= 5) {
       char line[160];
-      std::snprintf(line, sizeof line, "  [%zu] input 0x%08x (%.9g): got 0x%08x, want 0x%08x\n", i,
-                    bits_of(in[i]), double(in[i]), unsigned(got[i]), unsigned(want[i]));
+      std::snprintf(line, sizeof line, "  [%zu] input 0x%08x (%.9g): got 0x%08x, want 0x%08x\n", i, bits_of(in[i]),
+                    double(in[i]), unsigned(got[i]), unsigned(want[i]));
       report += line;
     }
   }
@@ -343,8 +354,7 @@ TEST_CASE("decode equals the scalar core for every bit pattern on every target",
   }
 }
 
-TEST_CASE("tails: short and odd-length spans, unaligned starts, nothing written past the end",
-          "[simd][convert]") {
+TEST_CASE("tails: short and odd-length spans, unaligned starts, nothing written past the end", "[simd][convert]") {
   const std::vector<float>& in = inputs();
   const RoundingOptions stochastic{.mode = Rounding::kStochastic};
   for (const int64_t target : hwy::SupportedAndGeneratedTargets()) {
@@ -391,9 +401,11 @@ TEST_CASE("tails: short and odd-length spans, unaligned starts, nothing written 
             // decode of the encoded bits.
             std::vector<float> back(n + 40, 1234.5f);
             if (f.storage_bits() > 8) {
-              decode(f, std::span<const uint16_t>(wide).subspan(start + 1, n), std::span<float>(back).subspan(start + 1, n));
+              decode(f, std::span<const uint16_t>(wide).subspan(start + 1, n),
+                     std::span<float>(back).subspan(start + 1, n));
             } else {
-              decode(f, std::span<const uint8_t>(narrow).subspan(start + 1, n), std::span<float>(back).subspan(start + 1, n));
+              decode(f, std::span<const uint8_t>(narrow).subspan(start + 1, n),
+                     std::span<float>(back).subspan(start + 1, n));
             }
             std::vector<uint32_t> back_bits(n);
             for (size_t i = 0; i < n; ++i) back_bits[i] = bits_of(back[start + 1 + i]);
@@ -407,8 +419,7 @@ TEST_CASE("tails: short and odd-length spans, unaligned starts, nothing written 
   }
 }
 
-TEST_CASE("convert-inl.h helpers: RNE demote and exact promote, full and partial vectors",
-          "[simd][convert]") {
+TEST_CASE("convert-inl.h helpers: RNE demote and exact promote, full and partial vectors", "[simd][convert]") {
   const std::vector<float>& all = inputs();
   std::vector<float> in(all.begin(), all.begin() + long(all.size() / 16 * 16));
   std::vector<uint16_t> patterns(65536);
@@ -424,11 +435,14 @@ TEST_CASE("convert-inl.h helpers: RNE demote and exact promote, full and partial
     for (const int64_t target : hwy::SupportedAndGeneratedTargets()) {
       ForceTarget force(target);
       for (int tag = 0; tag < 3; ++tag) {
-        INFO(hwy::TargetName(target) << " " << format_name(f) << " tag " << (tag == 0 ? "full" : tag == 1 ? "<=4 lanes" : "<=2 lanes"));
+        INFO(hwy::TargetName(target) << " " << format_name(f) << " tag "
+                                     << (tag == 0   ? "full"
+                                         : tag == 1 ? "<=4 lanes"
+                                                    : "<=2 lanes"));
         std::vector<uint16_t> bits(in.size());
         std::vector<float> decoded(m);
-        HWY_DYNAMIC_DISPATCH(RunHelpers)(fi, tag, in.data(), in.size(), bits.data(), patterns.data(), m,
-                                         decoded.data());
+        HWY_DYNAMIC_DISPATCH(RunHelpers)
+        (fi, tag, in.data(), in.size(), bits.data(), patterns.data(), m, decoded.data());
         std::string report;
         CHECK(compare_bits(std::vector<uint32_t>(bits.begin(), bits.end()), want, in, report) == 0);
         CHECK(compare_bits(float_bits(decoded), want_decoded, pattern_values, report) == 0);
@@ -464,8 +478,7 @@ TEST_CASE("size and format mismatches throw naming both", "[convert]") {
   // One value's random bits have no meaning for a span (it draws from seed and offset): an
   // error, not silently ignored.
   const ConvertOptions scalar_bits{.rounding = {.mode = Rounding::kStochastic, .random_bits = 7}};
-  CHECK_THROWS_AS(encode(kE4M3, std::span<const float>(src), std::span<uint8_t>(narrow), scalar_bits),
-                  hg::Error);
+  CHECK_THROWS_AS(encode(kE4M3, std::span<const float>(src), std::span<uint8_t>(narrow), scalar_bits), hg::Error);
   CHECK_THROWS_AS(round_to(kBinary16, std::span<float>(src), scalar_bits), hg::Error);
 }
 
@@ -487,8 +500,8 @@ TEST_CASE("stochastic rounding: vector bits equal stochastic_bits across a 2^32 
         ForceTarget force(target);
         INFO(hwy::TargetName(target) << " " << format_name(f) << " offset " << offset);
         std::string report;
-        CHECK(compare_bits(vector_encode(f, in, {.rounding = o, .seed = kSeed, .offset = offset}), want, in,
-                           report) == 0);
+        CHECK(compare_bits(vector_encode(f, in, {.rounding = o, .seed = kSeed, .offset = offset}), want, in, report) ==
+              0);
         if (!report.empty()) FAIL_CHECK(report);
       }
     }
@@ -725,19 +738,19 @@ TEST_CASE("exhaustive: f16 and bf16 RNE on the best target, shortcuts and intege
                                         {{"f16 encode", vector_encode_span<kBinary16>},
                                          {"f16 encode with stats", vector_encode_span_with_stats<kBinary16>}},
                                         report, seconds);
-    WARN("2^32 floats, f16 encode and encode-with-stats on " << target << " vs _mm256_cvtps_ph, "
-                                                             << omp_get_max_threads() << " threads: " << seconds << " s");
+    WARN("2^32 floats, f16 encode and encode-with-stats on "
+         << target << " vs _mm256_cvtps_ph, " << omp_get_max_threads() << " threads: " << seconds << " s");
     INFO(report);
     CHECK(bad == 0);
   }
   // bf16's shortcut and its integer core against each other; the next test ties both to encode<>.
   std::string report;
   double seconds = 0;
-  const size_t bad = sweep_all_floats(vector_encode_span<kBFloat16>,
-                                      {{"bf16 encode with stats", vector_encode_span_with_stats<kBFloat16>}},
-                                      report, seconds);
+  const size_t bad =
+      sweep_all_floats(vector_encode_span<kBFloat16>,
+                       {{"bf16 encode with stats", vector_encode_span_with_stats<kBFloat16>}}, report, seconds);
   WARN("2^32 floats, bf16 encode-with-stats vs encode on " << target << ", " << omp_get_max_threads()
-                                                            << " threads: " << seconds << " s");
+                                                           << " threads: " << seconds << " s");
   INFO(report);
   CHECK(bad == 0);
 }
@@ -759,7 +772,9 @@ TEST_CASE("exhaustive: the integer paths (no F16C) equal the scalar core for all
   };
   const bool f16c = __builtin_cpu_supports("f16c") && __builtin_cpu_supports("avx2");
   const Sweep sweeps[] = {
-      {"f16", f16c ? "VCVTPS2PH" : "encode<f16>", f16c ? f16c_encode : scalar_encode_span<kBinary16>,
+      {"f16",
+       f16c ? "VCVTPS2PH" : "encode<f16>",
+       f16c ? f16c_encode : scalar_encode_span<kBinary16>,
        {{"f16 encode", vector_encode_span<kBinary16>}}},
       {"bf16",
        "the formula",
@@ -772,8 +787,8 @@ TEST_CASE("exhaustive: the integer paths (no F16C) equal the scalar core for all
     double seconds = 0;
     const size_t bad = sweep_all_floats(sweep.oracle, sweep.candidates, report, seconds);
     WARN("2^32 floats, " << sweep.format << " RNE (" << sweep.candidates.size() << " path(s)) on "
-                         << hwy::TargetName(target) << " vs " << sweep.oracle_name << ", "
-                         << omp_get_max_threads() << " threads: " << seconds << " s");
+                         << hwy::TargetName(target) << " vs " << sweep.oracle_name << ", " << omp_get_max_threads()
+                         << " threads: " << seconds << " s");
     INFO(report);
     CHECK(bad == 0);
   }

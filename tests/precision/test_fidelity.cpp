@@ -96,21 +96,21 @@ TEST_CASE("fidelity: merging two parts' numbers gives the whole vector's", "[pre
 
 TEST_CASE("docs/formats.md examples", "[precision][fidelity][docs]") {
   // The page's snippets as written there, with their stated results asserted.
-  uint32_t b = hg::encode(hg::formats::e2m1, 2.7);           // 0x5: 3.0, the nearest value
-  float x = hg::decode(hg::formats::e2m1, b);                 // 3.0f
+  uint32_t b = hg::encode(hg::formats::e2m1, 2.7);  // 0x5: 3.0, the nearest value
+  float x = hg::decode(hg::formats::e2m1, b);       // 3.0f
   uint32_t s = hg::precision::add_bits(hg::formats::e2m1, b, b, {.mode = hg::Rounding::kDown});  // 0x7: 6
   CHECK(b == 0x5);
   CHECK(x == 3.0f);
   CHECK(s == 0x7);
 
-  constexpr hg::FloatFormat e3m2_ftz{.exponent_bits = 3, .mantissa_bits = 2,
-                                     .specials = hg::Specials::kFiniteOnly, .subnormals = false};
-  static_assert(hg::encode<e3m2_ftz>(0.2) == 0x04);           // 0.2 rounds to the smallest normal 0.25
+  constexpr hg::FloatFormat e3m2_ftz{
+      .exponent_bits = 3, .mantissa_bits = 2, .specials = hg::Specials::kFiniteOnly, .subnormals = false};
+  static_assert(hg::encode<e3m2_ftz>(0.2) == 0x04);  // 0.2 rounds to the smallest normal 0.25
 
   std::vector<float> values = log_normal_sample(3);
-  hg::MxBlocks q = hg::mx_quantize(hg::mx::mxfp4, values);    // q.scales: E8M0, q.elements: codes
+  hg::MxBlocks q = hg::mx_quantize(hg::mx::mxfp4, values);  // q.scales: E8M0, q.elements: codes
   std::vector<float> back(values.size());
-  hg::mx_dequantize(q, back);                                 // exact 2^X * P_i
+  hg::mx_dequantize(q, back);                                                              // exact 2^X * P_i
   hg::mx_round_to(hg::mx::mxfp8_e4m3, values, {.scale_rule = hg::MxScaleRule::kRoundUp});  // in place
   CHECK(q.scales.size() == 4096 / 32);
   CHECK(back != values);

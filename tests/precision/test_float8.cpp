@@ -50,8 +50,7 @@ uint32_t bits_of(double x, RoundingOptions options = {}) {
 
 }  // namespace
 
-TEST_CASE("e4m3: all 256 patterns decode as the OCP formula and round-trip",
-          "[precision][float8]") {
+TEST_CASE("e4m3: all 256 patterns decode as the OCP formula and round-trip", "[precision][float8]") {
   int nans = 0, wrong = 0;
   double previous = -1;  // positive finite values must increase with the bit pattern
   for (uint32_t bits = 0; bits < 256; ++bits) {
@@ -79,8 +78,7 @@ TEST_CASE("e4m3: all 256 patterns decode as the OCP formula and round-trip",
 }
 
 // e5m2's signaling NaNs (0x7D, 0xFD: quiet bit 0x02 clear) come back quiet: bits | 0x02.
-TEST_CASE("e5m2: all 256 patterns decode as the OCP formula and round-trip",
-          "[precision][float8]") {
+TEST_CASE("e5m2: all 256 patterns decode as the OCP formula and round-trip", "[precision][float8]") {
   int nans = 0, infs = 0;
   double previous = -1;
   for (uint32_t bits = 0; bits < 256; ++bits) {
@@ -92,8 +90,7 @@ TEST_CASE("e5m2: all 256 patterns decode as the OCP formula and round-trip",
     const float as_f16 = hg::half::from_bits(uint16_t(bits << 8)).to_float();
     if (std::isnan(expected)) {  // quiet float NaN, sign and the 2 payload bits kept
       ++nans;
-      CHECK(hex32(std::bit_cast<uint32_t>(f)) ==
-            hex32((bits & 0x80) << 24 | 0x7FC00000 | (bits & 0x03) << 21));
+      CHECK(hex32(std::bit_cast<uint32_t>(f)) == hex32((bits & 0x80) << 24 | 0x7FC00000 | (bits & 0x03) << 21));
       CHECK(hex8(float8_e5m2(f).bits()) == hex8(bits | 0x02));
       continue;
     }
@@ -171,8 +168,8 @@ TEST_CASE("e4m3 conversion boundaries", "[precision][float8]") {
   CHECK(hex8(bits_of<float8_e4m3>(0x1p-10)) == hex8(0x00));  // 0.0009765625: tie, 0 even
   CHECK(hex8(bits_of<float8_e4m3>(0x1p-10 + 0x1p-30)) == hex8(0x01));
   CHECK(hex8(bits_of<float8_e4m3>(-0x1p-10)) == hex8(0x80));
-  CHECK(hex8(bits_of<float8_e4m3>(3 * 0x1p-11)) == hex8(0x01));  // 0.75 units
-  CHECK(hex8(bits_of<float8_e4m3>(3 * 0x1p-10)) == hex8(0x02));  // 1.5 units: tie, 2 even
+  CHECK(hex8(bits_of<float8_e4m3>(3 * 0x1p-11)) == hex8(0x01));   // 0.75 units
+  CHECK(hex8(bits_of<float8_e4m3>(3 * 0x1p-10)) == hex8(0x02));   // 1.5 units: tie, 2 even
   CHECK(hex8(bits_of<float8_e4m3>(7.5 * 0x1p-9)) == hex8(0x08));  // into the smallest normal
   CHECK(hex8(bits_of<float8_e4m3>(0x1p-10, {.mode = Rounding::kUp})) == hex8(0x01));
   CHECK(hex8(bits_of<float8_e4m3>(0x1p-8, {.flush_subnormals = true})) == hex8(0x00));
@@ -198,7 +195,7 @@ TEST_CASE("e5m2 conversion boundaries", "[precision][float8]") {
   CHECK(hex8(bits_of<float8_e5m2>(1.375)) == hex8(0x3E));
   CHECK(hex8(bits_of<float8_e5m2>(0x1p-17)) == hex8(0x00));  // half the smallest subnormal
   CHECK(hex8(bits_of<float8_e5m2>(0x1p-17 + 0x1p-40)) == hex8(0x01));
-  CHECK(hex8(bits_of<float8_e5m2>(3 * 0x1p-17)) == hex8(0x02));  // 1.5 units: tie, 2 even
+  CHECK(hex8(bits_of<float8_e5m2>(3 * 0x1p-17)) == hex8(0x02));    // 1.5 units: tie, 2 even
   CHECK(hex8(bits_of<float8_e5m2>(3.5 * 0x1p-16)) == hex8(0x04));  // into the smallest normal
 }
 
@@ -209,8 +206,7 @@ TEST_CASE("e5m2 conversion boundaries", "[precision][float8]") {
 //   above max      +-Inf         +-57344    NaN           +-448
 // "sat" is {.saturate = true, .saturate_inf = true}; saturate alone keeps e5m2's inf (the named
 // earlier behaviour). The vector kernels are held to the same by test_convert.cpp's option sweep.
-TEST_CASE("OCP saturating conversion: Table 3 with saturate_inf, inf kept by saturate alone",
-          "[precision][float8]") {
+TEST_CASE("OCP saturating conversion: Table 3 with saturate_inf, inf kept by saturate alone", "[precision][float8]") {
   const RoundingOptions sat{.saturate = true, .saturate_inf = true};
   const RoundingOptions finite_only{.saturate = true};
   const double inf = std::numeric_limits<double>::infinity(), nan = std::numeric_limits<double>::quiet_NaN();

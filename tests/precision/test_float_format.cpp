@@ -44,15 +44,14 @@ uint16_t f16(double x, RoundingOptions options = {}) { return uint16_t(encode<kB
 uint32_t f16_oracle(double x, ExactMode mode, bool saturate = false, bool flush = false) {
   if (std::isinf(x)) return std::signbit(x) ? 0xFC00 : 0x7C00;
   const auto v = exact_of(x);
-  return exact_round(v.negative, v.magnitude, v.scale, hg::precision::oracle::kExactF16, mode,
-                     saturate, flush);
+  return exact_round(v.negative, v.magnitude, v.scale, hg::precision::oracle::kExactF16, mode, saturate, flush);
 }
 
 // The fifth, nearest-away, is swept against the oracle below; the hand table covers the first 4.
-constexpr Rounding kTableRoundings[5] = {Rounding::kNearestEven, Rounding::kTowardZero, Rounding::kUp,
-                                         Rounding::kDown, Rounding::kNearestAway};
-constexpr ExactMode kTableExactModes[5] = {ExactMode::kNearestEven, ExactMode::kTowardZero,
-                                           ExactMode::kUp, ExactMode::kDown, ExactMode::kNearestAway};
+constexpr Rounding kTableRoundings[5] = {Rounding::kNearestEven, Rounding::kTowardZero, Rounding::kUp, Rounding::kDown,
+                                         Rounding::kNearestAway};
+constexpr ExactMode kTableExactModes[5] = {ExactMode::kNearestEven, ExactMode::kTowardZero, ExactMode::kUp,
+                                           ExactMode::kDown, ExactMode::kNearestAway};
 const char* const kTableModeNames[5] = {"nearest-even", "toward-zero", "up", "down", "nearest-away"};
 
 }  // namespace
@@ -130,8 +129,7 @@ TEST_CASE("f16 encode: every directed mode at hand-derived boundaries", "[precis
       {1 - 0x1p-12, 0x3C00, 0x3BFF, 0x3C00, 0x3BFF,
        "below 1 the spacing is 2^-11: tie between 1-2^-11 (0x3BFF, odd) and 1.0 (even)"},
       {0x1p-24, 0x0001, 0x0001, 0x0001, 0x0001, "the smallest subnormal, exact"},
-      {0x1p-25, 0x0000, 0x0000, 0x0001, 0x0000,
-       "half the smallest subnormal: tie between 0 (even) and 2^-24 (odd)"},
+      {0x1p-25, 0x0000, 0x0000, 0x0001, 0x0000, "half the smallest subnormal: tie between 0 (even) and 2^-24 (odd)"},
       {0x1p-25 + 0x1p-50, 0x0001, 0x0000, 0x0001, 0x0000, "just above that tie"},
       {3 * 0x1p-26, 0x0001, 0x0000, 0x0001, 0x0000, "0.75 of 2^-24: nearer 2^-24"},
       {0x1p-26, 0x0000, 0x0000, 0x0001, 0x0000, "0.25 of 2^-24: nearer 0"},
@@ -165,8 +163,7 @@ TEST_CASE("f16 encode: every directed mode at hand-derived boundaries", "[precis
   }
 }
 
-TEST_CASE("f16 encode: saturation clamps finite overflow to max and keeps inf",
-          "[precision][float_format]") {
+TEST_CASE("f16 encode: saturation clamps finite overflow to max and keeps inf", "[precision][float_format]") {
   const RoundingOptions sat{.saturate = true};
   CHECK(hex16(f16(1e6, sat)) == hex16(0x7BFF));
   CHECK(hex16(f16(-1e6, sat)) == hex16(0xFBFF));
@@ -179,12 +176,11 @@ TEST_CASE("f16 encode: saturation clamps finite overflow to max and keeps inf",
   CHECK(hex16(f16(1.0, sat)) == hex16(0x3C00));
   CHECK(hex16(f16(1e6, {.mode = Rounding::kUp, .saturate = true})) == hex16(0x7BFF));
   CHECK(hex16(f16(-1e6, {.mode = Rounding::kDown, .saturate = true})) == hex16(0xFBFF));
-  CHECK(hex16(f16(65520.0, {.mode = Rounding::kStochastic, .saturate = true,
-                            .random_bits = 0xFFFFFFFFu})) == hex16(0x7BFF));
+  CHECK(hex16(f16(65520.0, {.mode = Rounding::kStochastic, .saturate = true, .random_bits = 0xFFFFFFFFu})) ==
+        hex16(0x7BFF));
 }
 
-TEST_CASE("f16 encode: flush_subnormals zeroes subnormal results after rounding",
-          "[precision][float_format]") {
+TEST_CASE("f16 encode: flush_subnormals zeroes subnormal results after rounding", "[precision][float_format]") {
   const RoundingOptions ftz{.flush_subnormals = true};
   CHECK(hex16(f16(0x1p-15, ftz)) == hex16(0x0000));   // would be 0x0200
   CHECK(hex16(f16(-0x1p-15, ftz)) == hex16(0x8000));  // keeps the sign
@@ -198,14 +194,11 @@ TEST_CASE("f16 encode: flush_subnormals zeroes subnormal results after rounding"
   // Directed modes: up turns 2^-26 into 2^-24, which is flushed; it is not pushed to 2^-14.
   CHECK(hex16(f16(0x1p-26, {.mode = Rounding::kUp, .flush_subnormals = true})) == hex16(0x0000));
   CHECK(hex16(f16(-0x1p-26, {.mode = Rounding::kDown, .flush_subnormals = true})) == hex16(0x8000));
-  CHECK(hex16(f16(0x1p-14 - 0x1p-30, {.mode = Rounding::kUp, .flush_subnormals = true})) ==
-        hex16(0x0400));
-  CHECK(hex16(f16(0x1p-14 - 0x1p-30, {.mode = Rounding::kTowardZero, .flush_subnormals = true})) ==
-        hex16(0x0000));
+  CHECK(hex16(f16(0x1p-14 - 0x1p-30, {.mode = Rounding::kUp, .flush_subnormals = true})) == hex16(0x0400));
+  CHECK(hex16(f16(0x1p-14 - 0x1p-30, {.mode = Rounding::kTowardZero, .flush_subnormals = true})) == hex16(0x0000));
 }
 
-TEST_CASE("encode: NaN stays NaN (quiet) with its sign and top payload bits",
-          "[precision][float_format]") {
+TEST_CASE("encode: NaN stays NaN (quiet) with its sign and top payload bits", "[precision][float_format]") {
   // Double NaNs by bit pattern: the top fraction bit is the quiet bit, bits below are payload.
   const double quiet = std::bit_cast<double>(uint64_t{0x7FF8000000000001});
   const double signaling = std::bit_cast<double>(uint64_t{0x7FF4000000000000});  // payload 01...
@@ -214,28 +207,24 @@ TEST_CASE("encode: NaN stays NaN (quiet) with its sign and top payload bits",
   CHECK(hex16(encode<kBinary16>(quiet)) == hex16(0x7E00));
   CHECK(hex16(encode<kBinary16>(signaling)) == hex16(0x7F00));
   CHECK(hex16(encode<kBinary16>(negative_signaling)) == hex16(0xFF00));
-  CHECK(hex16(encode<kBinary16>(signaling, {.saturate = true, .flush_subnormals = true})) ==
-        hex16(0x7F00));
+  CHECK(hex16(encode<kBinary16>(signaling, {.saturate = true, .flush_subnormals = true})) == hex16(0x7F00));
   CHECK(hex16(encode<kBFloat16>(signaling)) == hex16(0x7FE0));  // 0x7F80|0x40|0x20
   CHECK(hex8(encode<kE5M2>(signaling)) == hex8(0x7F));          // 0x7C|0x2|0x1
   CHECK(hex8(encode<kE5M2>(quiet)) == hex8(0x7E));
-  CHECK(hex8(encode<kE4M3>(signaling)) == hex8(0x7F));           // e4m3 has one NaN per sign
+  CHECK(hex8(encode<kE4M3>(signaling)) == hex8(0x7F));  // e4m3 has one NaN per sign
   CHECK(hex8(encode<kE4M3>(negative_signaling)) == hex8(0xFF));
 }
 
 // rounding.h: away iff frac32 + random_bits >= 2^32, frac32 = top 32 bits of the discarded
 // fraction (in ulps). Hand values: 1 + 2^-12 is a quarter ulp above 1.0, so frac32 = 0x40000000
 // and the threshold for random_bits is 2^32 - 0x40000000 = 0xC0000000.
-TEST_CASE("stochastic rounding with fixed random bits is the documented function",
-          "[precision][float_format]") {
-  auto sr = [](double x, uint32_t r) {
-    return hex16(f16(x, {.mode = Rounding::kStochastic, .random_bits = r}));
-  };
+TEST_CASE("stochastic rounding with fixed random bits is the documented function", "[precision][float_format]") {
+  auto sr = [](double x, uint32_t r) { return hex16(f16(x, {.mode = Rounding::kStochastic, .random_bits = r})); };
   const double quarter = 1 + 0x1p-12;
   CHECK(sr(quarter, 0) == hex16(0x3C00));  // random_bits 0 truncates
   CHECK(sr(quarter, 0xBFFFFFFFu) == hex16(0x3C00));
   CHECK(sr(quarter, 0xC0000000u) == hex16(0x3C01));
-  CHECK(sr(quarter, 0xFFFFFFFFu) == hex16(0x3C01));  // all ones rounds away when frac32 > 0
+  CHECK(sr(quarter, 0xFFFFFFFFu) == hex16(0x3C01));   // all ones rounds away when frac32 > 0
   CHECK(sr(-quarter, 0xC0000000u) == hex16(0xBC01));  // away from zero, not toward +inf
   CHECK(sr(-quarter, 0xBFFFFFFFu) == hex16(0xBC00));
   // Exact values never move.
@@ -294,8 +283,7 @@ TEST_CASE("stochastic rounding is unbiased to 5 standard errors", "[precision][f
     const double x = c.lo + c.p * c.ulp;
     double sum = 0;  // multiples of 2^-24 below 2^21: every partial sum is exact
     for (int i = 0; i < kDraws; ++i) {
-      sum += decode<kBinary16>(encode<kBinary16>(x, {.mode = Rounding::kStochastic,
-                                                     .random_bits = uint32_t(rng())}));
+      sum += decode<kBinary16>(encode<kBinary16>(x, {.mode = Rounding::kStochastic, .random_bits = uint32_t(rng())}));
     }
     const double mean = sum / kDraws;
     const double std_error = std::fabs(c.ulp) * std::sqrt(c.p * (1 - c.p) / kDraws);
@@ -328,14 +316,13 @@ int sweep_against_oracle(const SweepFormat& sf, uint64_t seed, int draws) {
     if (rng() & 1) x = -x;
     const int m = int(rng() % 5);
     const bool saturate = (rng() & 3) == 0, flush = (rng() & 3) == 0;
-    const uint32_t got = encode<F>(x, {.mode = kTableRoundings[m], .saturate = saturate,
-                                       .flush_subnormals = flush});
+    const uint32_t got = encode<F>(x, {.mode = kTableRoundings[m], .saturate = saturate, .flush_subnormals = flush});
     const auto v = exact_of(x);
     const uint32_t expected =
         exact_round(v.negative, v.magnitude, v.scale, sf.exact, kTableExactModes[m], saturate, flush);
     if (got != expected && mismatches++ == 0) {
-      INFO(sf.name << ": x = " << hexfloat(x) << ", mode " << kTableModeNames[m]
-                   << ", saturate " << saturate << ", flush " << flush);
+      INFO(sf.name << ": x = " << hexfloat(x) << ", mode " << kTableModeNames[m] << ", saturate " << saturate
+                   << ", flush " << flush);
       CHECK(hex16(got) == hex16(expected));
     }
   }
@@ -344,8 +331,7 @@ int sweep_against_oracle(const SweepFormat& sf, uint64_t seed, int draws) {
 
 }  // namespace
 
-TEST_CASE("encode agrees with the exact oracle: 4 formats x 5 modes x saturate x flush",
-          "[precision][float_format]") {
+TEST_CASE("encode agrees with the exact oracle: 4 formats x 5 modes x saturate x flush", "[precision][float_format]") {
   using hg::precision::oracle::kExactBF16;
   using hg::precision::oracle::kExactE4M3;
   using hg::precision::oracle::kExactE5M2;

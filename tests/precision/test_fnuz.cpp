@@ -49,7 +49,7 @@ TEST_CASE("e4m3fnuz: every code is its defined value, 0x80 the NaN", "[precision
   STATIC_REQUIRE(f.nan_bits() == 0x80);
   STATIC_REQUIRE(!f.has_inf());
   CHECK(std::string(hg::format_name(f)) == "e4m3fnuz");
-  CHECK(hg::decode(f, 0x7F) == 240.0f);               // 1.875 * 2^7
+  CHECK(hg::decode(f, 0x7F) == 240.0f);                 // 1.875 * 2^7
   CHECK(hg::decode(f, 0x08) == std::ldexp(1.0f, -7));   // smallest normal
   CHECK(hg::decode(f, 0x01) == std::ldexp(1.0f, -10));  // smallest subnormal
   CHECK(hg::decode(f, 0x40) == 1.0f);

@@ -30,8 +30,7 @@ bool is_f16_nan(uint32_t bits) { return (bits & 0x7C00) == 0x7C00 && (bits & 0x0
 // signaling f16 NaN (mantissa 0x001..0x1FF, quiet bit 0x200 clear) decodes to the quiet float
 // NaN with the same sign and payload (mantissa << 13 | 0x400000) and so comes back quiet:
 // bits | 0x0200. Quiet NaNs, infinities, zeros and every finite value come back unchanged.
-TEST_CASE("f16: all 65536 patterns decode to their exact value and encode back",
-          "[precision][half]") {
+TEST_CASE("f16: all 65536 patterns decode to their exact value and encode back", "[precision][half]") {
   int wrong_value = 0, wrong_round_trip = 0, quieted = 0;
   for (uint32_t bits = 0; bits <= 0xFFFF; ++bits) {
     const half h = half::from_bits(uint16_t(bits));
@@ -67,14 +66,12 @@ TEST_CASE("f16: all 65536 patterns decode to their exact value and encode back",
 // Observed on this machine's F16C (and in Intel's SDM pseudocode for VCVTPH2PS): a signaling
 // f16 NaN comes out as the quiet float NaN with the payload kept, 0x7C01 -> 0x7FC02000, exactly
 // what decode produces; so the comparison below includes every NaN bit for bit.
-TEST_CASE("f16: decode equals F16C VCVTPH2PS on all 65536 patterns including NaNs",
-          "[precision][half][simd]") {
+TEST_CASE("f16: decode equals F16C VCVTPH2PS on all 65536 patterns including NaNs", "[precision][half][simd]") {
   if (!cpu_has_f16c()) {
     WARN("this CPU has no F16C: the VCVTPH2PS comparison is skipped");
     return;
   }
-  CHECK(hex32(std::bit_cast<uint32_t>(hg::precision::oracle::f16c_decode(0x7C01))) ==
-        hex32(0x7FC02000));
+  CHECK(hex32(std::bit_cast<uint32_t>(hg::precision::oracle::f16c_decode(0x7C01))) == hex32(0x7FC02000));
   int mismatches = 0;
   for (uint32_t bits = 0; bits <= 0xFFFF; ++bits) {
     const uint32_t ours = std::bit_cast<uint32_t>(half::from_bits(uint16_t(bits)).to_float());

@@ -178,7 +178,7 @@ TEST_CASE("MX: values a block can represent survive the round trip exactly, unde
   // representable: dequantize(quantize(v)) == v.
   std::mt19937 rng(19);
   const MxFormat formats[] = {hg::mx::mxfp8_e4m3, hg::mx::mxfp8_e5m2, hg::mx::mxfp6_e3m2,
-                              hg::mx::mxfp6_e2m3, hg::mx::mxfp4, hg::mx::mxint8};
+                              hg::mx::mxfp6_e2m3, hg::mx::mxfp4,      hg::mx::mxint8};
   for (const MxFormat& format : formats) {
     INFO(format.name);
     const hg::FloatFormat e = format.element;

@@ -49,7 +49,7 @@ TEST_CASE("float4_e2m1 holds 0, 0.5, 1, 1.5, 2, 3, 4, 6 and their negatives", "[
   CHECK(float4_e2m1(7.0f).bits() == 0x7);  // beyond max: max, the format has no inf
   CHECK(float4_e2m1(std::numeric_limits<float>::infinity()).bits() == 0x7);
   CHECK_THROWS_AS(float4_e2m1(std::nanf("")), hg::Error);
-  CHECK(float(float4_e2m1(4.0f) + float4_e2m1(4.0f)) == 6.0f);  // overflow: max
+  CHECK(float(float4_e2m1(4.0f) + float4_e2m1(4.0f)) == 6.0f);        // overflow: max
   CHECK_THROWS_AS(float4_e2m1(0.0f) / float4_e2m1(0.0f), hg::Error);  // no NaN to return
   using L = std::numeric_limits<float4_e2m1>;
   STATIC_REQUIRE(!L::has_quiet_NaN);
@@ -70,8 +70,7 @@ TEST_CASE("float6_e2m3 and float6_e3m2: every code, maxima 7.5 and 28", "[precis
   CHECK(float(std::numeric_limits<hg::float6_e3m2>::epsilon()) == 0.25f);
 }
 
-TEST_CASE("float8_e8m0: codes are 2^(code - 127), values round to the nearest power of two",
-          "[precision][mx_types]") {
+TEST_CASE("float8_e8m0: codes are 2^(code - 127), values round to the nearest power of two", "[precision][mx_types]") {
   using hg::float8_e8m0;
   for (int c = 0; c < 255; ++c) {
     const float8_e8m0 x = float8_e8m0::from_bits(uint8_t(c));

@@ -98,8 +98,8 @@ TEST_CASE("NumericsStats: saturate, directed rounding, flush and e4m3 overflow",
   SECTION("toward zero: IEEE overflow iff the rounded magnitude exceeds the max") {
     // 65519 truncates to 65504 (no overflow); 65536 would need a larger exponent (overflow,
     // result 65504); the next f32 above 65504 truncates to it.
-    const NumericsStats s = cast_stats(kBinary16, {65519.0f, 65536.0f, std::nextafter(65504.0f, kInf)},
-                                       {.mode = Rounding::kTowardZero});
+    const NumericsStats s =
+        cast_stats(kBinary16, {65519.0f, 65536.0f, std::nextafter(65504.0f, kInf)}, {.mode = Rounding::kTowardZero});
     CHECK(s.overflow == 1);
     CHECK(s.underflow == 0);
   }
@@ -126,9 +126,9 @@ TEST_CASE("NumericsStats: saturate, directed rounding, flush and e4m3 overflow",
 
 TEST_CASE("Log2Histogram: bins over f32's whole range", "[numerics_stats]") {
   const float denorm_min = std::numeric_limits<float>::denorm_min();
-  const Log2Histogram h = log2_histogram(std::vector<float>{
-      denorm_min, 3 * denorm_min, std::numeric_limits<float>::min(), std::numeric_limits<float>::max(),
-      -0.0f, 0.75f, -1.0f, 1.5f, 2.0f, -kInf, -kNaN});
+  const Log2Histogram h = log2_histogram(
+      std::vector<float>{denorm_min, 3 * denorm_min, std::numeric_limits<float>::min(),
+                         std::numeric_limits<float>::max(), -0.0f, 0.75f, -1.0f, 1.5f, 2.0f, -kInf, -kNaN});
   CHECK(h.count(-149) == 1);
   CHECK(h.count(-148) == 1);  // 3 * 2^-149
   CHECK(h.count(-126) == 1);

@@ -31,11 +31,11 @@ using hg::bfloat16;
 using hg::float8_e4m3;
 using hg::float8_e5m2;
 using hg::half;
+using hg::precision::oracle::bf16_scaled;
 using hg::precision::oracle::exact_round;
 using hg::precision::oracle::exact_sum;
 using hg::precision::oracle::f16_scaled;
 using hg::precision::oracle::f16_units;
-using hg::precision::oracle::bf16_scaled;
 using hg::precision::oracle::hex16;
 using hg::precision::oracle::hex8;
 using hg::precision::oracle::kExactBF16;
@@ -59,10 +59,14 @@ bool bf16_finite(uint16_t b) { return (b & 0x7F80) != 0x7F80; }
 template <class T>
 T apply(int op, T a, T b) {
   switch (op) {
-    case kAdd: return a + b;
-    case kSub: return a - b;
-    case kMul: return a * b;
-    default: return a / b;
+    case kAdd:
+      return a + b;
+    case kSub:
+      return a - b;
+    case kMul:
+      return a * b;
+    default:
+      return a / b;
   }
 }
 
@@ -72,8 +76,10 @@ T apply(int op, T a, T b) {
 uint32_t exact_op(int op, ScaledInt a, ScaledInt b, bool a_negative, bool b_negative,
                   const hg::precision::oracle::ExactFormat& f) {
   switch (op) {
-    case kAdd: return exact_sum(a, b, f, a_negative && b_negative);
-    case kSub: return exact_sum(a, {-b.significand, b.exponent}, f, a_negative && !b_negative);
+    case kAdd:
+      return exact_sum(a, b, f, a_negative && b_negative);
+    case kSub:
+      return exact_sum(a, {-b.significand, b.exponent}, f, a_negative && !b_negative);
     case kMul: {
       const __int128 p = __int128(a.significand) * b.significand;
       return exact_round(a_negative != b_negative, (hg::precision::oracle::u128)(p < 0 ? -p : p),
@@ -94,8 +100,8 @@ struct Failure {
   int op = 0;
   const char* against = "";
 
-  void record(int64_t i_, int64_t j_, uint16_t a_, uint16_t b_, int op_, uint16_t ours_,
-              uint16_t expected_, const char* against_) {
+  void record(int64_t i_, int64_t j_, uint16_t a_, uint16_t b_, int op_, uint16_t ours_, uint16_t expected_,
+              const char* against_) {
     if (count++ == 0 || i_ < i || (i_ == i && j_ < j)) {
       i = i_, j = j_, a = a_, b = b_, op = op_, ours = ours_, expected = expected_;
       against = against_;
@@ -111,9 +117,8 @@ struct Failure {
 
 std::ostream& operator<<(std::ostream& os, const Failure& f) {
   if (f.count == 0) return os << "no failures";
-  return os << f.count << " failures; first: " << hex16(f.a) << " " << kOpNames[f.op] << " "
-            << hex16(f.b) << " gave " << hex16(f.ours) << ", " << f.against << " says "
-            << hex16(f.expected);
+  return os << f.count << " failures; first: " << hex16(f.a) << " " << kOpNames[f.op] << " " << hex16(f.b) << " gave "
+            << hex16(f.ours) << ", " << f.against << " says " << hex16(f.expected);
 }
 
 // Runs check(i, j, failure) over [0, na) x [0, nb) on all OpenMP threads.
@@ -176,8 +181,7 @@ std::vector<uint16_t> f16_window(uint32_t first_field, uint32_t last_field) {
 
 }  // namespace
 
-TEST_CASE("half + - * / equal _Float16 and the exact oracle on 1e6 random pairs",
-          "[precision][small_float]") {
+TEST_CASE("half + - * / equal _Float16 and the exact oracle on 1e6 random pairs", "[precision][small_float]") {
 #if !defined(__FLT16_MANT_DIG__)
   WARN("this compiler has no _Float16: only the exact oracle judges the arithmetic");
 #endif
@@ -202,13 +206,11 @@ TEST_CASE("half + - * / equal _Float16 and the exact oracle on 1e6 random pairs"
 
 // Every pair of the 6144 values with exponent field 14..16 ([0.5, 4), both signs): 37.7M pairs
 // x 4 ops. Measured here: about 9 s of CPU, 5-11 s wall on 2 threads.
-TEST_CASE("half + - * / exhaustive over the exponent window from 0.5 to 4",
-          "[precision][small_float][exhaustive]") {
+TEST_CASE("half + - * / exhaustive over the exponent window from 0.5 to 4", "[precision][small_float][exhaustive]") {
   const std::vector<uint16_t> w = f16_window(14, 16);
-  const Failure failure = sweep_pairs(int64_t(w.size()), int64_t(w.size()),
-                                      [&](int64_t i, int64_t j, Failure& f) {
-                                        check_f16(i, j, w[i], w[j], kAllOps, f);
-                                      });
+  const Failure failure = sweep_pairs(int64_t(w.size()), int64_t(w.size()), [&](int64_t i, int64_t j, Failure& f) {
+    check_f16(i, j, w[i], w[j], kAllOps, f);
+  });
   INFO(failure);
   CHECK(failure.count == 0);
 }
@@ -217,20 +219,17 @@ TEST_CASE("half + - * / exhaustive over the exponent window from 0.5 to 4",
 // normal binade, both signs); * and / of those by every value in [0.5, 4), which puts the
 // results in the subnormal range where the rounding position is fixed at 2^-24. 16.8M + 25.2M
 // pairs x 2 ops; measured here: about 13 s of CPU, 7-18 s wall on 2 threads.
-TEST_CASE("half arithmetic exhaustive over the subnormal window",
-          "[precision][small_float][exhaustive]") {
+TEST_CASE("half arithmetic exhaustive over the subnormal window", "[precision][small_float][exhaustive]") {
   const std::vector<uint16_t> s = f16_window(0, 1);
   const std::vector<uint16_t> w = f16_window(14, 16);
-  const Failure add = sweep_pairs(int64_t(s.size()), int64_t(s.size()),
-                                  [&](int64_t i, int64_t j, Failure& f) {
-                                    check_f16(i, j, s[i], s[j], 1u << kAdd | 1u << kSub, f);
-                                  });
+  const Failure add = sweep_pairs(int64_t(s.size()), int64_t(s.size()), [&](int64_t i, int64_t j, Failure& f) {
+    check_f16(i, j, s[i], s[j], 1u << kAdd | 1u << kSub, f);
+  });
   INFO(add);
   CHECK(add.count == 0);
-  const Failure mul = sweep_pairs(int64_t(s.size()), int64_t(w.size()),
-                                  [&](int64_t i, int64_t j, Failure& f) {
-                                    check_f16(i, j, s[i], w[j], 1u << kMul | 1u << kDiv, f);
-                                  });
+  const Failure mul = sweep_pairs(int64_t(s.size()), int64_t(w.size()), [&](int64_t i, int64_t j, Failure& f) {
+    check_f16(i, j, s[i], w[j], 1u << kMul | 1u << kDiv, f);
+  });
   INFO(mul);
   CHECK(mul.count == 0);
 }
@@ -239,21 +238,16 @@ TEST_CASE("half arithmetic exhaustive over the subnormal window",
 TEST_CASE("the exact arithmetic oracle on hand-computed cases", "[precision][small_float]") {
   // (1 + 2^-10) * 1.5 = 1.5 + 3 * 2^-11: in [1,2) (ulp 2^-10) a tie between 1.5 + 2^-10
   // (0x3E01, odd) and 1.5 + 2^-9 (0x3E02, even).
-  CHECK(hex16(exact_op(kMul, f16_scaled(0x3C01), f16_scaled(0x3E00), false, false, kExactF16)) ==
-        hex16(0x3E02));
+  CHECK(hex16(exact_op(kMul, f16_scaled(0x3C01), f16_scaled(0x3E00), false, false, kExactF16)) == hex16(0x3E02));
   // 1 + 2^-11 (not a half) cannot be a sum; 1 + 2^-24 = 1 (0x3C00) + 2^-24 (0x0001): far below
   // half an ulp.
-  CHECK(hex16(exact_op(kAdd, f16_scaled(0x3C00), f16_scaled(0x0001), false, false, kExactF16)) ==
-        hex16(0x3C00));
+  CHECK(hex16(exact_op(kAdd, f16_scaled(0x3C00), f16_scaled(0x0001), false, false, kExactF16)) == hex16(0x3C00));
   // 2048 + 1 = 2049: spacing 2 in [2048, 4096): tie between 2048 (even) and 2050.
-  CHECK(hex16(exact_op(kAdd, f16_scaled(0x6800), f16_scaled(0x3C00), false, false, kExactF16)) ==
-        hex16(0x6800));
+  CHECK(hex16(exact_op(kAdd, f16_scaled(0x6800), f16_scaled(0x3C00), false, false, kExactF16)) == hex16(0x6800));
   // 2048 + 3 = 2051: tie between 2050 (0x6801, odd) and 2052 (0x6802).
-  CHECK(hex16(exact_op(kAdd, f16_scaled(0x6800), f16_scaled(0x4200), false, false, kExactF16)) ==
-        hex16(0x6802));
+  CHECK(hex16(exact_op(kAdd, f16_scaled(0x6800), f16_scaled(0x4200), false, false, kExactF16)) == hex16(0x6802));
   // 1 / 3 = 0x1.555...p-2 -> 0x1.554p-2 (0x3555), the remainder below half.
-  CHECK(hex16(exact_op(kDiv, f16_scaled(0x3C00), f16_scaled(0x4200), false, false, kExactF16)) ==
-        hex16(0x3555));
+  CHECK(hex16(exact_op(kDiv, f16_scaled(0x3C00), f16_scaled(0x4200), false, false, kExactF16)) == hex16(0x3555));
 }
 
 TEST_CASE("half: IEEE rules for inf and NaN and signed zeros", "[precision][small_float]") {
@@ -317,8 +311,7 @@ TEST_CASE("half: IEEE rules for inf and NaN and signed zeros", "[precision][smal
 // of it) and x in units of 2^-50, lo^2 < x * 2^26 < hi^2, exactly in __int128. A root is never
 // exactly a midpoint (an odd 12-bit square is not an 11-bit number), so there are no ties and
 // the inequalities are strict.
-TEST_CASE("half sqrt is correctly rounded for all 31744 positive finite values",
-          "[precision][small_float]") {
+TEST_CASE("half sqrt is correctly rounded for all 31744 positive finite values", "[precision][small_float]") {
   int wrong = 0;
   for (uint32_t bits = 1; bits < 0x7C00; ++bits) {
     const half x = half::from_bits(uint16_t(bits));
@@ -353,7 +346,8 @@ uint16_t exact_fma_f16(uint16_t a, uint16_t b, uint16_t c) {
   const __int128 sum = product + (__int128(f16_units(c)) << 24);
   if (sum == 0) {
     const bool product_negative = ((a ^ b) & 0x8000) != 0;
-    return uint16_t(exact_round(product == 0 && f16_units(c) == 0 && product_negative && (c & 0x8000), 0, 0, kExactF16));
+    return uint16_t(
+        exact_round(product == 0 && f16_units(c) == 0 && product_negative && (c & 0x8000), 0, 0, kExactF16));
   }
   return uint16_t(exact_round(sum < 0, (hg::precision::oracle::u128)(sum < 0 ? -sum : sum), -48, kExactF16));
 }
@@ -374,18 +368,19 @@ uint16_t naive_fma_f16(uint16_t a, uint16_t b, uint16_t c) {
 
 uint16_t random_finite_f16(std::mt19937& rng) {
   uint16_t b;
-  do b = uint16_t(rng()); while (!f16_finite(b));
+  do b = uint16_t(rng());
+  while (!f16_finite(b));
   return b;
 }
 
 }  // namespace
 
-TEST_CASE("half fma is correctly rounded: random triples and hard cases",
-          "[precision][small_float]") {
+TEST_CASE("half fma is correctly rounded: random triples and hard cases", "[precision][small_float]") {
   std::mt19937 rng(3);
   std::vector<std::array<uint16_t, 3>> triples;
   // Uniform random finite triples.
-  for (int k = 0; k < 400000; ++k) triples.push_back({random_finite_f16(rng), random_finite_f16(rng), random_finite_f16(rng)});
+  for (int k = 0; k < 400000; ++k)
+    triples.push_back({random_finite_f16(rng), random_finite_f16(rng), random_finite_f16(rng)});
   // c tiny beside a*b: b has a short significand (1.5, 1.25, 1.75, 1.125, 1.375 times a power
   // of two), so a*b often is, or is near, a tie of the f16 grid; |c| <= 2^-11 |a*b| only
   // decides the direction.
@@ -393,7 +388,8 @@ TEST_CASE("half fma is correctly rounded: random triples and hard cases",
   for (int k = 0; k < 300000; ++k) {
     const uint16_t a = uint16_t(0x2000 + rng() % 0x3800) ^ uint16_t(rng() & 0x8000);  // [2^-7, 2^7)
     const uint16_t b = uint16_t(short_significands[rng() % 5] + (int(rng() % 9) - 4) * 0x400);
-    const int product_field = int(half(half::from_bits(a).to_float() * half::from_bits(b).to_float()).bits() >> 10 & 0x1F);
+    const int product_field =
+        int(half(half::from_bits(a).to_float() * half::from_bits(b).to_float()).bits() >> 10 & 0x1F);
     const int c_field = product_field > 11 ? int(rng() % uint32_t(product_field - 11)) : 0;
     const uint16_t c = uint16_t(c_field << 10 | (rng() & 0x3FF) | (rng() & 0x8000));
     triples.push_back({a, b, c});
@@ -454,21 +450,21 @@ uint16_t exact_fma_bf16(uint16_t a, uint16_t b, uint16_t c) {
 // fma with the sum in double and no round-to-odd: wrong when a*b is a bf16 tie and c, more than
 // 53 bits below it, is lost to the double rounding.
 uint16_t naive_fma_bf16(uint16_t a, uint16_t b, uint16_t c) {
-  const double sum = bfloat16::from_bits(a).to_double() * bfloat16::from_bits(b).to_double() +
-                     bfloat16::from_bits(c).to_double();
+  const double sum =
+      bfloat16::from_bits(a).to_double() * bfloat16::from_bits(b).to_double() + bfloat16::from_bits(c).to_double();
   return bfloat16(sum).bits();
 }
 
 uint16_t random_finite_bf16(std::mt19937& rng) {
   uint16_t b;
-  do b = uint16_t(rng()); while (!bf16_finite(b));
+  do b = uint16_t(rng());
+  while (!bf16_finite(b));
   return b;
 }
 
 }  // namespace
 
-TEST_CASE("bfloat16 fma is correctly rounded: random triples and hard cases",
-          "[precision][small_float]") {
+TEST_CASE("bfloat16 fma is correctly rounded: random triples and hard cases", "[precision][small_float]") {
   std::mt19937 rng(4);
   std::vector<std::array<uint16_t, 3>> triples;
   for (int k = 0; k < 300000; ++k) {
@@ -595,10 +591,9 @@ TEST_CASE("classification of all 65536 half patterns", "[precision][small_float]
   for (uint32_t bits = 0; bits <= 0xFFFF; ++bits) {
     const half h = half::from_bits(uint16_t(bits));
     const uint32_t field = bits >> 10 & 0x1F, mantissa = bits & 0x3FF;
-    const bool ok = h.is_nan() == (field == 31 && mantissa != 0) &&
-                    h.is_inf() == (field == 31 && mantissa == 0) &&
-                    h.is_subnormal() == (field == 0 && mantissa != 0) &&
-                    h.sign_bit() == (bits >= 0x8000) && (-h).bits() == (bits ^ 0x8000);
+    const bool ok = h.is_nan() == (field == 31 && mantissa != 0) && h.is_inf() == (field == 31 && mantissa == 0) &&
+                    h.is_subnormal() == (field == 0 && mantissa != 0) && h.sign_bit() == (bits >= 0x8000) &&
+                    (-h).bits() == (bits ^ 0x8000);
     if (!ok && wrong++ == 0) {
       INFO("half " << hex16(bits));
       CHECK(ok);

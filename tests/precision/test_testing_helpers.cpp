@@ -29,8 +29,7 @@ TEST_CASE("ulp_distance counts representable steps, exact values per format", "[
   CHECK(ulp_distance(half::from_bits(0x8001), half::from_bits(0x0001)) == 2);  // -+min subnormal
   CHECK(ulp_distance(half(0.0), half::from_bits(0x0001)) == 1);
   CHECK(ulp_distance(std::numeric_limits<half>::max(), std::numeric_limits<half>::infinity()) == 1);
-  CHECK(ulp_distance(-std::numeric_limits<half>::infinity(), std::numeric_limits<half>::infinity()) ==
-        2 * 0x7c00);
+  CHECK(ulp_distance(-std::numeric_limits<half>::infinity(), std::numeric_limits<half>::infinity()) == 2 * 0x7c00);
   CHECK(ulp_distance(half(-1), one) == 2 * 0x3c00);  // across zero: both sides' steps
   CHECK(ulp_distance(one, half(2)) == 1024);         // one binade: 2^10 values
   CHECK(ulp_distance(bfloat16(1), bfloat16(2)) == 128);
@@ -103,7 +102,8 @@ TEST_CASE("all_values holds the infs and NaNs of each format, finite_values the 
   CHECK(count(all_values<float8_e4m3>(), is_nan) == 2);
   CHECK(count(finite_values<float8_e4m3>(), any) == 254);
   // The largest finite value is finfo's max, and it is met exactly twice (+-max).
-  CHECK(count(finite_values<float8_e4m3>(), [](auto x) { return std::fabs(x.to_double()) == finfo<float8_e4m3>().max; }) == 2);
+  CHECK(count(finite_values<float8_e4m3>(),
+              [](auto x) { return std::fabs(x.to_double()) == finfo<float8_e4m3>().max; }) == 2);
 }
 
 TEST_CASE("EqualsBits matches the bit pattern and prints both values with their bits", "[precision][testing]") {
@@ -134,7 +134,8 @@ TEST_CASE("WithinUlps matches up to n steps and prints the distance", "[precisio
   const half nan = std::numeric_limits<half>::quiet_NaN();
   const auto nan_matcher = WithinUlps(half(1), 100);
   CHECK_FALSE(nan_matcher.match(nan));  // no distance: never within
-  CHECK(nan_matcher.describe() == "is within 100 ulps of 1 (0x3c00 = 0|01111|0000000000); got nan (0x7e00 = 0|11111|1000000000)");
+  CHECK(nan_matcher.describe() ==
+        "is within 100 ulps of 1 (0x3c00 = 0|01111|0000000000); got nan (0x7e00 = 0|11111|1000000000)");
   CHECK_FALSE(WithinUlps(nan, 100).match(nan));
   CHECK_THAT(float8_e5m2(1.1), WithinUlps(float8_e5m2(1), 1));
 }

@@ -127,7 +127,8 @@ TEST_CASE("NumericsInspector reports what the casts of an fp16 O2 step flushed",
   optim::MixedPrecision mp(model, {.precision = optim::Precision::kFp16,
                                    .opt_level = optim::OptLevel::kO2,
                                    .loss_scaling = {optim::LossScaling::Kind::kNone}});
-  const Indices x({1, 5, 9, 2, 7, 3, 30, 4, 11, 6, 8, 12, 13, 14, 15, 16}, {2, 8}), m(std::vector<int32_t>(16, 1), {2, 8});
+  const Indices x({1, 5, 9, 2, 7, 3, 30, 4, 11, 6, 8, 12, 13, 14, 15, 16}, {2, 8}),
+      m(std::vector<int32_t>(16, 1), {2, 8});
   NumericsInspector inspector({.name_anomalies = false});
   uint64_t stored_zeros = 0;  // in the f16 activation gradients, as stored
   precision::NumericsStats recast;
@@ -223,7 +224,8 @@ TEST_CASE("InspectorCallback writes a JSONL line per inspected step and the hist
   args.per_device_train_batch_size = 16;
   args.save_strategy = train::IntervalStrategy::kNo;
   args.mixed_precision = {.precision = optim::Precision::kFp16, .opt_level = optim::OptLevel::kO1};
-  train::Trainer trainer(model, args, train_set, nullptr, {}, {std::make_shared<InspectorCallback>(InspectorOptions{.every = 2}, args.output_dir)});
+  train::Trainer trainer(model, args, train_set, nullptr, {},
+                         {std::make_shared<InspectorCallback>(InspectorOptions{.every = 2}, args.output_dir)});
   trainer.train();
   std::istringstream lines(testing::read_bytes(dir.path / "numerics.jsonl"));
   std::vector<int64_t> steps;

@@ -66,7 +66,7 @@ TEST_CASE("SvgPlot's log2 axis places 2^k linearly in k and labels ticks 2^k", "
   // y range [2^0, 2^16] from the data: 2^8 is half way, 40 + 330 / 2.
   CHECK(plot.pixel_y(256) == Approx(205.0));
   CHECK(plot.pixel_y(65536) == Approx(40.0));
-  CHECK_THAT(svg, Catch::Contains(">2^15</text>"));  // ticks every 5 doublings
+  CHECK_THAT(svg, Catch::Contains(">2^15</text>"));               // ticks every 5 doublings
   CHECK_THAT(svg, Catch::Contains("70.00,40.00 185.00,60.62 "));  // 2^15 is 1/16 of 330 px lower
 }
 
@@ -89,7 +89,7 @@ TEST_CASE("SvgPlot's log2 bars rise from the floor and draw 0 as a dot on it, la
   // The zero of category 1: x in [1.1, 1.5] -> centre 269.33 px, a 3 px dot resting on the floor.
   CHECK_THAT(svg, Catch::Contains("class=\"zero\" cx=\"269.33\" cy=\"367.00\" r=\"3.00\""));
   CHECK_THAT(svg, Catch::Contains("y=\"374.00\" text-anchor=\"end\">0</text>"));  // the floor reads 0 ...
-  CHECK_THAT(svg, !Catch::Contains(">2^-10</text>"));                              // ... not 2^-10
+  CHECK_THAT(svg, !Catch::Contains(">2^-10</text>"));                             // ... not 2^-10
   CHECK_THAT(svg, Catch::Contains(">2^-8</text>"));
 }
 

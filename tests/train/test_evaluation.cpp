@@ -40,8 +40,8 @@ std::vector<uint32_t> bits_of(const std::vector<float>& values) {
 // (a kPromote/kFloat32 path, not a matrix product that would round them to f16 anyway), so
 // storing them in f32 instead of f16 changes the logits.
 nn::ClassifierConfig small_config() {
-  return {.vocab = 256, .max_len = 16, .d_model = 32, .heads = 2, .d_ff = 64, .layers = 1, .classes = 4,
-          .dropout = 0.1f};
+  return {
+      .vocab = 256, .max_len = 16, .d_model = 32, .heads = 2, .d_ff = 64, .layers = 1, .classes = 4, .dropout = 0.1f};
 }
 
 TrainingArguments o2_args(const testing::TempDir& dir) {
@@ -207,8 +207,9 @@ double guarded_loss(nn::TextClassifier& model, const optim::MixedPrecision& mp, 
 TEST_CASE("evaluation computes its loss under the autocast guard: f16 accumulation sums it in f16 as training does",
           "[train][eval]") {
   nn::TextClassifier model(small_config(), 5);
-  const optim::MixedPrecision mp(model, {.precision = optim::Precision::kFp16, .opt_level = optim::OptLevel::kO2,
-                                         .accumulation = Accumulation::kF16});
+  const optim::MixedPrecision mp(
+      model,
+      {.precision = optim::Precision::kFp16, .opt_level = optim::OptLevel::kO2, .accumulation = Accumulation::kF16});
   const data::Dataset d = data::synthetic_dataset(48, 4, 7);
   const double inside = guarded_loss(model, mp, d, true), outside = guarded_loss(model, mp, d, false);
   const EvalPrediction p = run_evaluation(model, d, 16, mp, data::TokenizerConfig{});

@@ -67,9 +67,9 @@ TEST_CASE("halfgrad train at its defaults moves the loss on a 30-line file, and 
 TEST_CASE("halfgrad train warns when --warmup-steps covers the whole run", "[train][cli][recipe]") {
   testing::TempDir dir("recipe_warmup");
   write_tiny_tsv(dir / "train.tsv");
-  const auto run = testing::run_program("halfgrad", "train --train " + (dir / "train.tsv") +
-                                                        " --warmup-steps 100 --save-strategy no --output-dir " +
-                                                        (dir / "out"));
+  const auto run =
+      testing::run_program("halfgrad", "train --train " + (dir / "train.tsv") +
+                                           " --warmup-steps 100 --save-strategy no --output-dir " + (dir / "out"));
   INFO(run.output);
   REQUIRE(run.exit_code == 0);
   CHECK_THAT(run.output, Catch::Contains("warning: the warmup (100 steps) covers all 5 optimizer steps"));

@@ -54,8 +54,11 @@ TEST_CASE("Trainer: SIGINT stops after the step in progress and saves it, then r
   const TempDir dir("sigint_trainer");
   const data::Dataset d = data::synthetic_dataset(64, 2, 5);
   nn::TextClassifier model({.max_len = 16, .d_model = 8, .heads = 2, .d_ff = 16, .layers = 1, .classes = 2}, 1);
-  TrainingArguments args{.output_dir = dir.path.string(), .max_steps = 50, .per_device_train_batch_size = 8,
-                         .save_strategy = train::IntervalStrategy::kNo, .mixed_precision = {.precision = optim::Precision::kFp16}};  // O2
+  TrainingArguments args{.output_dir = dir.path.string(),
+                         .max_steps = 50,
+                         .per_device_train_batch_size = 8,
+                         .save_strategy = train::IntervalStrategy::kNo,
+                         .mixed_precision = {.precision = optim::Precision::kFp16}};  // O2
   Trainer trainer(model, args, d, nullptr, {}, {std::make_shared<InterruptAt>(3)});
   struct sigaction before = {}, after = {};
   sigaction(SIGINT, nullptr, &before);
@@ -67,12 +70,14 @@ TEST_CASE("Trainer: SIGINT stops after the step in progress and saves it, then r
   CHECK(after.sa_handler == before.sa_handler);
 }
 
-TEST_CASE("halfgrad train: SIGINT saves a checkpoint and exits 130, and --resume finishes the run", "[train][sigint][cli]") {
+TEST_CASE("halfgrad train: SIGINT saves a checkpoint and exits 130, and --resume finishes the run",
+          "[train][sigint][cli]") {
   const TempDir dir("sigint_cli");
   data::write_tsv(data::synthetic_dataset(256, 2, 5), dir / "train.tsv");
-  const std::string args = "train --tokenizer bytes --d-model 8 --heads 2 --layers 1 --d-ff 16 --max-len 8 --batch-size 8 --threads 1"
-                           " --logging-steps 1 --save-strategy no --train " + dir / "train.tsv" + " --output-dir " +
-                           dir / "out";
+  const std::string args =
+      "train --tokenizer bytes --d-model 8 --heads 2 --layers 1 --d-ff 16 --max-len 8 --batch-size 8 --threads 1"
+      " --logging-steps 1 --save-strategy no --train " +
+      dir / "train.tsv" + " --output-dir " + dir / "out";
   // Started directly (not through a shell) so that the signal reaches halfgrad itself.
   const std::string program = std::string(HALFGRAD_BIN_DIR) + "/halfgrad";
   std::vector<std::string> argv_strings = {program};
@@ -114,8 +119,8 @@ TEST_CASE("halfgrad train: SIGINT saves a checkpoint and exits 130, and --resume
   REQUIRE(!checkpoint.empty());
   const int64_t step = *io::checkpoint_step(checkpoint);
   CHECK(step >= 3);
-  CHECK_THAT(output, Catch::Contains("interrupted at step " + std::to_string(step) + "; checkpoint " +
-                                     checkpoint.string()));
+  CHECK_THAT(output,
+             Catch::Contains("interrupted at step " + std::to_string(step) + "; checkpoint " + checkpoint.string()));
   CHECK_THAT(testing::read_bytes(dir.path / "out/log.jsonl"), Catch::Contains("\"interrupted\":true"));
 
   const hg::testing::ProgramResult resumed = hg::testing::run_program(

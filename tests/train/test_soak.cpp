@@ -43,19 +43,30 @@ TEST_CASE("soak: 300 steps of the main job's model keep resident memory flat", "
   const testing::TempDir dir("soak");
   omp_set_num_threads(1);
   const data::Split split = data::language_id_dataset();
-  nn::TextClassifier model({.vocab = 256, .max_len = 32, .d_model = 128, .heads = 4, .d_ff = 512, .layers = 2,
-                            .classes = 7, .dropout = 0.1f},
+  nn::TextClassifier model({.vocab = 256,
+                            .max_len = 32,
+                            .d_model = 128,
+                            .heads = 4,
+                            .d_ff = 512,
+                            .layers = 2,
+                            .classes = 7,
+                            .dropout = 0.1f},
                            0);
-  TrainingArguments args{.output_dir = dir.path.string(), .max_steps = 300, .learning_rate = 1e-3f,
-                         .warmup_steps = 100, .lr_scheduler_type = optim::Schedule::kCosine, .save_strategy = train::IntervalStrategy::kSteps,
-                         .save_steps = 50, .save_total_limit = 2,
+  TrainingArguments args{.output_dir = dir.path.string(),
+                         .max_steps = 300,
+                         .learning_rate = 1e-3f,
+                         .warmup_steps = 100,
+                         .lr_scheduler_type = optim::Schedule::kCosine,
+                         .save_strategy = train::IntervalStrategy::kSteps,
+                         .save_steps = 50,
+                         .save_total_limit = 2,
                          .mixed_precision = {.precision = optim::Precision::kFp16, .opt_level = optim::OptLevel::kO2},
                          .seed = 0};
   auto sampler = std::make_shared<MemorySampler>();
   Trainer trainer(model, args, split.train, nullptr, {}, {sampler});
   trainer.train();
-  for (const auto& [step, m] : sampler->samples) std::printf("soak step %4lld: VmRSS %7.1f MiB, VmHWM %7.1f MiB\n",
-                                                             static_cast<long long>(step), m.first, m.second);
+  for (const auto& [step, m] : sampler->samples)
+    std::printf("soak step %4lld: VmRSS %7.1f MiB, VmHWM %7.1f MiB\n", static_cast<long long>(step), m.first, m.second);
   const double early = sampler->samples.at(100).first, late = sampler->samples.at(300).first;
   INFO("VmRSS at step 100: " << early << " MiB, at step 300: " << late << " MiB");
   // Flat: 200 more steps add less than 8 MiB, so a leak of 40 KiB or more per step fails.

@@ -40,7 +40,13 @@ fs::path fresh_dir(const std::string& name) {
 }
 
 nn::ClassifierConfig tiny_config(float dropout) {
-  return {.vocab = 256, .max_len = 16, .d_model = 32, .heads = 2, .d_ff = 64, .layers = 1, .classes = 4,
+  return {.vocab = 256,
+          .max_len = 16,
+          .d_model = 32,
+          .heads = 2,
+          .d_ff = 64,
+          .layers = 1,
+          .classes = 4,
           .dropout = dropout};
 }
 
@@ -89,8 +95,10 @@ TEST_CASE("manual loop, Accelerator and Trainer train bit-identical weights", "[
   }
 }
 
-TEST_CASE("resuming from a checkpoint continues bit for bit (f32, fp16 O2, stochastic rounding, flush to zero, pure bf16 and fp16)",
-          "[train]") {
+TEST_CASE(
+    "resuming from a checkpoint continues bit for bit (f32, fp16 O2, stochastic rounding, flush to zero, pure bf16 and "
+    "fp16)",
+    "[train]") {
   const data::Dataset train_set = data::synthetic_dataset(500, 4, 1);
   using optim::Precision;
   const std::vector<optim::MixedPrecisionOptions> modes = {
@@ -98,9 +106,12 @@ TEST_CASE("resuming from a checkpoint continues bit for bit (f32, fp16 O2, stoch
       {.precision = Precision::kFp16, .opt_level = optim::OptLevel::kO2},
       {.precision = Precision::kFp16, .opt_level = optim::OptLevel::kO2, .rounding = precision::Rounding::kStochastic},
       {.precision = Precision::kBf16, .flush_subnormals = true},
-      {.precision = Precision::kBf16, .master_weights = optim::MasterWeightsKind::kNone,
+      {.precision = Precision::kBf16,
+       .master_weights = optim::MasterWeightsKind::kNone,
        .update_rounding = optim::UpdateRounding::kStochastic},
-      {.precision = Precision::kFp16, .opt_level = optim::OptLevel::kO2, .master_weights = optim::MasterWeightsKind::kNone,
+      {.precision = Precision::kFp16,
+       .opt_level = optim::OptLevel::kO2,
+       .master_weights = optim::MasterWeightsKind::kNone,
        .update_rounding = optim::UpdateRounding::kKahan}};
   // 30 steps, stopped after 20 (checkpoints every 10); in the sanitized tree (tests/sweep_stride.h)
   // 15 stopped after 10 (every 5), where the six modes took 21 s: a resumed step is a resumed
@@ -130,8 +141,9 @@ TEST_CASE("resuming from a checkpoint continues bit for bit (f32, fp16 O2, stoch
     CHECK(second.state().global_step == total);
     CHECK(resumed.fingerprint() == uninterrupted.fingerprint());
     // Inference reads the run's numerics back from the checkpoint.
-    CHECK(load_for_inference((part_dir / ("checkpoint-" + std::to_string(total))).string()).mixed_precision->options() ==
-          mode.resolved());
+    CHECK(
+        load_for_inference((part_dir / ("checkpoint-" + std::to_string(total))).string()).mixed_precision->options() ==
+        mode.resolved());
     fingerprints.push_back(resumed.fingerprint());
     fs::remove_all(full_dir);
     fs::remove_all(part_dir);
@@ -184,9 +196,11 @@ TEST_CASE("group_by_length changes the batches, is saved with the run, and resum
   CHECK(TrainingArguments::from_json(on.trainer_state.at("training_args"), "test").group_by_length);
   run("grouped_stopped", true, 20, "", 5);
   // A model of other initial weights: all of it must come from the checkpoint.
-  const uint64_t resumed = run("grouped_resumed", true, 30, (temp_path("grouped_stopped") / "checkpoint-20").string(), 99);
+  const uint64_t resumed =
+      run("grouped_resumed", true, 30, (temp_path("grouped_stopped") / "checkpoint-20").string(), 99);
   CHECK(resumed == grouped);
-  for (const char* name : {"grouped_off", "grouped_on", "grouped_stopped", "grouped_resumed"}) fs::remove_all(fresh_dir(name));
+  for (const char* name : {"grouped_off", "grouped_on", "grouped_stopped", "grouped_resumed"})
+    fs::remove_all(fresh_dir(name));
 }
 
 TEST_CASE("embedding_learning_rate trains the token table in a group of its own", "[train]") {
@@ -260,7 +274,8 @@ TEST_CASE("label_smoothing_factor caps the trained model's confidence at the smo
   }
 }
 
-TEST_CASE("load_best_model_at_end puts the best checkpoint's weights back (fp16 O2: masters, then the model)", "[train]") {
+TEST_CASE("load_best_model_at_end puts the best checkpoint's weights back (fp16 O2: masters, then the model)",
+          "[train]") {
   const data::Dataset train_set = data::synthetic_dataset(500, 4, 1), eval_set = data::synthetic_dataset(200, 4, 2);
   const fs::path dir = fresh_dir("load_best");
   TrainingArguments args = tiny_args(dir, 30);
@@ -329,7 +344,7 @@ TEST_CASE("Accelerator::state_dict is the run's state: what a checkpoint holds, 
     CHECK(state.model.size() == model.named_parameters().size());
     CHECK(state.model.at("head.weight").dtype() == DType::f32);
     CHECK(state.fp8.is_null() == (mode.precision != Precision::kFp8));
-    CHECK(state.optimizer.tensors.size() == 2 * state.model.size());  // AdamW's exp_avg, exp_avg_sq
+    CHECK(state.optimizer.tensors.size() == 2 * state.model.size());         // AdamW's exp_avg, exp_avg_sq
     CHECK(state.scheduler.at("step") == 4 - trainer.state().skipped_steps);  // steps only when the optimizer did
     CHECK(state.scaler.empty() == (mode.precision != Precision::kFp16));     // torch's {} when disabled
     CHECK(state.rng.at("dropout").at("offset") == model.dropout_gen->offset());
@@ -417,12 +432,14 @@ TEST_CASE("a resume whose model differs in pooling, dropout or sparse_embedding 
   cls.pooling = nn::Pooling::kCls;
   cls.vocab = 257;  // bytes and the CLS token
   CHECK_THAT(resume_error(cls),
-             Catch::StartsWith(checkpoint + ": the checkpoint does not match this run: vocab_size: checkpoint 256, "
+             Catch::StartsWith(checkpoint +
+                               ": the checkpoint does not match this run: vocab_size: checkpoint 256, "
                                "this run 257 (--buckets); pooling: checkpoint \"mean\", this run \"cls\" (--pooling)"));
   // 0.1f and 0.2f as config.json holds them (the float widened to double, printed shortest).
   CHECK(resume_error(tiny_config(0.2f)) ==
-        checkpoint + ": the checkpoint does not match this run: dropout: checkpoint 0.10000000149011612, this run "
-                     "0.20000000298023224 (--dropout)");
+        checkpoint +
+            ": the checkpoint does not match this run: dropout: checkpoint 0.10000000149011612, this run "
+            "0.20000000298023224 (--dropout)");
   nn::ClassifierConfig sparse = tiny_config(0.1f);
   sparse.sparse_embedding = true;
   CHECK(resume_error(sparse) ==
@@ -449,7 +466,8 @@ struct PoisonWeightAt : TrainerCallback {
   }
 };
 
-TEST_CASE("a weight gone inf: f32 training stops with a message, fp16 skips, counts and warns naming the op", "[train]") {
+TEST_CASE("a weight gone inf: f32 training stops with a message, fp16 skips, counts and warns naming the op",
+          "[train]") {
   const data::Dataset train_set = data::synthetic_dataset(500, 4, 1);
   const fs::path dir = fresh_dir("poisoned");
   TrainingArguments args = tiny_args(dir, 40);
@@ -516,8 +534,9 @@ TEST_CASE("halfgrad command: train on TSV files, then eval and predict with the 
   const fs::path dir = fresh_dir("cli_flow");
   const std::string out = (dir / "out").string();
   const auto trained = train_on_synthetic_tsv(
-      dir, " --tokenizer bytes --epochs 3 --batch-size 32 --lr 3e-3 --warmup-steps 5 --d-model 32 --heads 2 --layers 1"
-           " --d-ff 64 --max-len 16");
+      dir,
+      " --tokenizer bytes --epochs 3 --batch-size 32 --lr 3e-3 --warmup-steps 5 --d-model 32 --heads 2 --layers 1"
+      " --d-ff 64 --max-len 16");
   INFO(trained.output);
   REQUIRE(trained.exit_code == 0);
   CHECK_THAT(trained.output, Catch::Contains("synthetic") || Catch::Contains("train.tsv: 600 examples, 3 classes"));
@@ -526,15 +545,16 @@ TEST_CASE("halfgrad command: train on TSV files, then eval and predict with the 
   REQUIRE(!checkpoint.empty());
   CHECK(checkpoint.filename() == "checkpoint-57");  // 3 epochs of ceil(600 / 32) = 19 steps
 
-  const auto evaluated = testing::run_program("halfgrad", "eval --checkpoint " + checkpoint.string() + " --data " +
-                                                              (dir / "test.tsv").string());
+  const auto evaluated = testing::run_program(
+      "halfgrad", "eval --checkpoint " + checkpoint.string() + " --data " + (dir / "test.tsv").string());
   INFO(evaluated.output);
   REQUIRE(evaluated.exit_code == 0);
   std::smatch m;
   REQUIRE(std::regex_search(evaluated.output, m, std::regex(R"(accuracy ([0-9.]+))")));
   CHECK(std::stod(m[1]) > 0.9);
 
-  const auto predicted = testing::run_program("halfgrad", "predict --checkpoint " + checkpoint.string() + " aabbab ccdcdd");
+  const auto predicted =
+      testing::run_program("halfgrad", "predict --checkpoint " + checkpoint.string() + " aabbab ccdcdd");
   INFO(predicted.output);
   REQUIRE(predicted.exit_code == 0);
   CHECK_THAT(predicted.output, Catch::Contains("aabbab\tclass0") && Catch::Contains("ccdcdd\tclass1"));
@@ -546,22 +566,23 @@ TEST_CASE("halfgrad command: a char-ngrams bag model saves its tokenizer, and ev
   const fs::path dir = fresh_dir("cli_bag");
   const std::string out = (dir / "out").string();
   const auto trained = train_on_synthetic_tsv(
-      dir, " --tokenizer char-ngrams --ngram-min 1 --ngram-max 3 --buckets 1000 --epochs 3 --batch-size 32"
-           " --lr 1e-2 --warmup-steps 5 --d-model 32 --heads 2 --layers 0 --max-len 64");
+      dir,
+      " --tokenizer char-ngrams --ngram-min 1 --ngram-max 3 --buckets 1000 --epochs 3 --batch-size 32"
+      " --lr 1e-2 --warmup-steps 5 --d-model 32 --heads 2 --layers 0 --max-len 64");
   INFO(trained.output);
   REQUIRE(trained.exit_code == 0);
   const fs::path checkpoint = io::latest_checkpoint(out);
   REQUIRE(!checkpoint.empty());
   nlohmann::json config;
   std::ifstream(checkpoint / "config.json") >> config;
-  CHECK(config.at("tokenizer") == nlohmann::json{{"type", "char-ngrams"}, {"ngram_min", 1}, {"ngram_max", 3},
-                                                 {"buckets", 1000}});
+  CHECK(config.at("tokenizer") ==
+        nlohmann::json{{"type", "char-ngrams"}, {"ngram_min", 1}, {"ngram_max", 3}, {"buckets", 1000}});
   CHECK(config.at("vocab_size") == 1001);
   CHECK(config.at("position_embedding") == "none");
   CHECK(config.at("num_hidden_layers") == 0);
 
-  const auto evaluated = testing::run_program("halfgrad", "eval --checkpoint " + checkpoint.string() + " --data " +
-                                                              (dir / "test.tsv").string());
+  const auto evaluated = testing::run_program(
+      "halfgrad", "eval --checkpoint " + checkpoint.string() + " --data " + (dir / "test.tsv").string());
   INFO(evaluated.output);
   REQUIRE(evaluated.exit_code == 0);
   std::smatch m;
@@ -586,7 +607,8 @@ TEST_CASE("halfgrad command: a byte-level checkpoint with a config.json from bef
   const auto trained = testing::run_program(
       "halfgrad", "train --train " + (dir / "train.tsv").string() +
                       " --tokenizer bytes --epochs 1 --batch-size 32 --d-model 16 --heads 2 --layers 1 --d-ff 32"
-                      " --max-len 16 --output-dir " + out);
+                      " --max-len 16 --output-dir " +
+                      out);
   INFO(trained.output);
   REQUIRE(trained.exit_code == 0);
   const fs::path checkpoint = io::latest_checkpoint(out);
@@ -609,7 +631,8 @@ TEST_CASE("halfgrad command: a byte-level checkpoint with a config.json from bef
     std::ofstream(checkpoint / name) << j.dump(2);
     nlohmann::json manifest;
     std::ifstream(checkpoint / io::kManifestFile) >> manifest;
-    manifest["files"][name] = {{"size", fs::file_size(checkpoint / name)}, {"sha256", io::sha256_file(checkpoint / name)}};
+    manifest["files"][name] = {{"size", fs::file_size(checkpoint / name)},
+                               {"sha256", io::sha256_file(checkpoint / name)}};
     std::ofstream(checkpoint / io::kManifestFile) << manifest.dump(2);
   };
   rewrite("config.json", config);
@@ -627,7 +650,8 @@ TEST_CASE("halfgrad command: a byte-level checkpoint with a config.json from bef
   const auto resumed = testing::run_program(
       "halfgrad", "train --train " + (dir / "train.tsv").string() +
                       " --tokenizer bytes --epochs 2 --batch-size 32 --d-model 16 --heads 2 --layers 1 --d-ff 32"
-                      " --max-len 16 --output-dir " + out + " --resume " + checkpoint.string());
+                      " --max-len 16 --output-dir " +
+                      out + " --resume " + checkpoint.string());
   INFO(resumed.output);
   CHECK(resumed.exit_code == 0);
   fs::remove_all(dir);
@@ -648,7 +672,8 @@ TEST_CASE("halfgrad command: bad input gives a one-line error and a non-zero exi
   };
   const std::vector<Case> cases = {
       {"train --train " + good + " --heads 3", "heads (3) must divide d_model (32)"},
-      {"train --train " + good + " --ngram-min 4 --ngram-max 2", "ngram_min <= ngram_max <= 32, got ngram_min 4, ngram_max 2"},
+      {"train --train " + good + " --ngram-min 4 --ngram-max 2",
+       "ngram_min <= ngram_max <= 32, got ngram_min 4, ngram_max 2"},
       {"train --train " + good + " --tokenizer chars", "--tokenizer"},
       {"train --train " + good + " --buckets 0", "--buckets"},
       {"train --train " + good + " --tokenizer words --ngram-min 2",
@@ -664,7 +689,8 @@ TEST_CASE("halfgrad command: bad input gives a one-line error and a non-zero exi
       {"train --train " + good + " --loss-scale banana", "invalid loss scale 'banana'"},
       {"train --train " + good + " --batch-size 0", "--batch-size"},
       {"train --no-such-flag", "no-such-flag"},
-      {"eval --checkpoint " + dir.string() + " --data " + good, "neither a checkpoint (no checkpoint.json) nor a run's"},
+      {"eval --checkpoint " + dir.string() + " --data " + good,
+       "neither a checkpoint (no checkpoint.json) nor a run's"},
       {"predict --checkpoint /nonexistent/ckpt hello", "/nonexistent/ckpt"},
   };
   for (const Case& c : cases) {

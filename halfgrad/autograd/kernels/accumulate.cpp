@@ -138,9 +138,9 @@ void gemm_f16(float* c, int64_t ldc, const float* a, const float* b, int64_t ldb
   maybe_parallel(groups > 1 && use_team(2.0 * double(m) * double(n) * double(k), kParallelFlops), [&] {
 #pragma omp for schedule(static)
     for (int64_t g = 0; g < groups; ++g) {
-      HWY_DYNAMIC_DISPATCH(GemmF16RowsImpl)(c, size_t(ldc), a, b, size_t(ldb), size_t(g * kRows),
-                                            size_t(std::min(m, (g + 1) * kRows)), size_t(n), size_t(k), block,
-                                            accumulate);
+      HWY_DYNAMIC_DISPATCH(GemmF16RowsImpl)
+      (c, size_t(ldc), a, b, size_t(ldb), size_t(g * kRows), size_t(std::min(m, (g + 1) * kRows)), size_t(n), size_t(k),
+       block, accumulate);
     }
   });
 }

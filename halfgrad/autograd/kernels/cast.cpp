@@ -24,7 +24,7 @@ void load_f32(float* dst, const void* src, DType dtype, int64_t offset, int64_t 
 }
 
 void store_rounded(void* dst, DType dtype, int64_t offset, const float* src, int64_t n,
-            const precision::RoundingOptions& rounding, uint64_t seed, uint64_t stochastic_index) {
+                   const precision::RoundingOptions& rounding, uint64_t seed, uint64_t stochastic_index) {
   if (n == 0) return;
   if (dtype == DType::f32) {
     std::memcpy(static_cast<float*>(dst) + offset, src, size_t(n) * sizeof(float));
@@ -61,9 +61,12 @@ bool no_all_ones_exponent(const void* data, int64_t n, Bits mask) {
 
 bool all_finite(const void* data, DType dtype, int64_t n) {
   switch (dtype) {
-    case DType::f32: return no_all_ones_exponent<uint32_t>(data, n, 0x7F800000u);
-    case DType::f16: return no_all_ones_exponent<uint16_t>(data, n, 0x7C00u);
-    case DType::bf16: return no_all_ones_exponent<uint16_t>(data, n, 0x7F80u);
+    case DType::f32:
+      return no_all_ones_exponent<uint32_t>(data, n, 0x7F800000u);
+    case DType::f16:
+      return no_all_ones_exponent<uint16_t>(data, n, 0x7C00u);
+    case DType::bf16:
+      return no_all_ones_exponent<uint16_t>(data, n, 0x7F80u);
   }
   return false;
 }

@@ -32,8 +32,7 @@ using DF = hn::ScalableTag<float>;
 using VF = hn::Vec<DF>;
 
 template <class F, class... P, size_t... I>
-HWY_INLINE void TransformTail(DF d, float* y, size_t rest, const F& f, std::index_sequence<I...>,
-                              const P*... x) {
+HWY_INLINE void TransformTail(DF d, float* y, size_t rest, const F& f, std::index_sequence<I...>, const P*... x) {
   HWY_ALIGN float in[sizeof...(P)][hn::MaxLanes(d)] = {};
   (std::copy_n(x, rest, in[I]), ...);
   HWY_ALIGN float out[hn::MaxLanes(d)];
@@ -69,16 +68,16 @@ template <bool kWithLo, class D>
 HWY_INLINE hn::Vec<D> ExpCore(D d, hn::Vec<D> hi, hn::Vec<D> lo) {
   const hn::RebindToSigned<D> di;
   // (e^r - 1 - r) / r^2 on [-0.3476, 0.3476]: 0.052 ulp relative to e^r.
-  static constexpr float kP[] = {0.4999999403953552f, 0.1666651964187622f, 0.04166840761899948f,
-                                 0.008368914015591145f, 0.001381418784148991f};
+  static constexpr float kP[] = {0.4999999403953552f, 0.1666651964187622f, 0.04166840761899948f, 0.008368914015591145f,
+                                 0.001381418784148991f};
   const auto x = hn::Min(hn::Max(hi, hn::Set(d, -104.0f)), hn::Set(d, 89.0f));
-  const auto k = hn::Round(hn::Mul(x, hn::Set(d, 1.44269502163f)));        // round(x / ln2)
-  auto r = hn::NegMulAdd(k, hn::Set(d, 0.693145751953125f), x);            // ln2_hi: exact
-  r = hn::NegMulAdd(k, hn::Set(d, 1.42860677e-6f), r);                     // ln2_lo
+  const auto k = hn::Round(hn::Mul(x, hn::Set(d, 1.44269502163f)));  // round(x / ln2)
+  auto r = hn::NegMulAdd(k, hn::Set(d, 0.693145751953125f), x);      // ln2_hi: exact
+  r = hn::NegMulAdd(k, hn::Set(d, 1.42860677e-6f), r);               // ln2_lo
   if constexpr (kWithLo) r = hn::Add(r, lo);
   const auto y = hn::Add(hn::Set(d, 1.0f), hn::MulAdd(hn::Mul(r, r), Polynomial(d, r, kP), r));
-  const auto ki = hn::ConvertTo(di, k);                                    // in [-150, 128]
-  const auto k1 = hn::ShiftRight<1>(ki), k2 = hn::Sub(ki, k1);             // each in [-75, 64]
+  const auto ki = hn::ConvertTo(di, k);                         // in [-150, 128]
+  const auto k1 = hn::ShiftRight<1>(ki), k2 = hn::Sub(ki, k1);  // each in [-75, 64]
   const auto bias = hn::Set(di, 127);
   const auto scale1 = hn::BitCast(d, hn::ShiftLeft<23>(hn::Add(k1, bias)));
   const auto scale2 = hn::BitCast(d, hn::ShiftLeft<23>(hn::Add(k2, bias)));
@@ -116,7 +115,7 @@ HWY_INLINE hn::Vec<D> ExpMinusSquare(D d, hn::Vec<D> s) {
   const hn::RebindToUnsigned<D> du;
   s = hn::Min(hn::Abs(s), hn::Set(d, 15.0f));
   const auto z = hn::BitCast(d, hn::And(hn::BitCast(du, s), hn::Set(du, 0xFFFFF000u)));
-  auto z2 = hn::Mul(z, z);                           // exact
+  auto z2 = hn::Mul(z, z);                            // exact
   auto rest = hn::Mul(hn::Sub(s, z), hn::Add(s, z));  // s^2 - z^2, |rest| < 2^-10 s^2
   if constexpr (kHalf) {
     z2 = hn::Mul(z2, hn::Set(d, 0.5f));
@@ -141,9 +140,8 @@ inline constexpr float kErfTailEnd = 10.0625f;  // erfc(t) / 2 < 2^-150 beyond: 
 // relative to erf: 0.26 ulp.
 template <class D>
 HWY_INLINE hn::Vec<D> ErfSmall(D d, hn::Vec<D> u) {
-  static constexpr float kP[] = {0.12837915122509003f, -0.37612494826316833f,
-                                 0.1128181591629982f,  -0.026766614988446236f,
-                                 0.004993179347366095f, -0.000599085062276572f};
+  static constexpr float kP[] = {0.12837915122509003f,   -0.37612494826316833f, 0.1128181591629982f,
+                                 -0.026766614988446236f, 0.004993179347366095f, -0.000599085062276572f};
   return hn::MulAdd(Polynomial(d, hn::Mul(u, u), kP), u, u);
 }
 
@@ -155,15 +153,14 @@ HWY_INLINE hn::Vec<D> ErfSmall(D d, hn::Vec<D> u) {
 // exact), so t itself is never rounded.
 template <bool kNormal, class D>
 HWY_INLINE hn::Vec<D> ScaledHalfErfc(D d, hn::Vec<D> s) {
-  static constexpr float kNear[] = {
-      0.14248612523078918f,   -0.06548817455768585f,  0.02788173221051693f,
-      -0.0111298318952322f,   0.0042032175697386265f, -0.0015117924194782972f,
-      0.0005149182979948819f, -0.00016787269851192832f, 6.316715007415041e-05f,
-      -2.142171433661133e-05f};
-  static constexpr float kFar[] = {
-      0.2739989161491394f,   -0.059723466634750366f, -0.08389309048652649f, 0.10975659638643265f,
-      -0.014045844785869122f, -0.13640321791172028f, 0.20591914653778076f,  -0.04700992628931999f,
-      -0.37540334463119507f, 0.6636476516723633f};
+  static constexpr float kNear[] = {0.14248612523078918f,   -0.06548817455768585f,    0.02788173221051693f,
+                                    -0.0111298318952322f,   0.0042032175697386265f,   -0.0015117924194782972f,
+                                    0.0005149182979948819f, -0.00016787269851192832f, 6.316715007415041e-05f,
+                                    -2.142171433661133e-05f};
+  static constexpr float kFar[] = {0.2739989161491394f,  -0.059723466634750366f, -0.08389309048652649f,
+                                   0.10975659638643265f, -0.014045844785869122f, -0.13640321791172028f,
+                                   0.20591914653778076f, -0.04700992628931999f,  -0.37540334463119507f,
+                                   0.6636476516723633f};
   constexpr size_t kN = std::size(kNear);
   static_assert(std::size(kFar) == kN);
   // t / s and s / t; for the normal CDF t / s = 1/sqrt 2 is carried as a sum of two floats and
@@ -174,14 +171,15 @@ HWY_INLINE hn::Vec<D> ScaledHalfErfc(D d, hn::Vec<D> s) {
   s = hn::Min(s, hn::Set(d, kErfTailEnd * kInvScale));
   const auto near = hn::Lt(s, hn::Set(d, 2.5f * kInvScale));
   auto v_near = hn::MulAdd(s, hn::Set(d, kScale), hn::Set(d, -1.75f));  // t - 1.75
-  auto w = hn::Div(hn::Set(d, kInvScale), s);                             // 1 / t
+  auto w = hn::Div(hn::Set(d, kInvScale), s);                           // 1 / t
   if constexpr (kNormal) {
     v_near = hn::MulAdd(s, hn::Set(d, kScaleLo), v_near);
     w = hn::MulAdd(w, hn::Set(d, kInvScaleError), w);
   }
   const auto v = hn::IfThenElse(near, v_near, hn::Sub(w, hn::Set(d, 0.25f)));
   auto p = hn::IfThenElse(near, hn::Set(d, kNear[kN - 1]), hn::Set(d, kFar[kN - 1]));
-  for (size_t k = kN - 1; k-- > 0;) p = hn::MulAdd(p, v, hn::IfThenElse(near, hn::Set(d, kNear[k]), hn::Set(d, kFar[k])));
+  for (size_t k = kN - 1; k-- > 0;)
+    p = hn::MulAdd(p, v, hn::IfThenElse(near, hn::Set(d, kNear[k]), hn::Set(d, kFar[k])));
   return hn::IfThenElse(near, p, hn::Mul(w, p));
 }
 
@@ -191,8 +189,7 @@ HWY_INLINE hn::Vec<D> ErfF(D d, hn::Vec<D> x) {
   const auto t = hn::Abs(x);
   const auto half_erfc = hn::Mul(ExpMinusSquare<false>(d, t), ScaledHalfErfc<false>(d, t));
   const auto tail = hn::NegMulAdd(hn::Set(d, 2.0f), half_erfc, hn::Set(d, 1.0f));  // exact 2x
-  const auto y = hn::IfThenElse(hn::Lt(t, hn::Set(d, kErfSplit)), ErfSmall(d, x),
-                                hn::CopySignToAbs(tail, x));
+  const auto y = hn::IfThenElse(hn::Lt(t, hn::Set(d, kErfSplit)), ErfSmall(d, x), hn::CopySignToAbs(tail, x));
   return hn::IfThenElse(hn::IsNaN(x), x, y);
 }
 
@@ -204,8 +201,8 @@ HWY_INLINE hn::Vec<D> NormalCdfF(D d, hn::Vec<D> x, hn::Vec<D>* density = nullpt
   const auto half = hn::Set(d, 0.5f);
   const auto u = hn::Mul(x, hn::Set(d, 0.7071067811865476f));
   const auto t = hn::Abs(u);
-  const auto small = hn::MulAdd(half, ErfSmall(d, u), half);  // 0.5 erf exact: fused or not
-  const auto gauss = ExpMinusSquare<true>(d, x);               // e^(-x^2/2)
+  const auto small = hn::MulAdd(half, ErfSmall(d, u), half);              // 0.5 erf exact: fused or not
+  const auto gauss = ExpMinusSquare<true>(d, x);                          // e^(-x^2/2)
   const auto tail = hn::Mul(gauss, ScaledHalfErfc<true>(d, hn::Abs(x)));  // Phi(-|x|)
   const auto large = hn::IfThenElse(hn::Lt(x, hn::Zero(d)), tail, hn::Sub(hn::Set(d, 1.0f), tail));
   const auto y = hn::IfThenElse(hn::Lt(t, hn::Set(d, kErfSplit)), small, large);

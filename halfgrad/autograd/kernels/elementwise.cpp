@@ -27,77 +27,97 @@ namespace hg::kernels::HWY_NAMESPACE {
 namespace hn = hwy::HWY_NAMESPACE;
 
 void AddImpl(float* y, const float* a, const float* b, size_t n) {
-  Transform(y, n, [](VF p, VF q) { return hn::Add(p, q); }, a, b);
+  Transform(
+      y, n, [](VF p, VF q) { return hn::Add(p, q); }, a, b);
 }
 void SubImpl(float* y, const float* a, const float* b, size_t n) {
-  Transform(y, n, [](VF p, VF q) { return hn::Sub(p, q); }, a, b);
+  Transform(
+      y, n, [](VF p, VF q) { return hn::Sub(p, q); }, a, b);
 }
 void MulImpl(float* y, const float* a, const float* b, size_t n) {
-  Transform(y, n, [](VF p, VF q) { return hn::Mul(p, q); }, a, b);
+  Transform(
+      y, n, [](VF p, VF q) { return hn::Mul(p, q); }, a, b);
 }
 void DivImpl(float* y, const float* a, const float* b, size_t n) {
-  Transform(y, n, [](VF p, VF q) { return hn::Div(p, q); }, a, b);
+  Transform(
+      y, n, [](VF p, VF q) { return hn::Div(p, q); }, a, b);
 }
 void AddScalarImpl(float* y, const float* x, float s, size_t n) {
   const VF vs = hn::Set(DF(), s);
-  Transform(y, n, [vs](VF v) { return hn::Add(v, vs); }, x);
+  Transform(
+      y, n, [vs](VF v) { return hn::Add(v, vs); }, x);
 }
 void MulScalarImpl(float* y, const float* x, float s, size_t n) {
   const VF vs = hn::Set(DF(), s);
-  Transform(y, n, [vs](VF v) { return hn::Mul(v, vs); }, x);
+  Transform(
+      y, n, [vs](VF v) { return hn::Mul(v, vs); }, x);
 }
 void NegImpl(float* y, const float* x, size_t n) {
-  Transform(y, n, [](VF v) { return hn::Neg(v); }, x);
+  Transform(
+      y, n, [](VF v) { return hn::Neg(v); }, x);
 }
 void MaskedFillImpl(float* y, const float* x, const float* mask, float value, size_t n) {
   const VF vs = hn::Set(DF(), value);
   // Not(m == 0) rather than m != 0: Highway's Ne is an ordered comparison on x86 (false for NaN).
-  Transform(y, n, [vs](VF v, VF m) { return hn::IfThenElse(hn::Not(hn::Eq(m, hn::Zero(DF()))), vs, v); }, x, mask);
+  Transform(
+      y, n, [vs](VF v, VF m) { return hn::IfThenElse(hn::Not(hn::Eq(m, hn::Zero(DF()))), vs, v); }, x, mask);
 }
 
 void ExpImpl(float* y, const float* x, size_t n) {
-  Transform(y, n, [](VF v) { return ExpF(DF(), v); }, x);
+  Transform(
+      y, n, [](VF v) { return ExpF(DF(), v); }, x);
 }
 void LogImpl(float* y, const float* x, size_t n) {
-  Transform(y, n, [](VF v) { return LogF(DF(), v); }, x);
+  Transform(
+      y, n, [](VF v) { return LogF(DF(), v); }, x);
 }
 void SqrtImpl(float* y, const float* x, size_t n) {
-  Transform(y, n, [](VF v) { return hn::Sqrt(v); }, x);
+  Transform(
+      y, n, [](VF v) { return hn::Sqrt(v); }, x);
 }
 void SqrtBackwardImpl(float* dx, const float* dy, const float* y, size_t n) {
   const VF half = hn::Set(DF(), 0.5f);
-  Transform(dx, n, [half](VF g, VF r) { return hn::Mul(g, hn::Div(half, r)); }, dy, y);
+  Transform(
+      dx, n, [half](VF g, VF r) { return hn::Mul(g, hn::Div(half, r)); }, dy, y);
 }
 void TanhImpl(float* y, const float* x, size_t n) {
-  Transform(y, n, [](VF v) { return TanhF(DF(), v); }, x);
+  Transform(
+      y, n, [](VF v) { return TanhF(DF(), v); }, x);
 }
 void TanhBackwardImpl(float* dx, const float* dy, const float* y, size_t n) {
   const VF one = hn::Set(DF(), 1.0f);
-  Transform(dx, n, [one](VF g, VF t) { return hn::Mul(g, hn::Mul(hn::Sub(one, t), hn::Add(one, t))); },
-            dy, y);
+  Transform(
+      dx, n, [one](VF g, VF t) { return hn::Mul(g, hn::Mul(hn::Sub(one, t), hn::Add(one, t))); }, dy, y);
 }
 void ReluImpl(float* y, const float* x, size_t n) {
   // x <= 0 is false for NaN, which is kept.
-  Transform(y, n, [](VF v) { return hn::IfThenZeroElse(hn::Le(v, hn::Zero(DF())), v); }, x);
+  Transform(
+      y, n, [](VF v) { return hn::IfThenZeroElse(hn::Le(v, hn::Zero(DF())), v); }, x);
 }
 void ReluBackwardImpl(float* dx, const float* dy, const float* x, size_t n) {
-  Transform(dx, n, [](VF g, VF v) { return hn::IfThenZeroElse(hn::Le(v, hn::Zero(DF())), g); }, dy, x);
+  Transform(
+      dx, n, [](VF g, VF v) { return hn::IfThenZeroElse(hn::Le(v, hn::Zero(DF())), g); }, dy, x);
 }
 
 void ErfImpl(float* y, const float* x, size_t n) {
-  Transform(y, n, [](VF v) { return ErfF(DF(), v); }, x);
+  Transform(
+      y, n, [](VF v) { return ErfF(DF(), v); }, x);
 }
 void GeluImpl(float* y, const float* x, size_t n) {
-  Transform(y, n, [](VF v) { return hn::Mul(v, NormalCdfF<false>(DF(), v)); }, x);
+  Transform(
+      y, n, [](VF v) { return hn::Mul(v, NormalCdfF<false>(DF(), v)); }, x);
 }
 // Phi(x) + x phi(x), phi(x) = e^(-x^2/2) / sqrt(2 pi).
 void GeluBackwardImpl(float* dx, const float* dy, const float* x, size_t n) {
   const DF d;
-  Transform(dx, n, [d](VF g, VF v) {
-    VF density;
-    const VF cdf = NormalCdfF<true>(d, v, &density);
-    return hn::Mul(g, hn::Add(cdf, hn::Mul(v, density)));
-  }, dy, x);
+  Transform(
+      dx, n,
+      [d](VF g, VF v) {
+        VF density;
+        const VF cdf = NormalCdfF<true>(d, v, &density);
+        return hn::Mul(g, hn::Add(cdf, hn::Mul(v, density)));
+      },
+      dy, x);
 }
 
 // u = sqrt(2/pi) (x + 0.044715 x^3), in the twin's order.
@@ -107,31 +127,37 @@ HWY_INLINE VF GeluTanhArgument(DF d, VF x) {
 }
 void GeluTanhImpl(float* y, const float* x, size_t n) {
   const DF d;
-  Transform(y, n, [d](VF v) {
-    VF complement;
-    const VF u = GeluTanhArgument(d, v);
-    return hn::Mul(v, SigmoidF(d, hn::Add(u, u), &complement));
-  }, x);
+  Transform(
+      y, n,
+      [d](VF v) {
+        VF complement;
+        const VF u = GeluTanhArgument(d, v);
+        return hn::Mul(v, SigmoidF(d, hn::Add(u, u), &complement));
+      },
+      x);
 }
 // d/dx x s(2u) = s + x 2 s (1 - s) u', u' = sqrt(2/pi) (1 + 3 0.044715 x^2).
 void GeluTanhBackwardImpl(float* dx, const float* dy, const float* x, size_t n) {
   const DF d;
-  Transform(dx, n, [d](VF g, VF v) {
-    VF complement;
-    const VF u = GeluTanhArgument(d, v);
-    const VF s = SigmoidF(d, hn::Add(u, u), &complement);
-    const VF du = hn::Mul(hn::Set(d, 0.7978845608028654f),
-                          hn::Add(hn::Set(d, 1.0f), hn::Mul(hn::Mul(hn::Set(d, 3.0f * 0.044715f), v), v)));
-    const VF slope = hn::Mul(hn::Mul(hn::Mul(hn::Add(v, v), s), complement), du);
-    return hn::Mul(g, hn::Add(s, slope));
-  }, dy, x);
+  Transform(
+      dx, n,
+      [d](VF g, VF v) {
+        VF complement;
+        const VF u = GeluTanhArgument(d, v);
+        const VF s = SigmoidF(d, hn::Add(u, u), &complement);
+        const VF du = hn::Mul(hn::Set(d, 0.7978845608028654f),
+                              hn::Add(hn::Set(d, 1.0f), hn::Mul(hn::Mul(hn::Set(d, 3.0f * 0.044715f), v), v)));
+        const VF slope = hn::Mul(hn::Mul(hn::Mul(hn::Add(v, v), s), complement), du);
+        return hn::Mul(g, hn::Add(s, slope));
+      },
+      dy, x);
 }
 
 // x^p = e^(p log|x|) in f64 (error ~1e-15 relative before the one rounding to f32), then the
 // sign and NaN rules. p is finite and nonzero here (the wrapper handles the other cases).
 template <class DF64>
 HWY_INLINE hn::Vec<hn::Rebind<float, DF64>> PowCore(DF64 dd, hn::Vec<hn::Rebind<float, DF64>> x, float p,
-                                                   bool p_integer, bool p_odd) {
+                                                    bool p_integer, bool p_odd) {
   const hn::Rebind<float, DF64> df;
   const auto inf = std::numeric_limits<double>::infinity();
   const auto ax = hn::PromoteTo(dd, hn::Abs(x));
@@ -189,7 +215,8 @@ void PowScalarBackwardImpl(float* dx, const float* dy, const float* x, float p, 
 }
 
 void DivBackwardDivisorImpl(float* db, const float* dy, const float* a, const float* b, size_t n) {
-  Transform(db, n, [](VF g, VF p, VF q) { return hn::Div(hn::Mul(hn::Neg(g), p), hn::Mul(q, q)); }, dy, a, b);
+  Transform(
+      db, n, [](VF g, VF p, VF q) { return hn::Div(hn::Mul(hn::Neg(g), p), hn::Mul(q, q)); }, dy, a, b);
 }
 
 }  // namespace hg::kernels::HWY_NAMESPACE

@@ -171,8 +171,7 @@ HWY_INLINE void Transpose(D d, hn::Vec<D>* HWY_RESTRICT v) {
 // write up to kPackSlack floats past a panel row into the next row, which is written afterwards,
 // or past the last panel into the buffer's slack.
 template <DType kT, size_t W>
-void PackBlockT(float* HWY_RESTRICT dst, const Source& s, size_t origin, size_t lines,
-                size_t kc) {
+void PackBlockT(float* HWY_RESTRICT dst, const Source& s, size_t origin, size_t lines, size_t kc) {
   const hn::CappedTag<float, 8> d;
   constexpr size_t T = hn::MaxLanes(d);
   constexpr size_t G = (W + T - 1) / T;  // vectors (groups of T lines) per panel row
@@ -189,8 +188,7 @@ void PackBlockT(float* HWY_RESTRICT dst, const Source& s, size_t origin, size_t 
         for (size_t g = 0; g < G; ++g) {
           for (size_t t = 0; t < T; ++t) {
             const size_t w = g * T + t;
-            block[g][t] = w < valid ? LoadWiden<kT>(d, s.base, origin + w * s.line_stride + p)
-                                    : hn::Zero(d);
+            block[g][t] = w < valid ? LoadWiden<kT>(d, s.base, origin + w * s.line_stride + p) : hn::Zero(d);
           }
           Transpose(d, block[g]);
         }
@@ -200,8 +198,7 @@ void PackBlockT(float* HWY_RESTRICT dst, const Source& s, size_t origin, size_t 
       }
       for (; p < kc; ++p) {
         for (size_t w = 0; w < W; ++w) {
-          dst[p * W + w] =
-              w < valid ? WidenOne<kT>(s.base, origin + w * s.line_stride + p) : 0.0f;
+          dst[p * W + w] = w < valid ? WidenOne<kT>(s.base, origin + w * s.line_stride + p) : 0.0f;
         }
       }
     }
@@ -218,8 +215,7 @@ void PackBlockT(float* HWY_RESTRICT dst, const Source& s, size_t origin, size_t 
     if (p + 1 < kc || W % T == 0) {
       for (; q < fast; ++q) {
         for (size_t g = 0; g < G; ++g) {
-          hn::StoreU(LoadWiden<kT>(d, s.base, row + q * W + g * T), d,
-                     dst + q * W * kc + p * W + g * T);
+          hn::StoreU(LoadWiden<kT>(d, s.base, row + q * W + g * T), d, dst + q * W * kc + p * W + g * T);
         }
       }
     }
@@ -237,8 +233,7 @@ void PackBlockT(float* HWY_RESTRICT dst, const Source& s, size_t origin, size_t 
 // without PackBlockT's transposes (a load, a widening and a store per vector). For f16/bf16 A and
 // for f32 rows 4 KiB apart (see AMode). step: a multiple of the f32 lanes, dst aligned.
 template <DType kT>
-void WidenLinesT(float* HWY_RESTRICT dst, size_t step, const Source& s, size_t origin, size_t lines,
-                 size_t kc) {
+void WidenLinesT(float* HWY_RESTRICT dst, size_t step, const Source& s, size_t origin, size_t lines, size_t kc) {
   const DF d;
   for (size_t w = 0; w < lines; ++w, dst += step, origin += s.line_stride) {
     size_t p = 0;
@@ -247,21 +242,26 @@ void WidenLinesT(float* HWY_RESTRICT dst, size_t step, const Source& s, size_t o
   }
 }
 
-void WidenLines(float* HWY_RESTRICT dst, size_t step, const Source& s, size_t origin, size_t lines,
-                size_t kc) {
+void WidenLines(float* HWY_RESTRICT dst, size_t step, const Source& s, size_t origin, size_t lines, size_t kc) {
   switch (s.dtype) {
-    case DType::f32: return WidenLinesT<DType::f32>(dst, step, s, origin, lines, kc);
-    case DType::f16: return WidenLinesT<DType::f16>(dst, step, s, origin, lines, kc);
-    case DType::bf16: return WidenLinesT<DType::bf16>(dst, step, s, origin, lines, kc);
+    case DType::f32:
+      return WidenLinesT<DType::f32>(dst, step, s, origin, lines, kc);
+    case DType::f16:
+      return WidenLinesT<DType::f16>(dst, step, s, origin, lines, kc);
+    case DType::bf16:
+      return WidenLinesT<DType::bf16>(dst, step, s, origin, lines, kc);
   }
 }
 
 template <size_t W>
 void PackBlock(float* HWY_RESTRICT dst, const Source& s, size_t origin, size_t lines, size_t kc) {
   switch (s.dtype) {
-    case DType::f32: return PackBlockT<DType::f32, W>(dst, s, origin, lines, kc);
-    case DType::f16: return PackBlockT<DType::f16, W>(dst, s, origin, lines, kc);
-    case DType::bf16: return PackBlockT<DType::bf16, W>(dst, s, origin, lines, kc);
+    case DType::f32:
+      return PackBlockT<DType::f32, W>(dst, s, origin, lines, kc);
+    case DType::f16:
+      return PackBlockT<DType::f16, W>(dst, s, origin, lines, kc);
+    case DType::bf16:
+      return PackBlockT<DType::bf16, W>(dst, s, origin, lines, kc);
   }
 }
 
@@ -277,9 +277,8 @@ enum class Start { kZero, kC, kBias };
 // each element one sequential fused chain over p; kc >= 1. kStart is a template parameter (not a
 // branch) so that GCC keeps the accumulators in registers from start to end.
 template <Start kStart, size_t kRows, size_t kVecs, bool kRowsApart>
-HWY_NOINLINE void MicroKernel(size_t kc, const float* HWY_RESTRICT a, size_t a_step,
-                              const float* HWY_RESTRICT b, float* HWY_RESTRICT c, size_t ldc,
-                              const float* HWY_RESTRICT bias) {
+HWY_NOINLINE void MicroKernel(size_t kc, const float* HWY_RESTRICT a, size_t a_step, const float* HWY_RESTRICT b,
+                              float* HWY_RESTRICT c, size_t ldc, const float* HWY_RESTRICT bias) {
   const DF d;
   hn::Vec<DF> acc[kRows][kVecs];
   for (size_t r = 0; r < kRows; ++r) {
@@ -346,9 +345,8 @@ struct APanel {
 // start is then written into the local tile and the tile's kernel starts from it as from C. The
 // bias holds one value per column of C: bias[j] for tile column j, or bias[r] for tile row r when
 // C is stored transposed (its rows are C's columns).
-void Tile(size_t kc, const APanel& a, const float* HWY_RESTRICT b, float* HWY_RESTRICT c,
-          size_t ldc, bool c_transposed, size_t rows, size_t cols, Start start,
-          const float* HWY_RESTRICT bias) {
+void Tile(size_t kc, const APanel& a, const float* HWY_RESTRICT b, float* HWY_RESTRICT c, size_t ldc, bool c_transposed,
+          size_t rows, size_t cols, Start start, const float* HWY_RESTRICT bias) {
   const size_t vecs = (cols + kL - 1) / kL;
   if (!c_transposed && cols % kL == 0) {
     return kKernels[a.rows_apart][size_t(start)][vecs - 1][rows - 1](kc, a.data, a.step, b, c, ldc, bias);
@@ -406,9 +404,8 @@ AMode ChooseAMode(const Source& a) {
 // With a bias (not with accumulate), the first depth block's chains start from it: bias[j] for
 // C(i,j), or bias[i] when c_transposed (the product computed is C^T, whose rows are the caller's
 // columns).
-void GemmSerial(float* HWY_RESTRICT c, size_t ldc, bool c_transposed, const Source& a,
-                const Source& b, size_t m, size_t n, size_t k, bool accumulate,
-                const float* HWY_RESTRICT bias) {
+void GemmSerial(float* HWY_RESTRICT c, size_t ldc, bool c_transposed, const Source& a, const Source& b, size_t m,
+                size_t n, size_t k, bool accumulate, const float* HWY_RESTRICT bias) {
   const size_t row_stride = c_transposed ? 1 : ldc, col_stride = c_transposed ? ldc : 1;
   if (k == 0) {
     if (!accumulate) {
@@ -432,10 +429,9 @@ void GemmSerial(float* HWY_RESTRICT c, size_t ldc, bool c_transposed, const Sour
   gemm_detail::PackBuffers& buffers = gemm_detail::thread_pack_buffers();
   const AMode a_mode = ChooseAMode(a);
   const size_t a_lines_step = (kc_step + kL - 1) / kL * kL;  // <= kKC floats: never 4 KiB
-  float* HWY_RESTRICT packed_a =
-      a_mode == AMode::kInPlace ? nullptr
-      : a_mode == AMode::kLines ? buffers.a.reserve(mc_step * a_lines_step)
-                                : buffers.a.reserve(mc_step * kc_step + kPackSlack);
+  float* HWY_RESTRICT packed_a = a_mode == AMode::kInPlace ? nullptr
+                                 : a_mode == AMode::kLines ? buffers.a.reserve(mc_step * a_lines_step)
+                                                           : buffers.a.reserve(mc_step * kc_step + kPackSlack);
   float* HWY_RESTRICT packed_b = buffers.b.reserve(nc_step * kc_step + kPackSlack);
 
   for (size_t jc = 0; jc < n; jc += nc_step) {
@@ -456,8 +452,7 @@ void GemmSerial(float* HWY_RESTRICT c, size_t ldc, bool c_transposed, const Sour
                     ? APanel{static_cast<const float*>(a.base) + a_block + ir * a.line_stride, a.line_stride, true}
                 : a_mode == AMode::kLines ? APanel{packed_a + ir * a_lines_step, a_lines_step, true}
                                           : APanel{packed_a + ir * kc, kMR, false};
-            Tile(kc, panel, packed_b + jr * kc,
-                 c + (ic + ir) * row_stride + (jc + jr) * col_stride, ldc, c_transposed,
+            Tile(kc, panel, packed_b + jr * kc, c + (ic + ir) * row_stride + (jc + jr) * col_stride, ldc, c_transposed,
                  std::min(kMR, mc - ir), std::min(kNR, nc - jr), start,
                  start == Start::kBias ? bias + (c_transposed ? ic + ir : jc + jr) : nullptr);
           }
@@ -478,9 +473,9 @@ Source MakeSource(const GemmOperand& x, bool lines_are_rows) {
 // Part `part` of `parts` of C(m,n) [+]= op(A)(m,k) op(B)(k,n): the longer side of C, counted in
 // register tiles, is cut into `parts` nearly equal runs. Parts share no element of C, and each
 // element's sum is the same whichever part computes it. bias: null or n_total values (gemm.h).
-void GemmPartImpl(float* HWY_RESTRICT c, int64_t ldc, const GemmOperand& a_op,
-                  const GemmOperand& b_op, int64_t m_total, int64_t n_total, int64_t k,
-                  bool accumulate, const float* HWY_RESTRICT bias, int64_t part, int64_t parts) {
+void GemmPartImpl(float* HWY_RESTRICT c, int64_t ldc, const GemmOperand& a_op, const GemmOperand& b_op, int64_t m_total,
+                  int64_t n_total, int64_t k, bool accumulate, const float* HWY_RESTRICT bias, int64_t part,
+                  int64_t parts) {
   Source a = MakeSource(a_op, /*lines_are_rows=*/true);
   Source b = MakeSource(b_op, /*lines_are_rows=*/false);
   size_t m = static_cast<size_t>(m_total), n = static_cast<size_t>(n_total);
@@ -508,8 +503,8 @@ void GemmPartImpl(float* HWY_RESTRICT c, int64_t ldc, const GemmOperand& a_op,
   b.origin += n0 * b.line_stride;
   const size_t c_ld = static_cast<size_t>(ldc);
   if (bias != nullptr) bias += swap ? m0 : n0;  // the caller's columns are m after the swap
-  GemmSerial(c + (swap ? n0 * c_ld + m0 : m0 * c_ld + n0), c_ld, swap, a, b, m1 - m0, n1 - n0,
-             static_cast<size_t>(k), accumulate, bias);
+  GemmSerial(c + (swap ? n0 * c_ld + m0 : m0 * c_ld + n0), c_ld, swap, a, b, m1 - m0, n1 - n0, static_cast<size_t>(k),
+             accumulate, bias);
 }
 
 }  // namespace hg::kernels::HWY_NAMESPACE
@@ -546,9 +541,8 @@ void check_operand(const GemmOperand& x, const char* name, int64_t rows, int64_t
 }
 
 // batch x [op(A): (M,K), op(B): (K,N) -> C: (M,N), ldc]
-void gemm_product(float* c, int64_t ldc, int64_t c_batch_stride, const GemmOperand& a,
-                  const GemmOperand& b, int64_t batch, int64_t m, int64_t n, int64_t k,
-                  const GemmOptions& options) {
+void gemm_product(float* c, int64_t ldc, int64_t c_batch_stride, const GemmOperand& a, const GemmOperand& b,
+                  int64_t batch, int64_t m, int64_t n, int64_t k, const GemmOptions& options) {
   check(m >= 0, "gemm: m = ", m, " is negative");
   check(n >= 0, "gemm: n = ", n, " is negative");
   check(k >= 0, "gemm: k = ", k, " is negative");
@@ -559,8 +553,8 @@ void gemm_product(float* c, int64_t ldc, int64_t c_batch_stride, const GemmOpera
   check_operand(b, "b", k, n);
   check(options.bias == nullptr || !options.accumulate,
         "gemm: options.bias and options.accumulate together (C = bias + A B or C += A B, not both)");
-  const GemmEngine engine = choose_gemm_engine(a.dtype, b.dtype, options.accumulation,
-                                               bf16_dot_mode(options.bf16_dot), cpu_has_bf16_dot());
+  const GemmEngine engine =
+      choose_gemm_engine(a.dtype, b.dtype, options.accumulation, bf16_dot_mode(options.bf16_dot), cpu_has_bf16_dot());
   if (engine == GemmEngine::kF16Chains) {  // f16 chains (accumulate.h), matrix by matrix
     for (int64_t i = 0; i < batch; ++i) {
       const std::vector<float> wa = widen_op(a.member(i), m, k), wb = widen_op(b.member(i), k, n);
@@ -587,9 +581,9 @@ void gemm_product(float* c, int64_t ldc, int64_t c_batch_stride, const GemmOpera
       return gemm_bf16dot_part(engine, c + i * c_batch_stride, ldc, a.member(i), b.member(i), m, n, k,
                                options.accumulate, options.bias, t % parts, parts);
     }
-    HWY_DYNAMIC_DISPATCH(GemmPartImpl)(c + i * c_batch_stride, ldc, a.member(i),
-                                       b.member(i), m, n, k, options.accumulate, options.bias,
-                                       t % parts, parts);
+    HWY_DYNAMIC_DISPATCH(GemmPartImpl)
+    (c + i * c_batch_stride, ldc, a.member(i), b.member(i), m, n, k, options.accumulate, options.bias, t % parts,
+     parts);
   };
   if (team == 1) {  // no OpenMP region at all: even an inactive one costs a team setup
     for (int64_t t = 0; t < tasks; ++t) run(t);
@@ -612,9 +606,12 @@ GemmEngine choose_gemm_engine(DType a, DType b, Accumulation accumulation, Bf16D
   if (accumulation != Accumulation::kF32) return GemmEngine::kF16Chains;
   if (a != DType::bf16 || b != DType::bf16) return GemmEngine::kPacked;
   switch (mode) {
-    case Bf16Dot::kAuto: return cpu_has_bf16_dot ? GemmEngine::kBf16Dot : GemmEngine::kPacked;
-    case Bf16Dot::kExact: return GemmEngine::kPacked;
-    case Bf16Dot::kEmulated: return GemmEngine::kBf16DotEmulated;
+    case Bf16Dot::kAuto:
+      return cpu_has_bf16_dot ? GemmEngine::kBf16Dot : GemmEngine::kPacked;
+    case Bf16Dot::kExact:
+      return GemmEngine::kPacked;
+    case Bf16Dot::kEmulated:
+      return GemmEngine::kBf16DotEmulated;
   }
   return GemmEngine::kPacked;
 }

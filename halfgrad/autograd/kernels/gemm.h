@@ -22,10 +22,10 @@ namespace hg::kernels {
 struct GemmOperand {
   const void* data = nullptr;  // f32: float; f16/bf16: uint16_t bit patterns
   DType dtype = DType::f32;
-  int64_t ld = 0;              // elements between consecutive stored rows
+  int64_t ld = 0;  // elements between consecutive stored rows
   bool transposed = false;
-  int64_t batch_stride = 0;    // a batch only (GemmOptions::batch): elements from one matrix to the next
-                               // (0 reuses one matrix for the whole batch)
+  int64_t batch_stride = 0;  // a batch only (GemmOptions::batch): elements from one matrix to the next
+                             // (0 reuses one matrix for the whole batch)
 
   // Matrix i of a batch: data advanced by i * batch_stride elements.
   GemmOperand member(int64_t i) const {
@@ -77,8 +77,8 @@ struct GemmOptions {
 // negative sizes, a null operand, a leading dimension below the stored width, a bias with
 // accumulate, or an output_scale with either.
 // Reference: BLAS sgemm with alpha = 1, beta = 0 (or 1 when accumulating); with a bias, addmm.
-void gemm(float* c, int64_t ldc, const GemmOperand& a, const GemmOperand& b, int64_t m,
-          int64_t n, int64_t k, GemmOptions options = {});
+void gemm(float* c, int64_t ldc, const GemmOperand& a, const GemmOperand& b, int64_t m, int64_t n, int64_t k,
+          GemmOptions options = {});
 
 // The engine gemm runs a product on, a pure function of the operands' dtypes, the options' sums
 // and bf16 mode (after bf16_dot_mode's overrides) and the CPU (tested on every CPU):

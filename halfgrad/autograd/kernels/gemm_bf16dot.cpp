@@ -91,8 +91,8 @@ void pack_pairs(uint32_t* dst, const Source& s, size_t line0, size_t lines, size
           }
           const __m128i t0 = _mm_unpacklo_epi32(v[0], v[1]), t1 = _mm_unpacklo_epi32(v[2], v[3]);
           const __m128i t2 = _mm_unpackhi_epi32(v[0], v[1]), t3 = _mm_unpackhi_epi32(v[2], v[3]);
-          const __m128i out[4] = {_mm_unpacklo_epi64(t0, t1), _mm_unpackhi_epi64(t0, t1),
-                                  _mm_unpacklo_epi64(t2, t3), _mm_unpackhi_epi64(t2, t3)};
+          const __m128i out[4] = {_mm_unpacklo_epi64(t0, t1), _mm_unpackhi_epi64(t0, t1), _mm_unpacklo_epi64(t2, t3),
+                                  _mm_unpackhi_epi64(t2, t3)};
           for (size_t t = 0; t < 4; ++t) {
             _mm_storeu_si128(reinterpret_cast<__m128i*>(dst + (p + t) * W + w), out[t]);
           }
@@ -128,14 +128,13 @@ void pack_pairs(uint32_t* dst, const Source& s, size_t line0, size_t lines, size
 // with src1 = b's dword (p, j), src2 = a's dword (p, r) (broadcast); start(r, j) = c(r, j) when
 // load_c, else bias[j] when bias is not null (cols values), else 0. Nothing outside the valid rows
 // and columns of C, or past the bias's cols values, is read or written. pairs >= 1.
-using TileKernel = void (*)(size_t pairs, const uint32_t* a, const uint32_t* b, float* c, size_t ldc,
-                            size_t rows, size_t cols, bool load_c, const float* bias);
+using TileKernel = void (*)(size_t pairs, const uint32_t* a, const uint32_t* b, float* c, size_t ldc, size_t rows,
+                            size_t cols, bool load_c, const float* bias);
 
 #if HG_BF16DOT_X86
-__attribute__((target("avx512f,avx512bf16"))) void tile_instruction(size_t pairs, const uint32_t* a,
-                                                                     const uint32_t* b, float* c, size_t ldc,
-                                                                     size_t rows, size_t cols, bool load_c,
-                                                                     const float* bias) {
+__attribute__((target("avx512f,avx512bf16"))) void tile_instruction(size_t pairs, const uint32_t* a, const uint32_t* b,
+                                                                    float* c, size_t ldc, size_t rows, size_t cols,
+                                                                    bool load_c, const float* bias) {
   const __mmask16 mask0 = cols >= 16 ? 0xFFFF : __mmask16((1u << cols) - 1);
   const __mmask16 mask1 = cols >= 32 ? 0xFFFF : cols > 16 ? __mmask16((1u << (cols - 16)) - 1) : 0;
   const bool from_bias = !load_c && bias != nullptr;
@@ -171,8 +170,8 @@ float dpbf16_lane(float acc, uint32_t src1, uint32_t src2) {
   return dpbf16_fma(acc, uint16_t(src1), uint16_t(src2));
 }
 
-void tile_emulation(size_t pairs, const uint32_t* a, const uint32_t* b, float* c, size_t ldc, size_t rows,
-                    size_t cols, bool load_c, const float* bias) {
+void tile_emulation(size_t pairs, const uint32_t* a, const uint32_t* b, float* c, size_t ldc, size_t rows, size_t cols,
+                    bool load_c, const float* bias) {
   const bool from_bias = !load_c && bias != nullptr;
   float acc[kMR][kNR];
   for (size_t r = 0; r < kMR; ++r) {
@@ -202,13 +201,15 @@ uint32_t* reserve_aligned(std::vector<uint32_t>& buffer, size_t dwords) {
 // C(m,n) [+]= [bias +] A(m,k) B(k,n) on one thread, C(i,j) at c[i * ldc + j]: gemm.cpp's loop nest
 // (for each (kKC, kNC) block of B, packed once, every (kMC, kKC) block of A), in pairs of k; the
 // first depth block starts from the bias (n values) when there is one.
-void gemm_serial(TileKernel tile, float* c, size_t ldc, const Source& a, const Source& b, size_t m, size_t n,
-                 size_t k, bool accumulate, const float* bias) {
+void gemm_serial(TileKernel tile, float* c, size_t ldc, const Source& a, const Source& b, size_t m, size_t n, size_t k,
+                 bool accumulate, const float* bias) {
   if (k == 0) {
     if (!accumulate) {
       for (size_t i = 0; i < m; ++i) {
-        if (bias == nullptr) std::fill_n(c + i * ldc, n, 0.0f);
-        else std::copy_n(bias, n, c + i * ldc);
+        if (bias == nullptr)
+          std::fill_n(c + i * ldc, n, 0.0f);
+        else
+          std::copy_n(bias, n, c + i * ldc);
       }
     }
     return;
@@ -301,11 +302,11 @@ float dpbf16_fma(float acc, uint16_t x, uint16_t y) {
 }
 
 void gemm_bf16dot_part(GemmEngine engine, float* c, int64_t ldc, const GemmOperand& a_op, const GemmOperand& b_op,
-                       int64_t m_total, int64_t n_total, int64_t k, bool accumulate, const float* bias,
-                       int64_t part, int64_t parts) {
+                       int64_t m_total, int64_t n_total, int64_t k, bool accumulate, const float* bias, int64_t part,
+                       int64_t parts) {
   check(engine == GemmEngine::kBf16Dot || engine == GemmEngine::kBf16DotEmulated, "gemm_bf16dot: not a dot engine");
-  check(a_op.dtype == DType::bf16 && b_op.dtype == DType::bf16, "gemm_bf16dot: operands are ",
-        dtype_name(a_op.dtype), " and ", dtype_name(b_op.dtype), ", not bf16 and bf16");
+  check(a_op.dtype == DType::bf16 && b_op.dtype == DType::bf16, "gemm_bf16dot: operands are ", dtype_name(a_op.dtype),
+        " and ", dtype_name(b_op.dtype), ", not bf16 and bf16");
   check(engine != GemmEngine::kBf16Dot || cpu_has_bf16_dot(),
         "gemm_bf16dot: this CPU has no AVX512_BF16 (grep avx512_bf16 /proc/cpuinfo)");
 #if HG_BF16DOT_X86

@@ -90,8 +90,7 @@ float dpbf16_fma(float acc, uint16_t x, uint16_t y);
 // value (accumulate), bias[j] (bias: null or n values, gemm.h's GemmOptions) or 0. gemm
 // (gemm.cpp) calls it per (matrix, part) task after validating the arguments; kBf16Dot on a CPU
 // without the instruction is an hg::Error.
-void gemm_bf16dot_part(GemmEngine engine, float* c, int64_t ldc, const GemmOperand& a, const GemmOperand& b,
-                       int64_t m, int64_t n, int64_t k, bool accumulate, const float* bias, int64_t part,
-                       int64_t parts);
+void gemm_bf16dot_part(GemmEngine engine, float* c, int64_t ldc, const GemmOperand& a, const GemmOperand& b, int64_t m,
+                       int64_t n, int64_t k, bool accumulate, const float* bias, int64_t part, int64_t parts);
 
 }  // namespace hg::kernels

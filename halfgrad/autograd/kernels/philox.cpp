@@ -29,11 +29,11 @@ void PhiloxBlocksImpl(uint32_t* HWY_RESTRICT words, uint64_t key, uint64_t first
 }
 #else
 // hi:lo = a * m per u32 lane (exact, 64 bits).
-template <class D, class V = hn::Vec<D>>
+template <class D, class V = hn::Vec<D> >
 HWY_INLINE void MulWide(D d, V a, uint32_t m, V& hi, V& lo) {
   const hn::RepartitionToWide<D> dw;
   const V mv = hn::Set(d, m);
-  const auto even = hn::MulEven(a, mv);                                             // lanes 0, 2, ...
+  const auto even = hn::MulEven(a, mv);                                                      // lanes 0, 2, ...
   const auto odd = hn::MulEven(hn::BitCast(d, hn::ShiftRight<32>(hn::BitCast(dw, a))), mv);  // 1, 3, ...
   lo = hn::OddEven(hn::BitCast(d, hn::ShiftLeft<32>(odd)), hn::BitCast(d, even));
   hi = hn::OddEven(hn::BitCast(d, odd), hn::BitCast(d, hn::ShiftRight<32>(even)));
@@ -78,7 +78,9 @@ void PhiloxBlocksImpl(uint32_t* HWY_RESTRICT words, uint64_t key, uint64_t first
   const size_t n = hn::Lanes(hn::ScalableTag<uint32_t>());
   // Counters whose low words wrap inside a group carry into the high word: rare (once every 2^32
   // blocks), so done by the reference.
-  const auto wraps = [](uint64_t b, size_t count) { return uint32_t(b) > std::numeric_limits<uint32_t>::max() - uint32_t(count - 1); };
+  const auto wraps = [](uint64_t b, size_t count) {
+    return uint32_t(b) > std::numeric_limits<uint32_t>::max() - uint32_t(count - 1);
+  };
   size_t i = 0;
   for (; i + kSets * n <= blocks; i += kSets * n) {
     if (wraps(first + i, kSets * n)) {

@@ -67,32 +67,60 @@ float sigmoid(float v, float* complement) {
 
 }  // namespace
 
-void add(float* y, const float* a, const float* b, int64_t n) { each(y, n, [&](size_t i) { return a[i] + b[i]; }); }
-void sub(float* y, const float* a, const float* b, int64_t n) { each(y, n, [&](size_t i) { return a[i] - b[i]; }); }
-void mul(float* y, const float* a, const float* b, int64_t n) { each(y, n, [&](size_t i) { return a[i] * b[i]; }); }
-void div(float* y, const float* a, const float* b, int64_t n) { each(y, n, [&](size_t i) { return a[i] / b[i]; }); }
-void add_scalar(float* y, const float* x, float s, int64_t n) { each(y, n, [&](size_t i) { return x[i] + s; }); }
-void mul_scalar(float* y, const float* x, float s, int64_t n) { each(y, n, [&](size_t i) { return x[i] * s; }); }
-void neg(float* y, const float* x, int64_t n) { each(y, n, [&](size_t i) { return -x[i]; }); }
+void add(float* y, const float* a, const float* b, int64_t n) {
+  each(y, n, [&](size_t i) { return a[i] + b[i]; });
+}
+void sub(float* y, const float* a, const float* b, int64_t n) {
+  each(y, n, [&](size_t i) { return a[i] - b[i]; });
+}
+void mul(float* y, const float* a, const float* b, int64_t n) {
+  each(y, n, [&](size_t i) { return a[i] * b[i]; });
+}
+void div(float* y, const float* a, const float* b, int64_t n) {
+  each(y, n, [&](size_t i) { return a[i] / b[i]; });
+}
+void add_scalar(float* y, const float* x, float s, int64_t n) {
+  each(y, n, [&](size_t i) { return x[i] + s; });
+}
+void mul_scalar(float* y, const float* x, float s, int64_t n) {
+  each(y, n, [&](size_t i) { return x[i] * s; });
+}
+void neg(float* y, const float* x, int64_t n) {
+  each(y, n, [&](size_t i) { return -x[i]; });
+}
 void masked_fill(float* y, const float* x, const float* mask, float value, int64_t n) {
   each(y, n, [&](size_t i) { return mask[i] != 0.0f ? value : x[i]; });
 }
-void exp(float* y, const float* x, int64_t n) { each(y, n, [&](size_t i) { return std::exp(x[i]); }); }
-void log(float* y, const float* x, int64_t n) { each(y, n, [&](size_t i) { return std::log(x[i]); }); }
-void sqrt(float* y, const float* x, int64_t n) { each(y, n, [&](size_t i) { return std::sqrt(x[i]); }); }
+void exp(float* y, const float* x, int64_t n) {
+  each(y, n, [&](size_t i) { return std::exp(x[i]); });
+}
+void log(float* y, const float* x, int64_t n) {
+  each(y, n, [&](size_t i) { return std::log(x[i]); });
+}
+void sqrt(float* y, const float* x, int64_t n) {
+  each(y, n, [&](size_t i) { return std::sqrt(x[i]); });
+}
 void sqrt_backward(float* dx, const float* dy, const float* y, int64_t n) {
   each(dx, n, [&](size_t i) { return dy[i] * (0.5f / y[i]); });
 }
-void tanh(float* y, const float* x, int64_t n) { each(y, n, [&](size_t i) { return std::tanh(x[i]); }); }
+void tanh(float* y, const float* x, int64_t n) {
+  each(y, n, [&](size_t i) { return std::tanh(x[i]); });
+}
 void tanh_backward(float* dx, const float* dy, const float* y, int64_t n) {
   each(dx, n, [&](size_t i) { return dy[i] * ((1.0f - y[i]) * (1.0f + y[i])); });
 }
-void relu(float* y, const float* x, int64_t n) { each(y, n, [&](size_t i) { return x[i] <= 0.0f ? 0.0f : x[i]; }); }
+void relu(float* y, const float* x, int64_t n) {
+  each(y, n, [&](size_t i) { return x[i] <= 0.0f ? 0.0f : x[i]; });
+}
 void relu_backward(float* dx, const float* dy, const float* x, int64_t n) {
   each(dx, n, [&](size_t i) { return x[i] <= 0.0f ? 0.0f : dy[i]; });
 }
-void erf(float* y, const float* x, int64_t n) { each(y, n, [&](size_t i) { return std::erf(x[i]); }); }
-void gelu(float* y, const float* x, int64_t n) { each(y, n, [&](size_t i) { return x[i] * normal_cdf(x[i]); }); }
+void erf(float* y, const float* x, int64_t n) {
+  each(y, n, [&](size_t i) { return std::erf(x[i]); });
+}
+void gelu(float* y, const float* x, int64_t n) {
+  each(y, n, [&](size_t i) { return x[i] * normal_cdf(x[i]); });
+}
 void gelu_backward(float* dx, const float* dy, const float* x, int64_t n) {
   each(dx, n, [&](size_t i) { return dy[i] * gelu_slope(x[i]); });
 }
@@ -112,7 +140,9 @@ void gelu_tanh_backward(float* dx, const float* dy, const float* x, int64_t n) {
     return dy[i] * (s + (v + v) * s * complement * du);
   });
 }
-void pow_scalar(float* y, const float* x, float p, int64_t n) { each(y, n, [&](size_t i) { return std::pow(x[i], p); }); }
+void pow_scalar(float* y, const float* x, float p, int64_t n) {
+  each(y, n, [&](size_t i) { return std::pow(x[i], p); });
+}
 void pow_scalar_backward(float* dx, const float* dy, const float* x, float p, int64_t n) {
   each(dx, n, [&](size_t i) { return dy[i] * (p * std::pow(x[i], p - 1.0f)); });
 }
@@ -170,8 +200,8 @@ void log_softmax_backward(float* dx, const float* dy, const float* y, int64_t n,
   }
 }
 
-void layer_norm_forward(float* y, float* mean, float* rstd, const float* x, const float* w,
-                        const float* b, int64_t n, int64_t c0, float eps) {
+void layer_norm_forward(float* y, float* mean, float* rstd, const float* x, const float* w, const float* b, int64_t n,
+                        int64_t c0, float eps) {
   const size_t c = count(c0);
   for (size_t r = 0; r < count(n); ++r, x += c, y += c) {
     const float mu = lane_sum(c, [&](size_t j) { return x[j]; }) / float(c);
@@ -188,8 +218,8 @@ void layer_norm_forward(float* y, float* mean, float* rstd, const float* x, cons
   }
 }
 
-void layer_norm_backward(float* dx, float* dw, float* db, const float* dy, const float* x,
-                         const float* w, const float* mean, const float* rstd, int64_t n, int64_t c0) {
+void layer_norm_backward(float* dx, float* dw, float* db, const float* dy, const float* x, const float* w,
+                         const float* mean, const float* rstd, int64_t n, int64_t c0) {
   const size_t c = count(c0);
   for (size_t r = 0; r < count(n); ++r, dy += c, x += c) {
     const float mu = mean[r], rs = rstd[r];

@@ -38,16 +38,14 @@ void pow_scalar_backward(float* dx, const float* dy, const float* x, float p, in
 void div_backward_divisor(float* db, const float* dy, const float* a, const float* b, int64_t n);
 
 // rows.h
-void softmax_forward(float* y, const float* x, int64_t n, int64_t c, float scale = 1.0f,
-                     const float* bias = nullptr);
-void softmax_backward(float* dx, const float* dy, const float* y, int64_t n, int64_t c,
-                      float scale = 1.0f);
+void softmax_forward(float* y, const float* x, int64_t n, int64_t c, float scale = 1.0f, const float* bias = nullptr);
+void softmax_backward(float* dx, const float* dy, const float* y, int64_t n, int64_t c, float scale = 1.0f);
 void log_softmax_forward(float* y, const float* x, int64_t n, int64_t c);
 void log_softmax_backward(float* dx, const float* dy, const float* y, int64_t n, int64_t c);
-void layer_norm_forward(float* y, float* mean, float* rstd, const float* x, const float* w,
-                        const float* b, int64_t n, int64_t c, float eps);
-void layer_norm_backward(float* dx, float* dw, float* db, const float* dy, const float* x,
-                         const float* w, const float* mean, const float* rstd, int64_t n, int64_t c);
+void layer_norm_forward(float* y, float* mean, float* rstd, const float* x, const float* w, const float* b, int64_t n,
+                        int64_t c, float eps);
+void layer_norm_backward(float* dx, float* dw, float* db, const float* dy, const float* x, const float* w,
+                         const float* mean, const float* rstd, int64_t n, int64_t c);
 void row_sums(float* y, const float* x, int64_t n, int64_t c);
 void column_sums(float* y, const float* x, int64_t n, int64_t c, int64_t ld);
 

@@ -21,8 +21,8 @@ void reference_product(float* c, int64_t ldc, const GemmOperand& a, const GemmOp
   for (int64_t i = 0; i < m; ++i) {
     for (int64_t j = 0; j < n; ++j) {
       double sum = options.bias != nullptr ? double(options.bias[j])
-                   : options.accumulate       ? double(c[i * ldc + j])
-                                              : 0.0;
+                   : options.accumulate    ? double(c[i * ldc + j])
+                                           : 0.0;
       for (int64_t p = 0; p < k; ++p) sum += double(element(a, i, p)) * double(element(b, p, j));
       c[i * ldc + j] = float(sum);
       if (!options.output_scale) continue;  // the epilogue, rounded as gemm's
@@ -35,8 +35,8 @@ void reference_product(float* c, int64_t ldc, const GemmOperand& a, const GemmOp
 }  // namespace
 
 // batch x [op(A): (M,K), op(B): (K,N) -> C: (M,N)]
-void reference_gemm(float* c, int64_t ldc, const GemmOperand& a, const GemmOperand& b, int64_t m, int64_t n,
-                    int64_t k, GemmOptions options) {
+void reference_gemm(float* c, int64_t ldc, const GemmOperand& a, const GemmOperand& b, int64_t m, int64_t n, int64_t k,
+                    GemmOptions options) {
   for (int64_t i = 0; i < options.batch; ++i) {
     reference_product(c + i * options.c_batch_stride, ldc, a.member(i), b.member(i), m, n, k, options);
   }

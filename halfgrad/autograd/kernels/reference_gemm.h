@@ -12,7 +12,7 @@ namespace hg::kernels {
 
 // C(M,N) = [bias +] op(A)(M,K) op(B)(K,N) [+ C] for each matrix of options.batch: each element
 // summed in double, rounded once to f32; then the output_scale epilogue in f32, as gemm rounds it.
-void reference_gemm(float* c, int64_t ldc, const GemmOperand& a, const GemmOperand& b,
-                    int64_t m, int64_t n, int64_t k, GemmOptions options = {});
+void reference_gemm(float* c, int64_t ldc, const GemmOperand& a, const GemmOperand& b, int64_t m, int64_t n, int64_t k,
+                    GemmOptions options = {});
 
 }  // namespace hg::kernels

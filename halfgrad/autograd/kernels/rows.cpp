@@ -132,13 +132,16 @@ void SoftmaxForwardImpl(float* y, const float* x, size_t n, size_t c, float scal
     // z = x scale + bias, each operation rounded, formed in y (or x itself when plain).
     const float* z = x;
     if (scale != 1.0f && bias) {
-      Transform(y, c, [&](VF v, VF b) { return hn::Add(hn::Mul(v, vs), b); }, x, bias);
+      Transform(
+          y, c, [&](VF v, VF b) { return hn::Add(hn::Mul(v, vs), b); }, x, bias);
       z = y;
     } else if (scale != 1.0f) {
-      Transform(y, c, [&](VF v) { return hn::Mul(v, vs); }, x);
+      Transform(
+          y, c, [&](VF v) { return hn::Mul(v, vs); }, x);
       z = y;
     } else if (bias) {
-      Transform(y, c, [&](VF v, VF b) { return hn::Add(v, b); }, x, bias);
+      Transform(
+          y, c, [&](VF v, VF b) { return hn::Add(v, b); }, x, bias);
       z = y;
     }
     const float m = RowMax(z, c);
@@ -148,10 +151,13 @@ void SoftmaxForwardImpl(float* y, const float* x, size_t n, size_t c, float scal
       continue;
     }
     const VF vm = hn::Set(d, m);
-    Transform(y, c, [&](VF v) { return ExpF(d, hn::Sub(v, vm)); }, z);
-    const float inv = 1.0f / LaneSum(c, [](VF e) { return e; }, static_cast<const float*>(y));
+    Transform(
+        y, c, [&](VF v) { return ExpF(d, hn::Sub(v, vm)); }, z);
+    const float inv = 1.0f / LaneSum(
+                                 c, [](VF e) { return e; }, static_cast<const float*>(y));
     const VF vinv = hn::Set(d, inv);
-    Transform(y, c, [&](VF e) { return hn::Mul(e, vinv); }, static_cast<const float*>(y));
+    Transform(
+        y, c, [&](VF e) { return hn::Mul(e, vinv); }, static_cast<const float*>(y));
   }
 }
 
@@ -159,11 +165,14 @@ void SoftmaxBackwardImpl(float* dx, const float* dy, const float* y, size_t n, s
   const DF d;
   const VF vs = hn::Set(d, scale);
   for (size_t r = 0; r < n; ++r, dx += c, dy += c, y += c) {
-    const VF dot = hn::Set(d, LaneSum(c, [](VF g, VF p) { return hn::Mul(g, p); }, dy, y));
+    const VF dot = hn::Set(d, LaneSum(
+                                  c, [](VF g, VF p) { return hn::Mul(g, p); }, dy, y));
     if (scale == 1.0f) {
-      Transform(dx, c, [&](VF g, VF p) { return hn::Mul(p, hn::Sub(g, dot)); }, dy, y);
+      Transform(
+          dx, c, [&](VF g, VF p) { return hn::Mul(p, hn::Sub(g, dot)); }, dy, y);
     } else {
-      Transform(dx, c, [&](VF g, VF p) { return hn::Mul(hn::Mul(p, hn::Sub(g, dot)), vs); }, dy, y);
+      Transform(
+          dx, c, [&](VF g, VF p) { return hn::Mul(hn::Mul(p, hn::Sub(g, dot)), vs); }, dy, y);
     }
   }
 }
@@ -173,41 +182,53 @@ void LogSoftmaxForwardImpl(float* y, const float* x, size_t n, size_t c) {
   for (size_t r = 0; r < n; ++r, x += c, y += c) {
     if (c == 0) continue;
     const VF vm = hn::Set(d, RowMax(x, c));
-    const float total = LaneSum(c, [&](VF v) { return ExpF(d, hn::Sub(v, vm)); }, x);
+    const float total = LaneSum(
+        c, [&](VF v) { return ExpF(d, hn::Sub(v, vm)); }, x);
     const VF shift = hn::Set(d, hn::GetLane(vm) + std::log(total));
-    Transform(y, c, [&](VF v) { return hn::Sub(v, shift); }, x);
+    Transform(
+        y, c, [&](VF v) { return hn::Sub(v, shift); }, x);
   }
 }
 
 void LogSoftmaxBackwardImpl(float* dx, const float* dy, const float* y, size_t n, size_t c) {
   const DF d;
   for (size_t r = 0; r < n; ++r, dx += c, dy += c, y += c) {
-    const VF total = hn::Set(d, LaneSum(c, [](VF g) { return g; }, dy));
-    Transform(dx, c, [&](VF g, VF p) { return hn::Sub(g, hn::Mul(ExpF(d, p), total)); }, dy, y);
+    const VF total = hn::Set(d, LaneSum(
+                                    c, [](VF g) { return g; }, dy));
+    Transform(
+        dx, c, [&](VF g, VF p) { return hn::Sub(g, hn::Mul(ExpF(d, p), total)); }, dy, y);
   }
 }
 
-void LayerNormForwardImpl(float* y, float* mean, float* rstd, const float* x, const float* w,
-                          const float* b, size_t n, size_t c, float eps) {
+void LayerNormForwardImpl(float* y, float* mean, float* rstd, const float* x, const float* w, const float* b, size_t n,
+                          size_t c, float eps) {
   const DF d;
   for (size_t r = 0; r < n; ++r, x += c, y += c) {
-    const float mu = LaneSum(c, [](VF v) { return v; }, x) / float(c);
+    const float mu = LaneSum(
+                         c, [](VF v) { return v; }, x) /
+                     float(c);
     const VF vmu = hn::Set(d, mu);
-    const float var = LaneSum(c, [&](VF v) {
-      const VF centered = hn::Sub(v, vmu);
-      return hn::Mul(centered, centered);
-    }, x);
+    const float var = LaneSum(
+        c,
+        [&](VF v) {
+          const VF centered = hn::Sub(v, vmu);
+          return hn::Mul(centered, centered);
+        },
+        x);
     const float rs = 1.0f / std::sqrt(var / float(c) + eps);
     mean[r] = mu;
     rstd[r] = rs;
     const VF vrs = hn::Set(d, rs);
     const auto xhat = [&](VF v) { return hn::Mul(hn::Sub(v, vmu), vrs); };
     if (w && b) {
-      Transform(y, c, [&](VF v, VF g, VF o) { return hn::Add(hn::Mul(xhat(v), g), o); }, x, w, b);
+      Transform(
+          y, c, [&](VF v, VF g, VF o) { return hn::Add(hn::Mul(xhat(v), g), o); }, x, w, b);
     } else if (w) {
-      Transform(y, c, [&](VF v, VF g) { return hn::Mul(xhat(v), g); }, x, w);
+      Transform(
+          y, c, [&](VF v, VF g) { return hn::Mul(xhat(v), g); }, x, w);
     } else if (b) {
-      Transform(y, c, [&](VF v, VF o) { return hn::Add(xhat(v), o); }, x, b);
+      Transform(
+          y, c, [&](VF v, VF o) { return hn::Add(xhat(v), o); }, x, b);
     } else {
       Transform(y, c, xhat, x);
     }
@@ -216,14 +237,15 @@ void LayerNormForwardImpl(float* y, float* mean, float* rstd, const float* x, co
 
 // One row of layer_norm's backward with g = dy w (kWeight) or dy.
 template <bool kWeight>
-HWY_INLINE void LayerNormBackwardRow(float* dx, float* dw, float* db, const float* dy,
-                                     const float* x, const float* w, float mu, float rs, size_t c) {
+HWY_INLINE void LayerNormBackwardRow(float* dx, float* dw, float* db, const float* dy, const float* x, const float* w,
+                                     float mu, float rs, size_t c) {
   const DF d;
   const VF vmu = hn::Set(d, mu), vrs = hn::Set(d, rs);
   const auto xhat = [&](VF v) { return hn::Mul(hn::Sub(v, vmu), vrs); };
   const auto sum_g = [&](const auto& term) {
     if constexpr (kWeight) {
-      return LaneSum(c, [&](VF g, VF v, VF s) { return term(hn::Mul(g, s), v); }, dy, x, w);
+      return LaneSum(
+          c, [&](VF g, VF v, VF s) { return term(hn::Mul(g, s), v); }, dy, x, w);
     } else {
       return LaneSum(c, term, dy, x);
     }
@@ -233,20 +255,24 @@ HWY_INLINE void LayerNormBackwardRow(float* dx, float* dw, float* db, const floa
   const auto dx_of = [&](VF g, VF v) { return hn::Mul(vrs, hn::Sub(hn::Sub(g, mean_g), hn::Mul(xhat(v), mean_gx))); };
   if (dx) {
     if constexpr (kWeight) {
-      Transform(dx, c, [&](VF g, VF v, VF s) { return dx_of(hn::Mul(g, s), v); }, dy, x, w);
+      Transform(
+          dx, c, [&](VF g, VF v, VF s) { return dx_of(hn::Mul(g, s), v); }, dy, x, w);
     } else {
       Transform(dx, c, dx_of, dy, x);
     }
   }
   if (dw) {
-    Transform(dw, c, [&](VF acc, VF g, VF v) { return hn::Add(acc, hn::Mul(g, xhat(v))); },
-              static_cast<const float*>(dw), dy, x);
+    Transform(
+        dw, c, [&](VF acc, VF g, VF v) { return hn::Add(acc, hn::Mul(g, xhat(v))); }, static_cast<const float*>(dw), dy,
+        x);
   }
-  if (db) Transform(db, c, [](VF acc, VF g) { return hn::Add(acc, g); }, static_cast<const float*>(db), dy);
+  if (db)
+    Transform(
+        db, c, [](VF acc, VF g) { return hn::Add(acc, g); }, static_cast<const float*>(db), dy);
 }
 
-void LayerNormBackwardImpl(float* dx, float* dw, float* db, const float* dy, const float* x,
-                           const float* w, const float* mean, const float* rstd, size_t n, size_t c) {
+void LayerNormBackwardImpl(float* dx, float* dw, float* db, const float* dy, const float* x, const float* w,
+                           const float* mean, const float* rstd, size_t n, size_t c) {
   for (size_t r = 0; r < n; ++r) {
     float* dx_row = dx ? dx + r * c : nullptr;
     if (w) {
@@ -258,7 +284,9 @@ void LayerNormBackwardImpl(float* dx, float* dw, float* db, const float* dy, con
 }
 
 void RowSumsImpl(float* y, const float* x, size_t n, size_t c) {
-  for (size_t r = 0; r < n; ++r) y[r] = LaneSum(c, [](VF v) { return v; }, x + r * c);
+  for (size_t r = 0; r < n; ++r)
+    y[r] = LaneSum(
+        c, [](VF v) { return v; }, x + r * c);
 }
 
 // Per column: a block's rows summed in order, block sums added in order. Whole vectors of
@@ -413,13 +441,13 @@ void log_softmax_forward(float* y, const float* x, int64_t n, int64_t c, Accumul
 void log_softmax_backward(float* dx, const float* dy, const float* y, int64_t n, int64_t c) {
   HWY_DYNAMIC_DISPATCH(LogSoftmaxBackwardImpl)(dx, dy, y, count(n), count(c));
 }
-void layer_norm_forward(float* y, float* mean, float* rstd, const float* x, const float* w,
-                        const float* b, int64_t n, int64_t c, float eps, Accumulation accumulation) {
+void layer_norm_forward(float* y, float* mean, float* rstd, const float* x, const float* w, const float* b, int64_t n,
+                        int64_t c, float eps, Accumulation accumulation) {
   if (accumulation != Accumulation::kF32) return layer_norm_rows_f16(y, mean, rstd, x, w, b, n, c, eps, accumulation);
   HWY_DYNAMIC_DISPATCH(LayerNormForwardImpl)(y, mean, rstd, x, w, b, count(n), count(c), eps);
 }
-void layer_norm_backward(float* dx, float* dw, float* db, const float* dy, const float* x,
-                         const float* w, const float* mean, const float* rstd, int64_t n, int64_t c) {
+void layer_norm_backward(float* dx, float* dw, float* db, const float* dy, const float* x, const float* w,
+                         const float* mean, const float* rstd, int64_t n, int64_t c) {
   HWY_DYNAMIC_DISPATCH(LayerNormBackwardImpl)(dx, dw, db, dy, x, w, mean, rstd, count(n), count(c));
 }
 void row_sums(float* y, const float* x, int64_t n, int64_t c, Accumulation accumulation) {

@@ -39,12 +39,11 @@ namespace hg::kernels {
 // stored: a key whose bias is -inf gets weight exactly 0. With scale = 1 and no bias the row is
 // x itself. A row whose z is -inf everywhere gives zeros (torch: NaN), so a fully masked
 // attention row cannot poison a batch; any NaN in z makes the row all NaN.
-void softmax_forward(float* y, const float* x, int64_t n, int64_t c, float scale = 1.0f,
-                     const float* bias = nullptr, Accumulation accumulation = Accumulation::kF32);
+void softmax_forward(float* y, const float* x, int64_t n, int64_t c, float scale = 1.0f, const float* bias = nullptr,
+                     Accumulation accumulation = Accumulation::kF32);
 // dy, y: (N, C) -> dx: (N, C) = y (dy - sum_j dy_j y_j) scale, y the forward's output (the
 // product with scale a separate rounding, skipped when scale = 1).
-void softmax_backward(float* dx, const float* dy, const float* y, int64_t n, int64_t c,
-                      float scale = 1.0f);
+void softmax_backward(float* dx, const float* dy, const float* y, int64_t n, int64_t c, float scale = 1.0f);
 
 // x: (N, C) -> y: (N, C) = x - max - log(sum_j e^(x_j - max)) (torch.log_softmax(x, -1));
 // an all -inf row gives NaN, as torch.
@@ -56,14 +55,13 @@ void log_softmax_backward(float* dx, const float* dy, const float* y, int64_t n,
 // x: (N, C), w, b: (C) or null (1 and 0) -> y: (N, C) = (x - mean) rstd w + b; saves mean,
 // rstd: (N), rstd = 1 / sqrt(var + eps) with the biased variance (torch.nn.functional.layer_norm
 // over the last dim; Ba et al. 2016, "Layer Normalization").
-void layer_norm_forward(float* y, float* mean, float* rstd, const float* x, const float* w,
-                        const float* b, int64_t n, int64_t c, float eps,
-                        Accumulation accumulation = Accumulation::kF32);
+void layer_norm_forward(float* y, float* mean, float* rstd, const float* x, const float* w, const float* b, int64_t n,
+                        int64_t c, float eps, Accumulation accumulation = Accumulation::kF32);
 // dy, x: (N, C), w: (C) or null, mean, rstd: (N) -> dx: (N, C) written, or skipped if null;
 // dw += sum_rows dy xhat, db += sum_rows dy: (C), accumulated in row order, each may be null.
 // dx = rstd (g - mean_j g_j - xhat mean_j(g_j xhat_j)), g = dy w, xhat = (x - mean) rstd.
-void layer_norm_backward(float* dx, float* dw, float* db, const float* dy, const float* x,
-                         const float* w, const float* mean, const float* rstd, int64_t n, int64_t c);
+void layer_norm_backward(float* dx, float* dw, float* db, const float* dy, const float* x, const float* w,
+                         const float* mean, const float* rstd, int64_t n, int64_t c);
 
 // x: (N, C) -> y: (N), y[i] = sum_j x[i, j] in lane order (kF32), or one f16 chain
 // (accumulate.h's row_sums_f16).

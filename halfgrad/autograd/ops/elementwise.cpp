@@ -42,9 +42,7 @@ Tensor unary_grad(const Tensor& dy, const Tensor& saved, BinaryKernel kernel) {
 }
 
 // Runs an f32-policy op: casts x to f32 under autocast.
-Tensor f32_policy_input(const Tensor& x) {
-  return autocast_input(x, autocast_dtype(CastPolicy::kFloat32, {x}));
-}
+Tensor f32_policy_input(const Tensor& x) { return autocast_input(x, autocast_dtype(CastPolicy::kFloat32, {x})); }
 
 }  // namespace
 
@@ -93,24 +91,21 @@ Tensor neg(const Tensor& x) {
 }
 
 Tensor add_scalar(const Tensor& x, float s) {
-  Tensor y = map<1>(x.shape(), x.dtype(), {x}, [s](float* out, const Ptrs<1>& in, int64_t n) {
-    kernels::add_scalar(out, in[0], s, n);
-  });
+  Tensor y = map<1>(x.shape(), x.dtype(), {x},
+                    [s](float* out, const Ptrs<1>& in, int64_t n) { kernels::add_scalar(out, in[0], s, n); });
   return record("add_scalar", y, {x}, [x](const Tensor& dy) { accumulate_grad(x, dy); });
 }
 
 Tensor mul_scalar(const Tensor& x, float s) {
-  Tensor y = map<1>(x.shape(), x.dtype(), {x}, [s](float* out, const Ptrs<1>& in, int64_t n) {
-    kernels::mul_scalar(out, in[0], s, n);
-  });
+  Tensor y = map<1>(x.shape(), x.dtype(), {x},
+                    [s](float* out, const Ptrs<1>& in, int64_t n) { kernels::mul_scalar(out, in[0], s, n); });
   return record("mul_scalar", y, {x}, [x, s](const Tensor& dy) { accumulate_grad(x, mul_scalar(dy, s)); });
 }
 
 Tensor pow_scalar(const Tensor& x0, float p) {
   const Tensor x = f32_policy_input(x0);
-  Tensor y = map<1>(x.shape(), x.dtype(), {x}, [p](float* out, const Ptrs<1>& in, int64_t n) {
-    kernels::pow_scalar(out, in[0], p, n);
-  });
+  Tensor y = map<1>(x.shape(), x.dtype(), {x},
+                    [p](float* out, const Ptrs<1>& in, int64_t n) { kernels::pow_scalar(out, in[0], p, n); });
   return record("pow", y, {x}, [x, p](const Tensor& dy) {
     // d/dx x^p = p x^(p-1)
     accumulate_grad(x, map<2>(dy.shape(), promote(dy.dtype(), x.dtype()), {dy, x.detach()},
@@ -125,7 +120,8 @@ Tensor exp(const Tensor& x0) {
   Tensor y = unary(x, x.dtype(), kernels::exp);
   // d exp(x) = exp(x): backward reads the output.
   const Tensor saved = y.detach();
-  return record("exp", y, {x}, [x, saved](const Tensor& dy) { accumulate_grad(x, unary_grad(dy, saved, kernels::mul)); });
+  return record("exp", y, {x},
+                [x, saved](const Tensor& dy) { accumulate_grad(x, unary_grad(dy, saved, kernels::mul)); });
 }
 
 Tensor log(const Tensor& x0) {
@@ -139,17 +135,15 @@ Tensor sqrt(const Tensor& x0) {
   const Tensor x = f32_policy_input(x0);
   Tensor y = unary(x, x.dtype(), kernels::sqrt);
   const Tensor saved = y.detach();
-  return record("sqrt", y, {x}, [x, saved](const Tensor& dy) {
-    accumulate_grad(x, unary_grad(dy, saved, kernels::sqrt_backward));
-  });
+  return record("sqrt", y, {x},
+                [x, saved](const Tensor& dy) { accumulate_grad(x, unary_grad(dy, saved, kernels::sqrt_backward)); });
 }
 
 Tensor tanh(const Tensor& x) {
   Tensor y = unary(x, x.dtype(), kernels::tanh);
   const Tensor saved = y.detach();
-  return record("tanh", y, {x}, [x, saved](const Tensor& dy) {
-    accumulate_grad(x, unary_grad(dy, saved, kernels::tanh_backward));
-  });
+  return record("tanh", y, {x},
+                [x, saved](const Tensor& dy) { accumulate_grad(x, unary_grad(dy, saved, kernels::tanh_backward)); });
 }
 
 Tensor relu(const Tensor& x) {
@@ -170,8 +164,7 @@ Tensor gelu(const Tensor& x, GeluApproximation approximation) {
 
 Tensor masked_fill(const Tensor& x, const Indices& mask, float value) {
   const Shape shape = detail::broadcast_shapes(x.shape(), mask.shape, "masked_fill");
-  check(shape == x.shape(), "masked_fill: mask of shape ", mask.shape,
-        " does not broadcast to x of shape ", x.shape());
+  check(shape == x.shape(), "masked_fill: mask of shape ", mask.shape, " does not broadcast to x of shape ", x.shape());
   // The mask as a 0/1 f32 tensor, broadcast by map like any input.
   std::vector<float> m(mask.values.begin(), mask.values.end());
   const Tensor keep = Tensor::from_vector(m, mask.shape);
@@ -180,8 +173,8 @@ Tensor masked_fill(const Tensor& x, const Indices& mask, float value) {
   });
   return record("masked_fill", y, {x}, [x, keep](const Tensor& dy) {
     accumulate_grad(x, map<2>(dy.shape(), dy.dtype(), {dy, keep}, [](float* out, const Ptrs<2>& in, int64_t n) {
-      kernels::masked_fill(out, in[0], in[1], 0.0f, n);
-    }));
+                      kernels::masked_fill(out, in[0], in[1], 0.0f, n);
+                    }));
   });
 }
 

@@ -14,8 +14,8 @@ Shape broadcast_shapes(const Shape& a, const Shape& b, const char* op) {
   for (int i = 0; i < ndim; ++i) {
     const int ia = a.ndim() - ndim + i, ib = b.ndim() - ndim + i;
     const int64_t da = ia >= 0 ? a[ia] : 1, db = ib >= 0 ? b[ib] : 1;
-    check(da == db || da == 1 || db == 1, op, ": shapes ", a, " and ", b,
-          " do not broadcast (dim ", i - ndim, ": ", da, " vs ", db, ")");
+    check(da == db || da == 1 || db == 1, op, ": shapes ", a, " and ", b, " do not broadcast (dim ", i - ndim, ": ", da,
+          " vs ", db, ")");
     dims[size_t(i)] = da == 1 ? db : da;
   }
   return Shape(std::span<const int64_t>(dims.data(), size_t(ndim)));

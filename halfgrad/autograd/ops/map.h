@@ -98,7 +98,9 @@ struct RowBlock {
 
 // Rows per block for rows of `width` elements: fixed by the width, so per-block partial results
 // combined in block order do not depend on the thread count.
-inline int64_t rows_per_block(int64_t width) { return std::max<int64_t>(1, kRowBlockElements / std::max<int64_t>(width, 1)); }
+inline int64_t rows_per_block(int64_t width) {
+  return std::max<int64_t>(1, kRowBlockElements / std::max<int64_t>(width, 1));
+}
 inline int64_t row_blocks(int64_t rows, int64_t width) {
   const int64_t per = rows_per_block(width);
   return (rows + per - 1) / per;

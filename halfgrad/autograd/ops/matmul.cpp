@@ -96,7 +96,8 @@ struct Layout {
 
 // Row i of the grid of `t`'s matrices, as a batched gemm reads it.
 GemmOperand grid_row(const Tensor& t, const Layout& l, bool transposed, int64_t i) {
-  return {t.bytes() + i * l.outer * static_cast<int64_t>(element_size(t.dtype())), t.dtype(), l.ld, transposed, l.inner};
+  return {t.bytes() + i * l.outer * static_cast<int64_t>(element_size(t.dtype())), t.dtype(), l.ld, transposed,
+          l.inner};
 }
 
 // Per row i of a grid, a bound on each of a product's three dims (m, n, k), for attention over a
@@ -135,7 +136,8 @@ void gemm_grid(float* c, const Layout& lc, const Tensor& a, const Layout& la, bo
       }
     }
   };
-  const int team = outer > 1 ? team_size(2.0 * double(m) * double(n) * double(k) * double(outer * inner), kParallelFlops) : 1;
+  const int team =
+      outer > 1 ? team_size(2.0 * double(m) * double(n) * double(k) * double(outer * inner), kParallelFlops) : 1;
   if (team > 1 && (outer % team == 0 || outer >= 4 * team)) {
 #pragma omp parallel for num_threads(team) schedule(static)
     for (int64_t i = 0; i < outer; ++i) row(i);
@@ -162,21 +164,21 @@ Tensor grid_product(const char* op, const Tensor& a0, const Layout& la, const Te
   gemm_grid(y.data(), ly, a, la, false, b, lb, tb, outer, inner, m, n, k, sums, {lm, ln, lk});
   return record(op, y.finish(dtype), {a, b},
                 [a, la, b, lb, tb, ly, outer, inner, m, n, k, sums, bound, lm, ln, lk](const Tensor& dy) {
-    if (a.requires_grad()) {  // dA (M,K) = dY (M,N) op(B)^T
-      Result da(a.shape(), a.dtype());
-      gemm_grid(da.data(), la, dy, ly, false, b, lb, !tb, outer, inner, m, k, n, sums, {lm, lk, ln});
-      accumulate_grad(a, da.finish(a.dtype()));
-    }
-    if (b.requires_grad()) {  // d op(B) (K,N) = A^T dY; stored transposed: dB (N,K) = dY^T A
-      Result db(b.shape(), b.dtype());
-      if (tb) {
-        gemm_grid(db.data(), lb, dy, ly, true, a, la, false, outer, inner, n, k, m, sums, {ln, lk, lm});
-      } else {
-        gemm_grid(db.data(), lb, a, la, true, dy, ly, false, outer, inner, k, n, m, sums, {lk, ln, lm});
-      }
-      accumulate_grad(b, db.finish(b.dtype()));
-    }
-  });
+                  if (a.requires_grad()) {  // dA (M,K) = dY (M,N) op(B)^T
+                    Result da(a.shape(), a.dtype());
+                    gemm_grid(da.data(), la, dy, ly, false, b, lb, !tb, outer, inner, m, k, n, sums, {lm, lk, ln});
+                    accumulate_grad(a, da.finish(a.dtype()));
+                  }
+                  if (b.requires_grad()) {  // d op(B) (K,N) = A^T dY; stored transposed: dB (N,K) = dY^T A
+                    Result db(b.shape(), b.dtype());
+                    if (tb) {
+                      gemm_grid(db.data(), lb, dy, ly, true, a, la, false, outer, inner, n, k, m, sums, {ln, lk, lm});
+                    } else {
+                      gemm_grid(db.data(), lb, a, la, true, dy, ly, false, outer, inner, k, n, m, sums, {lk, ln, lm});
+                    }
+                    accumulate_grad(b, db.finish(b.dtype()));
+                  }
+                });
 }
 
 // a @ op(b), op(b) = b or b^T: matmul and matmul_transposed.
@@ -215,7 +217,8 @@ std::shared_ptr<const std::vector<int64_t>> checked_key_lengths(const std::vecto
 
 }  // namespace
 
-Tensor matmul_heads_transposed(const Tensor& q, const Tensor& k, int64_t heads, const std::vector<int64_t>& key_lengths) {
+Tensor matmul_heads_transposed(const Tensor& q, const Tensor& k, int64_t heads,
+                               const std::vector<int64_t>& key_lengths) {
   check(q.ndim() == 3 && k.ndim() == 3 && q.shape()[0] == k.shape()[0] && q.shape()[2] == k.shape()[2],
         "matmul_heads_transposed: q and k must be (B, T, H*D) with one B and H*D, got ", q.shape(), " and ", k.shape());
   const int64_t b = q.shape()[0], tq = q.shape()[1], tk = k.shape()[1], c = q.shape()[2];
@@ -243,11 +246,11 @@ namespace {
 // scale_inv; and the tensors their gradients go to (the casts, or x and W themselves: fp8
 // gradients skip the autocast casts).
 struct LinearOperands {
-  Tensor x, w;                       // what the GEMMs read
+  Tensor x, w;  // what the GEMMs read
   float x_scale_inv = 1, w_scale_inv = 1;
-  Tensor x_grad_to, w_grad_to;       // recorded inputs
-  std::shared_ptr<Fp8Scaling> fp8;   // null: no fp8
-  std::string key;                   // the fp8 scales' key (Fp8Scaling::key_of)
+  Tensor x_grad_to, w_grad_to;      // recorded inputs
+  std::shared_ptr<Fp8Scaling> fp8;  // null: no fp8
+  std::string key;                  // the fp8 scales' key (Fp8Scaling::key_of)
 };
 
 LinearOperands linear_operands(const Tensor& x0, const Tensor& w0, DType dtype) {
@@ -273,8 +276,8 @@ kernels::GemmOptions linear_gemm_options(kernels::GemmOptions sums, bool fp8, fl
 // unquantized dY, as TE's fused cast + bgrad kernel does.
 void linear_backward(const LinearOperands& p, const Tensor& bias, const Tensor& dy, int64_t rows, int64_t in,
                      int64_t out, const kernels::GemmOptions& sums) {
-  const Fp8Operand g = p.fp8 ? p.fp8->quantize(p.key, Fp8Role::kGradOutput, dy, /*record_amax=*/true)
-                             : Fp8Operand{dy, 1};
+  const Fp8Operand g =
+      p.fp8 ? p.fp8->quantize(p.key, Fp8Role::kGradOutput, dy, /*record_amax=*/true) : Fp8Operand{dy, 1};
   if (p.x_grad_to.requires_grad()) {  // dX (R,in) = dY (R,out) W (out,in)
     Result dx(p.x_grad_to.shape(), p.x_grad_to.dtype());
     kernels::gemm(dx.data(), in, operand(g.values, out, false), operand(p.w, in, false), rows, in, out,
@@ -306,8 +309,8 @@ void linear_backward(const LinearOperands& p, const Tensor& bias, const Tensor& 
 // autocast dtype. Under fp8 the GEMM of the fp8 values is scaled by scale_inv_x * scale_inv_w
 // (one f32 product) and the bias added after it in f32 (TE's fp8 GEMM epilogue).
 Tensor linear(const Tensor& x0, const Tensor& w0, const Tensor& bias0) {
-  check(w0.ndim() == 2 && x0.ndim() >= 1 && x0.shape()[-1] == w0.shape()[1], "linear: input ",
-        x0.shape(), " does not match weight ", w0.shape(), " (out_features, in_features)");
+  check(w0.ndim() == 2 && x0.ndim() >= 1 && x0.shape()[-1] == w0.shape()[1], "linear: input ", x0.shape(),
+        " does not match weight ", w0.shape(), " (out_features, in_features)");
   const int64_t in = w0.shape()[1], out = w0.shape()[0], rows = x0.numel() / std::max<int64_t>(1, in);
   check(!bias0.defined() || (bias0.ndim() == 1 && bias0.shape()[0] == out), "linear: bias ",
         bias0.defined() ? bias0.shape() : Shape(), " does not match weight ", w0.shape());
@@ -322,10 +325,9 @@ Tensor linear(const Tensor& x0, const Tensor& w0, const Tensor& bias0) {
   (fp8 ? forward.output_bias : forward.bias) = b.empty() ? nullptr : b.data();
   Result y(x0.shape().with(-1, out), dtype);
   kernels::gemm(y.data(), out, operand(p.x, in, false), operand(p.w, in, true), rows, out, in, forward);
-  return record("linear", y.finish(dtype), {p.x_grad_to, p.w_grad_to, bias}, [p, bias, rows, in, out, sums](
-                                                                                  const Tensor& dy) {
-    linear_backward(p, bias, dy, rows, in, out, sums);
-  });
+  return record(
+      "linear", y.finish(dtype), {p.x_grad_to, p.w_grad_to, bias},
+      [p, bias, rows, in, out, sums](const Tensor& dy) { linear_backward(p, bias, dy, rows, in, out, sums); });
 }
 
 }  // namespace hg

@@ -88,29 +88,32 @@ Tensor fused_softmax(const Tensor& x0, float scale, const SoftmaxBias& bias) {
     if (bias.values.empty()) return kernels::softmax_forward(out, in[0], block.count, c, scale, nullptr, mode);
     for_bias_runs(bias, block.first, block.count, c, [&](int64_t offset, int64_t run, int64_t mask_row) {
       const float* bias_row = &bias.values[size_t(mask_row * c)];
-      rows_of_width(out + offset, run, c, bias.widths[size_t(mask_row)],
-                    [&](float* o, const float* i, int64_t n, int64_t width) {
-                      kernels::softmax_forward(o, i, n, width, scale, bias_row, mode);
-                    },
-                    in[0] + offset);
+      rows_of_width(
+          out + offset, run, c, bias.widths[size_t(mask_row)],
+          [&](float* o, const float* i, int64_t n, int64_t width) {
+            kernels::softmax_forward(o, i, n, width, scale, bias_row, mode);
+          },
+          in[0] + offset);
     });
   });
   const Tensor saved = y.detach();
   return record("softmax", y, {x}, [x, saved, c, scale, bias](const Tensor& dy) {
     // dx = y * (dy - sum_j dy_j y_j) * scale; masked keys have y = 0, so their dx is 0.
-    accumulate_grad(x, map_rows<2>(x.shape(), dy.dtype(), {dy, saved}, [&](float* out, const Rows<2>& in, RowBlock block) {
-      if (bias.values.empty()) {
-        kernels::softmax_backward(out, in[0], in[1], block.count, c, scale);
-        return;
-      }
-      for_bias_runs(bias, block.first, block.count, c, [&](int64_t offset, int64_t run, int64_t mask_row) {
-        rows_of_width(out + offset, run, c, bias.widths[size_t(mask_row)],
-                      [&](float* o, const float* g, const float* p, int64_t n, int64_t width) {
-                        kernels::softmax_backward(o, g, p, n, width, scale);
-                      },
-                      in[0] + offset, in[1] + offset);
-      });
-    }));
+    accumulate_grad(
+        x, map_rows<2>(x.shape(), dy.dtype(), {dy, saved}, [&](float* out, const Rows<2>& in, RowBlock block) {
+          if (bias.values.empty()) {
+            kernels::softmax_backward(out, in[0], in[1], block.count, c, scale);
+            return;
+          }
+          for_bias_runs(bias, block.first, block.count, c, [&](int64_t offset, int64_t run, int64_t mask_row) {
+            rows_of_width(
+                out + offset, run, c, bias.widths[size_t(mask_row)],
+                [&](float* o, const float* g, const float* p, int64_t n, int64_t width) {
+                  kernels::softmax_backward(o, g, p, n, width, scale);
+                },
+                in[0] + offset, in[1] + offset);
+          });
+        }));
   });
 }
 
@@ -124,8 +127,8 @@ Tensor scaled_masked_softmax(const Tensor& x, float scale, const Indices& masked
   const int64_t b = x.shape()[0], h = x.shape()[1], t = x.shape()[2], c = x.shape()[3];
   SoftmaxBias bias{.rows_per_batch = h * t, .t = t, .per_query = masked.shape == Shape{b, 1, t, c}};
   if (masked.numel() > 0) {
-    check(bias.per_query || masked.shape == Shape{b, 1, 1, c}, "scaled_masked_softmax: mask of shape ",
-          masked.shape, " for scores ", x.shape(), " (needs (B, 1, 1, C) or (B, 1, T, C))");
+    check(bias.per_query || masked.shape == Shape{b, 1, 1, c}, "scaled_masked_softmax: mask of shape ", masked.shape,
+          " for scores ", x.shape(), " (needs (B, 1, 1, C) or (B, 1, T, C))");
     bias.values.resize(size_t(masked.numel()));
     bias.widths.assign(size_t(masked.numel() / c), 0);
     for (size_t i = 0; i < bias.values.size(); ++i) {
@@ -147,9 +150,10 @@ Tensor log_softmax(const Tensor& x0) {
   const Tensor saved = y.detach();
   return record("log_softmax", y, {x}, [x, saved, c](const Tensor& dy) {
     // dx = dy - exp(y) * sum_j dy_j
-    accumulate_grad(x, map_rows<2>(x.shape(), dy.dtype(), {dy, saved}, [c](float* out, const Rows<2>& in, RowBlock block) {
-      kernels::log_softmax_backward(out, in[0], in[1], block.count, c);
-    }));
+    accumulate_grad(x,
+                    map_rows<2>(x.shape(), dy.dtype(), {dy, saved}, [c](float* out, const Rows<2>& in, RowBlock block) {
+                      kernels::log_softmax_backward(out, in[0], in[1], block.count, c);
+                    }));
   });
 }
 
@@ -184,7 +188,8 @@ Tensor layer_norm(const Tensor& x0, const Tensor& weight0, const Tensor& bias0, 
     // dw and db: each row block accumulates its own partial sums (in row order), then the
     // partials are summed in block order.
     const int64_t blocks = detail::row_blocks(rows, c);
-    std::vector<float> partial_w(need_dw ? size_t(blocks * c) : 0, 0.0f), partial_b(need_db ? size_t(blocks * c) : 0, 0.0f);
+    std::vector<float> partial_w(need_dw ? size_t(blocks * c) : 0, 0.0f),
+        partial_b(need_db ? size_t(blocks * c) : 0, 0.0f);
     const auto kernel = [&](float* dx, const Rows<2>& in, RowBlock block) {
       kernels::layer_norm_backward(dx, need_dw ? &partial_w[size_t(block.index * c)] : nullptr,
                                    need_db ? &partial_b[size_t(block.index * c)] : nullptr, in[0], in[1], w_ptr,
@@ -194,7 +199,8 @@ Tensor layer_norm(const Tensor& x0, const Tensor& weight0, const Tensor& bias0, 
       // dx = rstd * (g w - mean(g w) - xhat * mean(g w xhat)), xhat = (x - mean) rstd.
       accumulate_grad(x, map_rows<2>(x.shape(), dy.dtype(), {dy, x}, kernel));
     } else if (need_dw || need_db) {
-      detail::for_rows<2>({dy, x}, rows, c, false, [&](const Rows<2>& in, RowBlock block, float*) { kernel(nullptr, in, block); });
+      detail::for_rows<2>({dy, x}, rows, c, false,
+                          [&](const Rows<2>& in, RowBlock block, float*) { kernel(nullptr, in, block); });
     }
     const auto sum_blocks_into = [&](const std::vector<float>& partial, const Tensor& param) {
       std::vector<float> total(static_cast<size_t>(c));
@@ -219,22 +225,24 @@ Tensor dropout(const Tensor& x, float p, Generator& gen, bool training) {
   const float scale = 1.0f / (1.0f - p);
   const auto apply = [kept, scale](float* out, const float* in, int64_t n, int64_t start) {
     alignas(64) float mask[detail::kChunk];
-    const uint8_t* const k = kept + start;  // a local pointer, so that the loop vectorizes
+    const uint8_t* const k = kept + start;                          // a local pointer, so that the loop vectorizes
     for (int64_t i = 0; i < n; ++i) mask[i] = float(k[i]) * scale;  // branch-free: 0 or scale
     kernels::mul(out, in, mask, n);
   };
-  Tensor y = detail::map<1>(x.shape(), x.dtype(), {x}, [&, draw = gen](float* out, const Rows<1>& in, int64_t n, int64_t start) {
-    alignas(64) float u[detail::kChunk];
-    draw.uniform_at({u, size_t(n)}, first + uint64_t(start));
-    uint8_t* const k = kept + start;
-    const float drop = p;
-    for (int64_t i = 0; i < n; ++i) k[i] = u[i] >= drop;
-    apply(out, in[0], n, start);
-  });
+  Tensor y = detail::map<1>(x.shape(), x.dtype(), {x},
+                            [&, draw = gen](float* out, const Rows<1>& in, int64_t n, int64_t start) {
+                              alignas(64) float u[detail::kChunk];
+                              draw.uniform_at({u, size_t(n)}, first + uint64_t(start));
+                              uint8_t* const k = kept + start;
+                              const float drop = p;
+                              for (int64_t i = 0; i < n; ++i) k[i] = u[i] >= drop;
+                              apply(out, in[0], n, start);
+                            });
   return record("dropout", y, {x}, [x, keep, apply](const Tensor& dy) {
-    accumulate_grad(x, detail::map<1>(dy.shape(), dy.dtype(), {dy}, [&](float* out, const Rows<1>& in, int64_t n, int64_t start) {
-      apply(out, in[0], n, start);
-    }));
+    accumulate_grad(
+        x, detail::map<1>(dy.shape(), dy.dtype(), {dy}, [&](float* out, const Rows<1>& in, int64_t n, int64_t start) {
+          apply(out, in[0], n, start);
+        }));
   });
 }
 
@@ -270,7 +278,8 @@ Tensor embedding(const Indices& ids, const Tensor& weight, int32_t padding_idx, 
   check(weight.ndim() == 2, "embedding: weight must be (V, C), got ", weight.shape());
   const int64_t v = weight.shape()[0], c = weight.shape()[1];
   for (int64_t i = 0; i < ids.numel(); ++i) {
-    check(ids[i] >= 0 && ids[i] < v, "embedding: id ", ids[i], " at position ", i, " is outside the vocabulary [0, ", v, ")");
+    check(ids[i] >= 0 && ids[i] < v, "embedding: id ", ids[i], " at position ", i, " is outside the vocabulary [0, ", v,
+          ")");
   }
   check(ids.shape.ndim() < Shape::kMaxDims, "embedding: ids of shape ", ids.shape, " have too many dims");
   std::vector<int64_t> dims(ids.shape.dims().begin(), ids.shape.dims().end());
@@ -378,8 +387,8 @@ Indices attention_masked(const Indices& attention_mask, int64_t b, int64_t t, bo
   check(attention_mask.numel() == 0 || attention_mask.shape == Shape{b, t}, "attention: mask of shape ",
         attention_mask.shape, " for batch ", b, " and length ", t);
   check(dropout_p <= 0.0f || gen != nullptr, "attention: dropout_p > 0 needs a generator");
-  const bool padded = std::find(attention_mask.values.begin(), attention_mask.values.end(), 0) !=
-                      attention_mask.values.end();
+  const bool padded =
+      std::find(attention_mask.values.begin(), attention_mask.values.end(), 0) != attention_mask.values.end();
   if (causal) {
     // masked[b, 0, i, j] = 1 where key j is padding or j > i.
     std::vector<int32_t> values(size_t(b * t * t), 0);
@@ -413,12 +422,10 @@ Tensor attention_probabilities(const Tensor& scores, int64_t d, const Indices& m
 
 }  // namespace
 
-Tensor scaled_dot_product_attention(const Tensor& q, const Tensor& k, const Tensor& v,
-                                    const Indices& attention_mask, bool causal, float dropout_p,
-                                    Generator* gen) {
+Tensor scaled_dot_product_attention(const Tensor& q, const Tensor& k, const Tensor& v, const Indices& attention_mask,
+                                    bool causal, float dropout_p, Generator* gen) {
   check(q.ndim() == 4 && k.shape() == q.shape() && v.shape() == q.shape(),
-        "attention: q, k, v must share one (B, H, T, D) shape, got ", q.shape(), ", ",
-        k.shape(), ", ", v.shape());
+        "attention: q, k, v must share one (B, H, T, D) shape, got ", q.shape(), ", ", k.shape(), ", ", v.shape());
   const int64_t b = q.shape()[0], t = q.shape()[2], d = q.shape()[3];
   const Indices masked = attention_masked(attention_mask, b, t, causal, dropout_p, gen);
   return matmul(attention_probabilities(matmul_transposed(q, k), d, masked, dropout_p, gen), v);
@@ -446,8 +453,8 @@ Tensor multi_head_attention(const Tensor& q, const Tensor& k, const Tensor& v, i
 }
 
 Tensor masked_mean(const Tensor& x, const Indices& mask) {
-  check(x.ndim() == 3 && mask.shape == Shape{x.shape()[0], x.shape()[1]}, "masked_mean: x ",
-        x.shape(), " needs a (B, T) mask, got ", mask.shape);
+  check(x.ndim() == 3 && mask.shape == Shape{x.shape()[0], x.shape()[1]}, "masked_mean: x ", x.shape(),
+        " needs a (B, T) mask, got ", mask.shape);
   const int64_t b = x.shape()[0], t = x.shape()[1];
   std::vector<float> keep(static_cast<size_t>(b * t));
   std::vector<float> inv_count(static_cast<size_t>(b));

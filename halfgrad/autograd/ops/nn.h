@@ -52,8 +52,8 @@ Tensor cross_entropy(const Tensor& logits, const Indices& targets, const CrossEn
 // The two products are autocast's lower-precision ops; the softmax computes in f32.
 // dropout_p > 0 drops attention probabilities with `gen` (as nn.MultiheadAttention(dropout=p)).
 Tensor scaled_dot_product_attention(const Tensor& q, const Tensor& k, const Tensor& v,
-                                    const Indices& attention_mask = {}, bool causal = false,
-                                    float dropout_p = 0.0f, Generator* gen = nullptr);
+                                    const Indices& attention_mask = {}, bool causal = false, float dropout_p = 0.0f,
+                                    Generator* gen = nullptr);
 // The same attention on the layout the projections produce: q, k, v: (B, T, H*D), head h of a
 // token in columns [h*D, (h+1)*D) -> (B, T, H*D), the layout the output projection reads.
 // Bit for bit scaled_dot_product_attention of the (B, H, T, D) permutations, permuted back, without

@@ -44,9 +44,10 @@ constexpr int64_t kColumnBlock = 256;
 // (kF16 or kF16Blocked): one chain per result, d increasing.
 void sum_dim_f16(float* result, const Tensor& x, const Split& s, Accumulation accumulation) {
   if (s.inner == 1) {
-    detail::for_rows<1>({x}, s.outer, s.d, false, [&](const std::array<const float*, 1>& in, detail::RowBlock block, float*) {
-      kernels::row_sums_f16(result + block.first, in[0], block.count, s.d, accumulation);
-    });
+    detail::for_rows<1>({x}, s.outer, s.d, false,
+                        [&](const std::array<const float*, 1>& in, detail::RowBlock block, float*) {
+                          kernels::row_sums_f16(result + block.first, in[0], block.count, s.d, accumulation);
+                        });
     return;
   }
   const std::vector<float> widened = x.dtype() == DType::f32 ? std::vector<float>() : x.to_vector();
@@ -68,9 +69,10 @@ void sum_dim(float* result, const Tensor& x, const Split& s, Accumulation accumu
   const float* const data = f32 ? x.data<float>() : nullptr;
   const bool parallel = use_team(s.outer * s.d * s.inner, kParallelElements);
   if (s.inner == 1 && s.d <= kSumPiece) {  // rows: the lane order
-    detail::for_rows<1>({x}, s.outer, s.d, false, [&](const std::array<const float*, 1>& in, detail::RowBlock block, float*) {
-      kernels::row_sums(result + block.first, in[0], block.count, s.d);
-    });
+    detail::for_rows<1>({x}, s.outer, s.d, false,
+                        [&](const std::array<const float*, 1>& in, detail::RowBlock block, float*) {
+                          kernels::row_sums(result + block.first, in[0], block.count, s.d);
+                        });
   } else if (s.inner == 1) {  // long rows: pieces, then the pieces' sums
     const int64_t pieces = (s.d + kSumPiece - 1) / kSumPiece;
     std::vector<float> partial(size_t(s.outer * pieces));
@@ -158,9 +160,8 @@ Tensor reduce_all(const Tensor& x0, bool average, const char* op) {
   // The mean of no elements is 0 * (1 / 0) = NaN, as torch.mean gives.
   const float scale = average ? 1.0f / float(x.numel()) : 1.0f;
   Tensor y = round_scoped(std::vector<float>{total * scale}, {}, x.dtype());
-  return record(op, y, {x}, [x, scale](const Tensor& dy) {
-    accumulate_grad(x, broadcast_to(dy, x.shape(), dy.dtype(), scale));
-  });
+  return record(op, y, {x},
+                [x, scale](const Tensor& dy) { accumulate_grad(x, broadcast_to(dy, x.shape(), dy.dtype(), scale)); });
 }
 
 }  // namespace
@@ -175,21 +176,22 @@ MaxResult max(const Tensor& x, int dim, bool keepdim) {
   std::vector<float> best(size_t(s.outer * s.inner));
   std::vector<int32_t> arg(best.size());
   // One (d, inner) slice of x per row of for_rows (read in place when f32).
-  detail::for_rows<1>({x}, s.outer, s.d * s.inner, false, [&](const std::array<const float*, 1>& in, detail::RowBlock block, float*) {
-    for (int64_t o = 0; o < block.count; ++o) {
-      for (int64_t i = 0; i < s.inner; ++i) {
-        const float* row = in[0] + o * s.d * s.inner + i;
-        int64_t k = 0;
-        // NaN wins (torch.max propagates NaN); otherwise the first of equal maxima.
-        for (int64_t j = 1; j < s.d && !std::isnan(row[k * s.inner]); ++j) {
-          if (row[j * s.inner] > row[k * s.inner] || std::isnan(row[j * s.inner])) k = j;
-        }
-        const size_t r = size_t((block.first + o) * s.inner + i);
-        best[r] = row[k * s.inner];
-        arg[r] = int32_t(k);
-      }
-    }
-  });
+  detail::for_rows<1>({x}, s.outer, s.d * s.inner, false,
+                      [&](const std::array<const float*, 1>& in, detail::RowBlock block, float*) {
+                        for (int64_t o = 0; o < block.count; ++o) {
+                          for (int64_t i = 0; i < s.inner; ++i) {
+                            const float* row = in[0] + o * s.d * s.inner + i;
+                            int64_t k = 0;
+                            // NaN wins (torch.max propagates NaN); otherwise the first of equal maxima.
+                            for (int64_t j = 1; j < s.d && !std::isnan(row[k * s.inner]); ++j) {
+                              if (row[j * s.inner] > row[k * s.inner] || std::isnan(row[j * s.inner])) k = j;
+                            }
+                            const size_t r = size_t((block.first + o) * s.inner + i);
+                            best[r] = row[k * s.inner];
+                            arg[r] = int32_t(k);
+                          }
+                        }
+                      });
   const Shape kept = x.shape().with(axis, 1);
   const Shape out_shape = keepdim ? kept : x.shape().without(axis);
   Tensor y = round_scoped(best, out_shape, x.dtype());  // exact: every value is an element of x
@@ -247,9 +249,8 @@ Tensor sum_to(const Tensor& x, const Shape& shape) {
     runs.erase(runs.begin() + std::ptrdiff_t(r));
   }
   Tensor y = round_scoped(current.to_vector(), shape, x.dtype());  // the sums (or x, if only 1-dims differ)
-  return record("sum_to", y, {x}, [x](const Tensor& dy) {
-    accumulate_grad(x, broadcast_to(dy, x.shape(), dy.dtype()));
-  });
+  return record("sum_to", y, {x},
+                [x](const Tensor& dy) { accumulate_grad(x, broadcast_to(dy, x.shape(), dy.dtype())); });
 }
 
 }  // namespace hg

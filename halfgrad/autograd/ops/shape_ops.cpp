@@ -23,8 +23,8 @@ Tensor cast(const Tensor& x, DType dtype) {
 }
 
 Tensor reshape(const Tensor& x, const Shape& shape) {
-  check(shape.numel() == x.numel(), "reshape: cannot view shape ", x.shape(), " (", x.numel(),
-        " elements) as ", shape, " (", shape.numel(), " elements)");
+  check(shape.numel() == x.numel(), "reshape: cannot view shape ", x.shape(), " (", x.numel(), " elements) as ", shape,
+        " (", shape.numel(), " elements)");
   auto impl = std::make_shared<TensorImpl>();
   impl->shape = shape;
   impl->dtype = x.dtype();
@@ -112,8 +112,8 @@ Tensor cat(const std::vector<Tensor>& xs, int dim) {
   int64_t total = 0;
   DType dtype = xs[0].dtype();
   for (const Tensor& t : xs) {
-    check(t.ndim() == first.ndim() && t.shape().with(axis, 1) == first.with(axis, 1), "cat: shape ",
-          t.shape(), " does not match ", first, " outside dim ", axis);
+    check(t.ndim() == first.ndim() && t.shape().with(axis, 1) == first.with(axis, 1), "cat: shape ", t.shape(),
+          " does not match ", first, " outside dim ", axis);
     total += t.shape()[axis];
     dtype = promote(dtype, t.dtype());
   }

@@ -68,7 +68,9 @@ float oracle_sum(const std::vector<float>& terms, Accumulation mode) {
   return terms.size() % block != 0 ? carry + acc : carry;
 }
 
-bool same_bits(float x, float y) { return test_util::bits(x) == test_util::bits(y) || (std::isnan(x) && std::isnan(y)); }
+bool same_bits(float x, float y) {
+  return test_util::bits(x) == test_util::bits(y) || (std::isnan(x) && std::isnan(y));
+}
 
 constexpr Accumulation kModes[] = {Accumulation::kF16, Accumulation::kF16Blocked};
 
@@ -80,24 +82,28 @@ std::vector<float> random_f16(size_t n, std::mt19937& rng, float scale = 1.0f) {
   return v;
 }
 
-TEST_CASE("f16 accumulation: a GEMM equals the fma_bits oracle on every target, tails, transposes, batches", "[accumulate]") {
+TEST_CASE("f16 accumulation: a GEMM equals the fma_bits oracle on every target, tails, transposes, batches",
+          "[accumulate]") {
   std::mt19937 rng(7);
   struct Case {
     int64_t m, n, k;
   };
   // n around the tiles (8 or 4 vectors, single vectors, a padded tail on every width: 130 =
   // 128 + 2 on AVX-512); k around the block of 32, and 0.
-  for (const Case c : {Case{1, 1, 1}, Case{3, 5, 31}, Case{9, 37, 32}, Case{5, 70, 65}, Case{3, 130, 70}, Case{2, 16, 0}}) {
+  for (const Case c :
+       {Case{1, 1, 1}, Case{3, 5, 31}, Case{9, 37, 32}, Case{5, 70, 65}, Case{3, 130, 70}, Case{2, 16, 0}}) {
     for (const bool ta : {false, true}) {
       for (const bool tb : {false, true}) {
         // op(A) (m,k) and op(B) (k,n) as f16 bit patterns, stored transposed or not.
         const std::vector<float> a = random_f16(size_t(c.m * c.k), rng), b = random_f16(size_t(c.k * c.n), rng, 8.0f);
         std::vector<uint16_t> sa(a.size()), sb(b.size());
         for (int64_t i = 0; i < c.m; ++i) {
-          for (int64_t p = 0; p < c.k; ++p) sa[size_t(ta ? p * c.m + i : i * c.k + p)] = uint16_t(f16_bits(a[size_t(i * c.k + p)]));
+          for (int64_t p = 0; p < c.k; ++p)
+            sa[size_t(ta ? p * c.m + i : i * c.k + p)] = uint16_t(f16_bits(a[size_t(i * c.k + p)]));
         }
         for (int64_t p = 0; p < c.k; ++p) {
-          for (int64_t j = 0; j < c.n; ++j) sb[size_t(tb ? j * c.k + p : p * c.n + j)] = uint16_t(f16_bits(b[size_t(p * c.n + j)]));
+          for (int64_t j = 0; j < c.n; ++j)
+            sb[size_t(tb ? j * c.k + p : p * c.n + j)] = uint16_t(f16_bits(b[size_t(p * c.n + j)]));
         }
         const GemmOperand oa{sa.data(), DType::f16, ta ? c.m : c.k, ta}, ob{sb.data(), DType::f16, tb ? c.k : c.n, tb};
         for (const Accumulation mode : kModes) {
@@ -109,7 +115,8 @@ TEST_CASE("f16 accumulation: a GEMM equals the fma_bits oracle on every target, 
               for (int64_t j = 0; j < c.n; ++j) {
                 std::vector<float> row(a.begin() + i * c.k, a.begin() + (i + 1) * c.k), col(static_cast<size_t>(c.k));
                 for (int64_t p = 0; p < c.k; ++p) col[size_t(p)] = b[size_t(p * c.n + j)];
-                expected[size_t(i * c.n + j)] = oracle_dot(row, col, mode, accumulate ? start[size_t(i * c.n + j)] : 0.0f);
+                expected[size_t(i * c.n + j)] =
+                    oracle_dot(row, col, mode, accumulate ? start[size_t(i * c.n + j)] : 0.0f);
               }
             }
             for_each_target([&] {
@@ -149,7 +156,8 @@ TEST_CASE("f16 accumulation: a GEMM equals the fma_bits oracle on every target, 
   }
 }
 
-TEST_CASE("f16 accumulation: adversarial chains equal the oracle, and the double-rounding trap is caught", "[accumulate]") {
+TEST_CASE("f16 accumulation: adversarial chains equal the oracle, and the double-rounding trap is caught",
+          "[accumulate]") {
   // 1 + a b with a b = 2^-11 (1 + 244 / 2^21) (a = 1044/1024, b = 2009/1024 2^-12, both f16):
   // just above the midpoint between 1 and 1 + 2^-10, so RN16 gives 1 + 2^-10; RN32 first lands
   // exactly on the midpoint and ties to even give 1. The kernel must give 1 + 2^-10.
@@ -185,7 +193,8 @@ TEST_CASE("f16 accumulation: adversarial chains equal the oracle, and the double
   chains.push_back(tiny);
   // Near overflow: 200 x 200 = 40000, twice, is past 65520: inf, which finite terms keep.
   chains.push_back({"overflow", {200.0f, 200.0f, 1.0f}, {200.0f, 200.0f, 1.0f}});
-  chains.push_back({"overflow, then negative terms", {200.0f, 200.0f, -65504.0f, -65504.0f}, {200.0f, 200.0f, 1.0f, 1.0f}});
+  chains.push_back(
+      {"overflow, then negative terms", {200.0f, 200.0f, -65504.0f, -65504.0f}, {200.0f, 200.0f, 1.0f, 1.0f}});
   chains.push_back({"inf input", {1.0f, kInf, 2.0f}, {1.0f, 1.0f, 1.0f}});
   chains.push_back({"NaN input", {1.0f, kNaN, 2.0f}, {1.0f, 1.0f, 1.0f}});
   chains.push_back({"0 x inf", {1.0f, 0.0f}, {1.0f, kInf}});
@@ -239,7 +248,8 @@ TEST_CASE("f16 accumulation: row and column sums of f32 terms equal the round-on
     }
     for (const Accumulation mode : kModes) {
       std::vector<float> rows_expected(static_cast<size_t>(n)), cols_expected(static_cast<size_t>(c));
-      for (int64_t i = 0; i < n; ++i) rows_expected[size_t(i)] = oracle_sum({x.begin() + i * c, x.begin() + (i + 1) * c}, mode);
+      for (int64_t i = 0; i < n; ++i)
+        rows_expected[size_t(i)] = oracle_sum({x.begin() + i * c, x.begin() + (i + 1) * c}, mode);
       for (int64_t j = 0; j < c; ++j) {
         std::vector<float> col(static_cast<size_t>(n));
         for (int64_t i = 0; i < n; ++i) col[size_t(i)] = x[size_t(i * c + j)];

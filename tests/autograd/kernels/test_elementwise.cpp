@@ -58,16 +58,24 @@ double ulp_error(float got, double want, double scale) {
 
 // Random values in [low, high] with special values sprinkled in.
 std::vector<float> inputs(int64_t n, uint32_t seed, float low = -4.0f, float high = 4.0f) {
-  static const float specials[] = {0.0f, -0.0f, 1.0f, -1.0f, kInf, -kInf, kNaN,
-                                   std::numeric_limits<float>::min(), -std::numeric_limits<float>::denorm_min(),
-                                   std::numeric_limits<float>::max(), 1e-30f, -3e38f};
+  static const float specials[] = {0.0f,
+                                   -0.0f,
+                                   1.0f,
+                                   -1.0f,
+                                   kInf,
+                                   -kInf,
+                                   kNaN,
+                                   std::numeric_limits<float>::min(),
+                                   -std::numeric_limits<float>::denorm_min(),
+                                   std::numeric_limits<float>::max(),
+                                   1e-30f,
+                                   -3e38f};
   std::mt19937 rng(seed);
   std::uniform_real_distribution<float> u(low, high);
   std::vector<float> x(static_cast<size_t>(n));
   for (size_t i = 0; i < x.size(); ++i) x[i] = i % 5 == 3 ? specials[(i / 5) % std::size(specials)] : u(rng);
   return x;
 }
-
 
 void check_sentinels(const std::vector<float>& y, int64_t n) {
   for (size_t i = size_t(n); i < y.size(); ++i) REQUIRE(bits(y[i]) == bits(kSentinel));
@@ -81,8 +89,8 @@ void check_bits(const std::vector<float>& got, const std::vector<float>& want, i
   for (int64_t i = 0; i < n; ++i) {
     const bool both_nan = std::isnan(got[size_t(i)]) && std::isnan(want[size_t(i)]);
     if (bits(got[size_t(i)]) != bits(want[size_t(i)]) && !both_nan) {
-      FAIL_CHECK("element " << i << " of " << n << ", input " << hex(x[size_t(i)]) << ": got "
-                            << hex(got[size_t(i)]) << ", want " << hex(want[size_t(i)]));
+      FAIL_CHECK("element " << i << " of " << n << ", input " << hex(x[size_t(i)]) << ": got " << hex(got[size_t(i)])
+                            << ", want " << hex(want[size_t(i)]));
       return;
     }
   }
@@ -106,14 +114,13 @@ struct BinaryCase {
 TEST_CASE("exact elementwise kernels equal their scalar twins bit for bit", "[simd][kernels]") {
   const UnaryCase unary[] = {
       {"neg", neg, reference::neg}, {"sqrt", sqrt, reference::sqrt}, {"relu", relu, reference::relu}};
-  const BinaryCase binary[] = {
-      {"add", add, reference::add},
-      {"sub", sub, reference::sub},
-      {"mul", mul, reference::mul},
-      {"div", div, reference::div},
-      {"sqrt_backward", sqrt_backward, reference::sqrt_backward},
-      {"tanh_backward", tanh_backward, reference::tanh_backward},
-      {"relu_backward", relu_backward, reference::relu_backward}};
+  const BinaryCase binary[] = {{"add", add, reference::add},
+                               {"sub", sub, reference::sub},
+                               {"mul", mul, reference::mul},
+                               {"div", div, reference::div},
+                               {"sqrt_backward", sqrt_backward, reference::sqrt_backward},
+                               {"tanh_backward", tanh_backward, reference::tanh_backward},
+                               {"relu_backward", relu_backward, reference::relu_backward}};
   for_each_target([&] {
     for (const int64_t n : kSizes) {
       INFO("n = " << n);
@@ -246,8 +253,9 @@ struct Accuracy {
 };
 
 // Max ulp error of kernel over xs against want(x) (exact, in double), ulps of scale(x, want).
-Accuracy measure(Unary kernel, const std::vector<float>& xs, const std::function<double(double)>& want,
-                 const std::function<double(double, double)>& scale = [](double, double w) { return w; }) {
+Accuracy measure(
+    Unary kernel, const std::vector<float>& xs, const std::function<double(double)>& want,
+    const std::function<double(double, double)>& scale = [](double, double w) { return w; }) {
   std::vector<float> y(xs.size());
   kernel(y.data(), xs.data(), int64_t(xs.size()));
   Accuracy a;
@@ -291,7 +299,8 @@ TEST_CASE("transcendental kernels are within their ulp bounds of double precisio
     gelu(y.data(), deep.data(), int64_t(deep.size()));
     double worst_deep = 0;
     for (size_t i = 0; i < deep.size(); ++i) {
-      worst_deep = std::max(worst_deep, std::fabs(double(y[i]) - gelu_exact(deep[i])) / (std::fabs(deep[i]) * 0x1p-149));
+      worst_deep =
+          std::max(worst_deep, std::fabs(double(y[i]) - gelu_exact(deep[i])) / (std::fabs(deep[i]) * 0x1p-149));
     }
     INFO("gelu below -12.95: " << worst_deep << " |x| subnormal ulps");
     CHECK(worst_deep <= 2.0);
@@ -303,7 +312,8 @@ TEST_CASE("transcendental kernels are within their ulp bounds of double precisio
     float at = 0;
     for (size_t i = 0; i < z.size(); ++i) {
       const double x = tanh_form_x[i], u = 0.79788456080286535588 * (x + 0.044715 * x * x * x);
-      const double e = ulp_error(z[i], x / (1 + std::exp(-2 * u)), x / (1 + std::exp(-2 * u))) / (3 + 6 * std::fabs(std::fmin(u, 0.0)));
+      const double e = ulp_error(z[i], x / (1 + std::exp(-2 * u)), x / (1 + std::exp(-2 * u))) /
+                       (3 + 6 * std::fabs(std::fmin(u, 0.0)));
       if (e > worst_tanh_form) worst_tanh_form = e, at = float(x);
     }
     INFO("gelu_tanh: " << worst_tanh_form << " of the bound at " << hex(at));

@@ -41,13 +41,17 @@ struct Stored {
   std::vector<uint16_t> h;  // f16/bf16 bit patterns
 
   Stored(DType t, int64_t r, int64_t c, int64_t pad) : dtype(t), rows(r), cols(c), ld(c + pad) {
-    if (t == DType::f32) f.assign(size_t(rows * ld), kNaN);
-    else h.assign(size_t(rows * ld), t == DType::f16 ? uint16_t(0x7E00) : uint16_t(0x7FC0));
+    if (t == DType::f32)
+      f.assign(size_t(rows * ld), kNaN);
+    else
+      h.assign(size_t(rows * ld), t == DType::f16 ? uint16_t(0x7E00) : uint16_t(0x7FC0));
   }
   void set(int64_t r, int64_t c, float x) {  // rounds x to the dtype (nearest even)
     const size_t i = size_t(r * ld + c);
-    if (dtype == DType::f32) f[i] = x;
-    else h[i] = dtype == DType::f16 ? half(x).bits() : bfloat16(x).bits();
+    if (dtype == DType::f32)
+      f[i] = x;
+    else
+      h[i] = dtype == DType::f16 ? half(x).bits() : bfloat16(x).bits();
   }
   float get(int64_t r, int64_t c) const {
     const size_t i = size_t(r * ld + c);
@@ -55,9 +59,7 @@ struct Stored {
     return dtype == DType::f16 ? precision::decode<precision::kBinary16>(h[i])
                                : precision::decode<precision::kBFloat16>(h[i]);
   }
-  const void* data() const {
-    return dtype == DType::f32 ? static_cast<const void*>(f.data()) : h.data();
-  }
+  const void* data() const { return dtype == DType::f32 ? static_cast<const void*>(f.data()) : h.data(); }
   GemmOperand operand(bool transposed) const { return {data(), dtype, ld, transposed}; }
   Stored abs() const {  // |x| elementwise: the sign bit cleared
     Stored a = *this;
@@ -93,9 +95,8 @@ struct Case {
 
 std::string describe(const Case& c) {
   return std::to_string(c.m) + "x" + std::to_string(c.n) + "x" + std::to_string(c.k) + " " +
-         std::string(dtype_name(c.ta)) + (c.transpose_a ? "^T" : "") + " * " +
-         std::string(dtype_name(c.tb)) + (c.transpose_b ? "^T" : "") +
-         (c.accumulate ? " accumulate" : "") + " pad " + std::to_string(c.pad);
+         std::string(dtype_name(c.ta)) + (c.transpose_a ? "^T" : "") + " * " + std::string(dtype_name(c.tb)) +
+         (c.transpose_b ? "^T" : "") + (c.accumulate ? " accumulate" : "") + " pad " + std::to_string(c.pad);
 }
 
 // Runs gemm and the reference on one random case and checks every element against the bound
@@ -108,10 +109,10 @@ std::string describe(const Case& c) {
 // k u S; a dropped or doubled term (typically ~S/k) is far outside it.
 void check_case(const Case& c, std::mt19937& rng) {
   INFO(describe(c));
-  const Stored a = c.transpose_a ? random_stored(c.ta, c.k, c.m, c.pad, rng)
-                                 : random_stored(c.ta, c.m, c.k, c.pad, rng);
-  const Stored b = c.transpose_b ? random_stored(c.tb, c.n, c.k, c.pad, rng)
-                                 : random_stored(c.tb, c.k, c.n, c.pad, rng);
+  const Stored a =
+      c.transpose_a ? random_stored(c.ta, c.k, c.m, c.pad, rng) : random_stored(c.ta, c.m, c.k, c.pad, rng);
+  const Stored b =
+      c.transpose_b ? random_stored(c.tb, c.n, c.k, c.pad, rng) : random_stored(c.tb, c.k, c.n, c.pad, rng);
   const int64_t ldc = c.n + c.pad;
   // Without accumulate C starts as NaN: the kernel must not read it.
   std::vector<float> got = output(c.m, c.n, c.pad, kNaN);
@@ -124,13 +125,10 @@ void check_case(const Case& c, std::mt19937& rng) {
   std::vector<float> want = got, bound = got;
   for (float& x : bound) x = std::fabs(x);
   const GemmOptions options{.accumulate = c.accumulate};
-  gemm(got.data(), ldc, a.operand(c.transpose_a), b.operand(c.transpose_b), c.m, c.n, c.k,
-       options);
-  reference_gemm(want.data(), ldc, a.operand(c.transpose_a), b.operand(c.transpose_b), c.m, c.n,
-                 c.k, options);
+  gemm(got.data(), ldc, a.operand(c.transpose_a), b.operand(c.transpose_b), c.m, c.n, c.k, options);
+  reference_gemm(want.data(), ldc, a.operand(c.transpose_a), b.operand(c.transpose_b), c.m, c.n, c.k, options);
   const Stored a_abs = a.abs(), b_abs = b.abs();
-  reference_gemm(bound.data(), ldc, a_abs.operand(c.transpose_a), b_abs.operand(c.transpose_b),
-                 c.m, c.n, c.k, options);
+  reference_gemm(bound.data(), ldc, a_abs.operand(c.transpose_a), b_abs.operand(c.transpose_b), c.m, c.n, c.k, options);
   const double u = std::ldexp(1.0, -24);
   int64_t bad = 0;
   for (int64_t i = 0; i < c.m; ++i) {
@@ -143,8 +141,8 @@ void check_case(const Case& c, std::mt19937& rng) {
       const double tolerance = double(c.k + 3) * u * double(bound[x]);
       if (!(std::fabs(double(got[x]) - double(want[x])) <= tolerance)) {
         if (bad++ < 5) {
-          UNSCOPED_INFO("C(" << i << "," << j << ") = " << got[x] << ", reference " << want[x]
-                             << ", tolerance " << tolerance);
+          UNSCOPED_INFO("C(" << i << "," << j << ") = " << got[x] << ", reference " << want[x] << ", tolerance "
+                             << tolerance);
         }
       }
     }
@@ -168,7 +166,12 @@ TEST_CASE("gemm matches the reference for every transpose and dtype pair", "[gem
     for (const DType ta : kDTypes) {
       for (const DType tb : kDTypes) {
         for (int t = 0; t < 4; ++t) {
-          check_case({.m = 17, .n = 65, .k = 127, .ta = ta, .tb = tb, .transpose_a = (t & 1) != 0,
+          check_case({.m = 17,
+                      .n = 65,
+                      .k = 127,
+                      .ta = ta,
+                      .tb = tb,
+                      .transpose_a = (t & 1) != 0,
                       .transpose_b = (t & 2) != 0},
                      rng);
         }
@@ -183,17 +186,20 @@ TEST_CASE("gemm handles odd shapes in every transpose", "[gemm][simd]") {
   struct Shape {
     int64_t m, n, k;
   };
-  const Shape shapes[] = {{1, 1, 1},    {1, 17, 65},  {7, 1, 127},    {17, 65, 1},
-                          {65, 7, 17},  {127, 17, 7}, {7, 127, 65},   {513, 7, 17},
-                          {17, 513, 7}, {7, 17, 513}, {127, 65, 513}, {1, 513, 127},
-                          {513, 1, 65}, {65, 127, 7}, {7, 4100, 17}};
+  const Shape shapes[] = {{1, 1, 1},      {1, 17, 65},   {7, 1, 127},  {17, 65, 1},  {65, 7, 17},
+                          {127, 17, 7},   {7, 127, 65},  {513, 7, 17}, {17, 513, 7}, {7, 17, 513},
+                          {127, 65, 513}, {1, 513, 127}, {513, 1, 65}, {65, 127, 7}, {7, 4100, 17}};
   for_each_target([&](int64_t) {
     std::mt19937 rng(2);
     int rotate = 0;
     for (const Shape& s : shapes) {
       for (int t = 0; t < 4; ++t, ++rotate) {
-        check_case({.m = s.m, .n = s.n, .k = s.k, .ta = kDTypes[rotate % 3],
-                    .tb = kDTypes[rotate / 3 % 3], .transpose_a = (t & 1) != 0,
+        check_case({.m = s.m,
+                    .n = s.n,
+                    .k = s.k,
+                    .ta = kDTypes[rotate % 3],
+                    .tb = kDTypes[rotate / 3 % 3],
+                    .transpose_a = (t & 1) != 0,
                     .transpose_b = (t & 2) != 0},
                    rng);
       }
@@ -208,9 +214,15 @@ TEST_CASE("gemm accumulates into C and reads sub-matrix views", "[gemm][simd]") 
     for (const int64_t pad : {1, 3, 16}) {
       for (const bool accumulate : {false, true}) {
         for (int t = 0; t < 4; ++t, ++rotate) {
-          check_case({.m = 23, .n = 37, .k = 300, .ta = kDTypes[rotate % 3],
-                      .tb = kDTypes[(rotate + 1) % 3], .transpose_a = (t & 1) != 0,
-                      .transpose_b = (t & 2) != 0, .accumulate = accumulate, .pad = pad},
+          check_case({.m = 23,
+                      .n = 37,
+                      .k = 300,
+                      .ta = kDTypes[rotate % 3],
+                      .tb = kDTypes[(rotate + 1) % 3],
+                      .transpose_a = (t & 1) != 0,
+                      .transpose_b = (t & 2) != 0,
+                      .accumulate = accumulate,
+                      .pad = pad},
                      rng);
         }
       }
@@ -241,7 +253,7 @@ TEST_CASE("gemm with a bias equals C filled with the bias and accumulated into, 
     int64_t batch, m, n, k;
     int threads;
   };
-  const BiasCase cases[] = {{1, 1, 1, 1, 1},     {1, 17, 65, 127, 1},  {1, 13, 35, 513, 1}, {1, 14, 33, 300, 1},
+  const BiasCase cases[] = {{1, 1, 1, 1, 1},      {1, 17, 65, 127, 1},  {1, 13, 35, 513, 1}, {1, 14, 33, 300, 1},
                             {1, 13, 17, 1024, 1}, {1, 50, 3, 40, 1},    {1, 7, 5, 0, 1},     {3, 9, 20, 31, 1},
                             {1, 300, 40, 200, 2}, {1, 7, 1000, 320, 2}, {1, 2400, 3, 300, 2}};
   const Accumulation sums[] = {Accumulation::kF32, Accumulation::kF16, Accumulation::kF16Blocked};
@@ -257,8 +269,8 @@ TEST_CASE("gemm with a bias equals C filled with the bias and accumulated into, 
         const Accumulation accumulation = s.threads == 1 && t == 0 ? sums[rotate / 4 % 3] : Accumulation::kF32;
         const int64_t pad = rotate % 3, ldc = s.n + pad;
         INFO(s.batch << " x " << s.m << "x" << s.n << "x" << s.k << " " << dtype_name(ta) << (transpose_a ? "^T" : "")
-                     << " * " << dtype_name(tb) << (transpose_b ? "^T" : "") << " pad " << pad << ", "
-                     << s.threads << " threads, accumulation " << int(accumulation));
+                     << " * " << dtype_name(tb) << (transpose_b ? "^T" : "") << " pad " << pad << ", " << s.threads
+                     << " threads, accumulation " << int(accumulation));
         const int64_t a_rows = transpose_a ? s.k : s.m, b_rows = transpose_b ? s.n : s.k;
         const Stored a = random_stored(ta, s.batch * a_rows, transpose_a ? s.m : s.k, pad, rng);
         const Stored b = random_stored(tb, s.batch * b_rows, transpose_b ? s.k : s.n, pad, rng);
@@ -394,8 +406,8 @@ TEST_CASE("gemm gives the same bits for any thread count", "[gemm][simd]") {
     struct Shape {
       int64_t batch, m, n, k;
     };
-    for (const Shape s : {Shape{1, 300, 200, 300}, Shape{1, 7, 2000, 300}, Shape{1, 3000, 3, 300},
-                          Shape{3, 96, 96, 96}}) {
+    for (const Shape s :
+         {Shape{1, 300, 200, 300}, Shape{1, 7, 2000, 300}, Shape{1, 3000, 3, 300}, Shape{3, 96, 96, 96}}) {
       INFO(s.batch << " x " << s.m << "x" << s.n << "x" << s.k);
       const Stored a = random_stored(DType::f32, s.batch * s.m, s.k, 0, rng);
       const Stored b = random_stored(DType::f16, s.batch * s.n, s.k, 0, rng);
@@ -424,19 +436,18 @@ TEST_CASE("gemm sums each element in the documented order bit for bit", "[gemm][
   for_each_target([](int64_t target) {
     const bool fused = (target & (HWY_AVX2 | HWY_AVX3 | HWY_AVX3_DL)) != 0;
     std::mt19937 rng(6);
-    for (const Case c : {Case{.m = 13, .n = 35, .k = 513, .ta = DType::bf16, .accumulate = true},
-                         Case{.m = 150, .n = 20, .k = 260, .tb = DType::f16, .transpose_a = true},
-                         Case{.m = 5, .n = 40, .k = 9, .transpose_b = true, .pad = 2},
-                         Case{.m = 14, .n = 33, .k = 300, .accumulate = true},
-                         Case{.m = 13, .n = 17, .k = 1024, .transpose_b = true},
-                         Case{.m = 27, .n = 40, .k = 37, .ta = DType::f16, .pad = 3},
-                         Case{.m = 50, .n = 3, .k = 40, .ta = DType::f16, .transpose_a = true,
-                              .accumulate = true, .pad = 1}}) {
+    for (const Case c :
+         {Case{.m = 13, .n = 35, .k = 513, .ta = DType::bf16, .accumulate = true},
+          Case{.m = 150, .n = 20, .k = 260, .tb = DType::f16, .transpose_a = true},
+          Case{.m = 5, .n = 40, .k = 9, .transpose_b = true, .pad = 2},
+          Case{.m = 14, .n = 33, .k = 300, .accumulate = true}, Case{.m = 13, .n = 17, .k = 1024, .transpose_b = true},
+          Case{.m = 27, .n = 40, .k = 37, .ta = DType::f16, .pad = 3},
+          Case{.m = 50, .n = 3, .k = 40, .ta = DType::f16, .transpose_a = true, .accumulate = true, .pad = 1}}) {
       INFO(describe(c));
-      const Stored a = c.transpose_a ? random_stored(c.ta, c.k, c.m, c.pad, rng)
-                                     : random_stored(c.ta, c.m, c.k, c.pad, rng);
-      const Stored b = c.transpose_b ? random_stored(c.tb, c.n, c.k, c.pad, rng)
-                                     : random_stored(c.tb, c.k, c.n, c.pad, rng);
+      const Stored a =
+          c.transpose_a ? random_stored(c.ta, c.k, c.m, c.pad, rng) : random_stored(c.ta, c.m, c.k, c.pad, rng);
+      const Stored b =
+          c.transpose_b ? random_stored(c.tb, c.n, c.k, c.pad, rng) : random_stored(c.tb, c.k, c.n, c.pad, rng);
       const int64_t ldc = c.n + c.pad;
       std::vector<float> got = output(c.m, c.n, c.pad, 0.25f);
       gemm(got.data(), ldc, a.operand(c.transpose_a), b.operand(c.transpose_b), c.m, c.n, c.k,
@@ -478,9 +489,12 @@ TEST_CASE("gemm propagates inf and NaN", "[gemm][simd]") {
           for (int64_t i = 0; i < m; ++i) {
             for (int64_t j = 0; j < n; ++j) {
               const float x = c[size_t(i * n + j)];
-              if (j == nan_col) CHECK(std::isnan(x));
-              else if (i == inf_row) CHECK(!std::isfinite(x));
-              else CHECK(std::isfinite(x));
+              if (j == nan_col)
+                CHECK(std::isnan(x));
+              else if (i == inf_row)
+                CHECK(!std::isfinite(x));
+              else
+                CHECK(std::isfinite(x));
             }
           }
         }

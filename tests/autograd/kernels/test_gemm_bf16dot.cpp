@@ -67,18 +67,18 @@ struct Case {
 };
 
 std::string describe(const Case& c) {
-  return std::to_string(c.batch) + " x " + std::to_string(c.m) + "x" + std::to_string(c.n) + "x" +
-         std::to_string(c.k) + (c.transpose_a ? " A^T" : "") + (c.transpose_b ? " B^T" : "") +
-         (c.accumulate ? " accumulate" : "") + " pad " + std::to_string(c.pad) + (c.specials ? " specials" : "") +
-         (c.bias ? " bias" : "");
+  return std::to_string(c.batch) + " x " + std::to_string(c.m) + "x" + std::to_string(c.n) + "x" + std::to_string(c.k) +
+         (c.transpose_a ? " A^T" : "") + (c.transpose_b ? " B^T" : "") + (c.accumulate ? " accumulate" : "") + " pad " +
+         std::to_string(c.pad) + (c.specials ? " specials" : "") + (c.bias ? " bias" : "");
 }
 
 // Bits that exercise every branch of the model: bf16 subnormals (read as zeros), the smallest
 // normal, values whose products fall below 2^-126 (flushed) or overflow, zeros of both signs,
 // infinities, NaN, and ordinary values.
 uint16_t special_value(std::mt19937& rng) {
-  static const uint16_t pool[] = {0x0001, 0x8040, 0x007F, 0x0080, 0x8080, 0x1F80 /* 2^-64 */, 0x9F00,
-                                  0x7F00, 0xFF7F, 0x0000, 0x8000, 0x7F80, 0xFF80, kNaN16, 0x3F80, 0xBFC0};
+  static const uint16_t pool[] = {0x0001, 0x8040, 0x007F, 0x0080, 0x8080, 0x1F80 /* 2^-64 */,
+                                  0x9F00, 0x7F00, 0xFF7F, 0x0000, 0x8000, 0x7F80,
+                                  0xFF80, kNaN16, 0x3F80, 0xBFC0};
   std::uniform_int_distribution<int> pick(0, 2 * int(std::size(pool)) - 1);
   std::uniform_real_distribution<float> u(-2.0f, 2.0f);
   const int i = pick(rng);
@@ -89,7 +89,7 @@ uint16_t special_value(std::mt19937& rng) {
 struct Problem {
   Case c;
   std::vector<Stored> a, b;
-  std::vector<float> c0;  // batch x m x (n + pad), padding = kSentinel
+  std::vector<float> c0;    // batch x m x (n + pad), padding = kSentinel
   std::vector<float> bias;  // n values
   int64_t ldc, c_stride;
 
@@ -119,8 +119,12 @@ struct Problem {
     }
     for (int64_t j = 0; j < c.n; ++j) bias.push_back(c.specials && j % 3 == 0 ? c_specials[j % 6] : u(rng));
   }
-  uint16_t a_at(int64_t i, int64_t r, int64_t p) const { return c.transpose_a ? a[size_t(i)].at(p, r) : a[size_t(i)].at(r, p); }
-  uint16_t b_at(int64_t i, int64_t p, int64_t j) const { return c.transpose_b ? b[size_t(i)].at(j, p) : b[size_t(i)].at(p, j); }
+  uint16_t a_at(int64_t i, int64_t r, int64_t p) const {
+    return c.transpose_a ? a[size_t(i)].at(p, r) : a[size_t(i)].at(r, p);
+  }
+  uint16_t b_at(int64_t i, int64_t p, int64_t j) const {
+    return c.transpose_b ? b[size_t(i)].at(j, p) : b[size_t(i)].at(p, j);
+  }
 
   // The batch laid out as a batched gemm reads it: the matrices of A (and of B) one after another.
   std::vector<uint16_t> flat(const std::vector<Stored>& xs) const {
@@ -326,7 +330,13 @@ TEST_CASE("bf16 dot: packing and loops equal the per-lane oracle over shapes, vi
       {.m = 7, .n = 17, .k = 64, .accumulate = true, .pad = 2, .batch = 3},
       {.m = 2, .n = 4100, .k = 3, .transpose_a = true},
       {.m = 19, .n = 40, .k = 37, .specials = true},
-      {.m = 14, .n = 35, .k = 36, .transpose_a = true, .transpose_b = true, .accumulate = true, .pad = 2,
+      {.m = 14,
+       .n = 35,
+       .k = 36,
+       .transpose_a = true,
+       .transpose_b = true,
+       .accumulate = true,
+       .pad = 2,
        .specials = true},
       {.m = 9, .n = 20, .k = 11, .accumulate = true, .batch = 2, .specials = true},
       {.m = 3, .n = 5, .k = 0, .bias = true},
@@ -345,10 +355,10 @@ TEST_CASE("bf16 dot: packing and loops equal the per-lane oracle over shapes, vi
 TEST_CASE("bf16 dot: a bias equals C filled with the bias and accumulated into, bit for bit", "[gemm][bf16dot]") {
   std::mt19937 rng(20);
   bool ran = false;
-  for (const Case& c : {Case{.m = 13, .n = 37, .k = 259, .transpose_a = true, .pad = 1, .bias = true},
-                        Case{.m = 5, .n = 40, .k = 0, .bias = true},
-                        Case{.m = 9, .n = 20, .k = 11, .transpose_b = true, .batch = 2, .specials = true,
-                             .bias = true}}) {
+  for (const Case& c :
+       {Case{.m = 13, .n = 37, .k = 259, .transpose_a = true, .pad = 1, .bias = true},
+        Case{.m = 5, .n = 40, .k = 0, .bias = true},
+        Case{.m = 9, .n = 20, .k = 11, .transpose_b = true, .batch = 2, .specials = true, .bias = true}}) {
     INFO(describe(c));
     const Problem with_bias(c, rng);
     Problem filled = with_bias;  // the same inputs, C = the bias rows, accumulated into

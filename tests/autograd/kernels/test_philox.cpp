@@ -25,8 +25,8 @@ std::array<uint32_t, 4> reference_block(uint64_t key, uint64_t b) {
 TEST_CASE("philox_blocks gives hg::philox4x32's words for every block", "[philox]") {
   // Counters with a zero and a non-zero high word, and low words that wrap to zero inside a
   // vector (the carry the kernel leaves to the reference) and just before it.
-  const std::vector<uint64_t> firsts = {0, 1, 5, 1000003, 0xFFFFFFFFull - 20, 0xFFFFFFFFull - 3, 0x1FFFFFFF0ull,
-                                        0x123456789ABCDEFull, ~uint64_t{0} - 40};
+  const std::vector<uint64_t> firsts = {
+      0, 1, 5, 1000003, 0xFFFFFFFFull - 20, 0xFFFFFFFFull - 3, 0x1FFFFFFF0ull, 0x123456789ABCDEFull, ~uint64_t{0} - 40};
   const std::vector<uint64_t> keys = {0, 0x299f31d0a4093822ull, ~uint64_t{0}};
   test_util::for_each_target([&] {
     for (const uint64_t key : keys) {

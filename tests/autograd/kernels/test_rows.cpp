@@ -43,7 +43,8 @@ std::vector<float> random(int64_t n, uint32_t seed, float low = -3.0f, float hig
 void check_bits(const std::vector<float>& got, const std::vector<float>& want, int64_t n) {
   for (int64_t i = 0; i < n; ++i) {
     if (bits(got[size_t(i)]) != bits(want[size_t(i)])) {
-      FAIL_CHECK("element " << i << " of " << n << ": got " << hex(got[size_t(i)]) << ", want " << hex(want[size_t(i)]));
+      FAIL_CHECK("element " << i << " of " << n << ": got " << hex(got[size_t(i)]) << ", want "
+                            << hex(want[size_t(i)]));
       return;
     }
   }
@@ -185,7 +186,7 @@ TEST_CASE("softmax with a scale and an additive mask is softmax of x scale + bia
       const std::vector<float> x = random(n * c, 13, -40.0f, 40.0f), dy = random(n * c, 14);
       std::vector<float> bias(size_t(c), 0.0f);
       for (size_t j = 0; j < bias.size(); j += 3) bias[j] = -kInf;  // every third key masked
-      if (c > 1) bias[1] = 0.5f;  // and one finite bias
+      if (c > 1) bias[1] = 0.5f;                                    // and one finite bias
       for (const float* b : {static_cast<const float*>(nullptr), static_cast<const float*>(bias.data())}) {
         // The same bits as softmax of z = x s + bias formed first, each operation rounded.
         std::vector<float> z(size_t(n * c));
@@ -220,8 +221,10 @@ TEST_CASE("softmax rows with -inf and NaN", "[simd][kernels]") {
     std::vector<float> x = random(17, 21), y(17), dense(17);
     std::vector<float> kept;
     for (size_t j = 0; j < x.size(); ++j) {
-      if (j % 3 == 1) x[j] = -kInf;
-      else kept.push_back(x[j]);
+      if (j % 3 == 1)
+        x[j] = -kInf;
+      else
+        kept.push_back(x[j]);
     }
     softmax_forward(y.data(), x.data(), 1, 17);
     softmax_forward(dense.data(), kept.data(), 1, int64_t(kept.size()));
