@@ -1,29 +1,8 @@
-// Correctly rounded arithmetic on bit patterns of any format f (float_format.h, a run-time value:
-// add_bits(hg::formats::e2m1, a, b); or a template argument: add_bits<F>(a, b)): +, -, *, /, sqrt
+// Correctly rounded arithmetic on bit patterns of any format (float_format.h; a run-time value,
+// add_bits(hg::formats::e2m1, a, b), or a template argument, add_bits<F>(a, b)): +, -, *, /, sqrt
 // and fma under every RoundingOptions, each computed exactly (or as an exact truncation plus a
-// sticky bit) in integers and rounded once by round_exact (float_format.h). SmallFloat's operators
-// and hg::add/sub/mul/div/sqrt/fma (small_float.h) are thin wrappers; this header has no value type.
-//
-// Why each result is exact before its one rounding (p = f's significand bits, <= 16: valid()
-// allows at most 15 mantissa bits):
-// - a * b: the product of two significands (< 2^2p) at the sum of the exponents: exact.
-// - a + b, fma's a * b + c: both terms normalised to 62-bit significands; the smaller one is
-//   shifted right by the exponent distance d. Bits shifted out make a sticky bit, and for a
-//   difference the truncated sum is then one below the true one, which lies strictly between
-//   it and the next integer. A term has at most 2p <= 32 significant bits, so bits are shifted
-//   out only when d > 30, and then the result keeps >= 60 bits: the sticky lies more than
-//   32 + p bits below F's last kept bit, as round_exact requires.
-// - a / b: significands normalised to [2^62, 2^63); q = floor(a * 2^63 / b) in [2^62, 2^64)
-//   has >= 63 bits, and a nonzero remainder is the sticky bit.
-// - sqrt(a): the significand shifted to [2^124, 2^126) with an even exponent; r = isqrt of it
-//   has 63 bits, and r^2 != the radicand is the sticky bit (a root of a p-bit number is never
-//   a midpoint of F's grid, but the sticky bit makes that irrelevant).
-// Special values follow IEEE 754: NaN operands give the first NaN operand, quieted (sign and
-// payload kept, as x86 SSE does); invalid operations (inf - inf, 0 * inf, 0/0, inf/inf,
-// sqrt(x < 0)) give the negative default NaN (x86's "QNaN indefinite"); an infinite result is
-// encode(f, +-inf, options) (inf, or for e4m3 NaN / max with saturate, for the finite-only MX
-// formats max); an exact zero sum is +0, -0 if both terms are -0, and in kDown -0 unless both are
-// +0 (6.3). A finite-only format has no NaN for 0/0 and sqrt(x < 0): hg::Error.
+// sticky bit) in integers and rounded once by round_exact. SmallFloat's operators are thin
+// wrappers. Why each result is exact, and the special values: docs/numerics.md, "Arithmetic".
 #pragma once
 
 #include <algorithm>

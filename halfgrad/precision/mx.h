@@ -1,31 +1,8 @@
-// OCP Microscaling (MX v1.0) block formats: a vector is cut into blocks of 32 values that share
-// one power-of-two scale 2^X (an E8M0 byte), and each value is stored as a narrow element P_i with
-// value = 2^X * P_i. MXFP8 (E4M3 or E5M2 elements), MXFP6 (E3M2, E2M3), MXFP4 (E2M1), MXINT8.
-// mx_quantize cuts an f32 span into blocks, mx_dequantize returns the exact f32 values, and
-// mx_round_to does both in place (the emulation primitive, like round_to in convert.h).
-//
-// The shared exponent (OCP MX v1.0 6.3 via microsoft/microxcaling @7bc4195 mx/mx_ops.py
-// _quantize_mx, and arXiv 2310.10537 Algorithm 1), per block:
-//   kOcpFloor: X = floor(log2(amax)) - emax_elem, amax = max |V_i|, emax_elem the element
-//     format's largest exponent (E4M3 8, E5M2 15, E3M2 4, E2M3 2, E2M1 2, INT8 0). Then
-//     amax / 2^X lies in [2^emax, 2^(emax+1)), above the element max when its significand
-//     exceeds max's (E4M3 1.75, E2M1 1.5): such elements are clamped to +-max (saturating).
-//   kRoundUp (NVIDIA Transformer Engine's MXFP8): the smallest X with amax / 2^X <= max_elem,
-//     i.e. X = ceil(log2(amax / max_elem)): nothing clamps, but a block whose amax would have
-//     clamped loses one binade at the bottom (its small values round on a 2x coarser grid).
-//   X is clamped to E8M0's range [-127, 127].
-// Elements are V_i / 2^X (exact in double) rounded once to the element format in the chosen
-// mode, saturating. Decisions where the spec is silent or round2.md marks [U]:
-//   - a block holding a NaN or an inf gets the NaN scale 0xFF, and all of its elements decode as
-//     NaN (microxcaling does the same); its element codes are 0.
-//   - an all-zero block (amax = 0) gets X = -127 (code 0x00) and zero elements. (microxcaling's
-//     Python uses log2 of f32's smallest normal, giving the same code for every float element
-//     format and 0x01 for MXINT8; the decoded values are the same zeros.)
-//   - f32 subnormal inputs are quantized like any other value (the paper zeroes them, as a
-//     simplification it says the spec does not describe).
-//   - MXINT8's element is k / 64 for an integer |k| <= 127, stored as two's complement; -128
-//     (-2.0) decodes but is never produced, so the range is symmetric (as microxcaling).
-//   - the last block may be shorter than 32 (a span of any length).
+// OCP Microscaling (MX v1.0) block formats: blocks of 32 values share one power-of-two scale (an
+// E8M0 byte) over narrow elements: MXFP8 (E4M3, E5M2), MXFP6, MXFP4, MXINT8. mx_quantize cuts an
+// f32 span into blocks, mx_dequantize returns the exact values, mx_round_to does both in place.
+// The shared-exponent rules (OCP's floor, Transformer Engine's round-up) and every choice where
+// the spec is silent: docs/formats.md, "MX block formats".
 #pragma once
 
 #include <cstddef>

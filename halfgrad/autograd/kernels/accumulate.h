@@ -1,34 +1,8 @@
-// f16 accumulation: sums kept in an f16 accumulator that is rounded after every addition, as
-// FP16 multiply-add pipelines and early tensor cores without f32 accumulation computed them.
-// halfgrad accumulates every sum in f32 (gemm.h, rows.h); Micikevicius et al. (2018, "Mixed
-// Precision Training") name that as one of the three techniques mixed precision needs, and these
-// kernels let a run switch it off (Autocast's Accumulation, --accumulate) to see why.
-//
-// Semantics, exactly (u = 2^-11, RN16 = round to nearest even into f16, with gradual underflow
-// and overflow to inf; RN32 the same into f32):
-//   kF16         acc <- RN16(acc + t_k) for k = 0, 1, ..., K-1 in increasing k, from acc = 0
-//                (or from RN16(C) when a GEMM accumulates into C); the sum is the final acc.
-//                One rounding per addition: RN16 of the exact acc + t_k, never RN16(RN32(acc +
-//                t_k)), which can differ (a double rounding).
-//   kF16Blocked  the kF16 chain restarted from 0 every kF16AccumulationBlock terms; each
-//                block's f16 result is added to an f32 carry, carry <- RN32(carry + acc), from
-//                carry = 0 (or C); the sum is the carry.
-// The terms t_k: a GEMM's products RN32(a_ik b_kj) (exact when both factors are f16 or bf16: at
-// most 11 x 11 significant bits, within f32's range), a reduction's elements as f32 values.
-// The rounding ignores the RoundingScope (the accumulator is not an op's output); the caller
-// rounds the sum into its output dtype once, as for f32 sums.
-//
-// How one step is rounded once: s = RN32(acc + t) and e = acc + t - s exactly
-// (Knuth's TwoSum; exact in f32 because |acc| <= 65504 and f32 has gradual underflow). s is then
-// replaced by the exact sum rounded to odd in f32 (s if e = 0; else whichever of s and its
-// neighbour towards e has an odd significand), and that is rounded to f16. Rounding to odd at
-// p + 2 or more bits followed by round-to-nearest at p bits equals one round-to-nearest of the
-// exact value (Boldo & Melquiond 2008, "Emulation of FMA and correctly rounded sums: proved
-// algorithms using rounding to odd", Theorem 1); f32 keeps 24 bits, f16 11, and f32's exponent
-// range covers f16's subnormals and its overflow threshold 65520 (an f32 number). Non-finite s
-// (an inf or NaN term, or an f32 overflow, which overflows f16 too) is rounded as is.
-// tests/autograd/kernels/test_accumulate.cpp checks every kernel bit for bit against an oracle
-// that rounds each exact sum once (halfgrad/precision/arithmetic.h's fma_bits for f16 products).
+// f16 accumulation: sums kept in an f16 accumulator rounded after every addition (kF16), or in f16
+// blocks carried in f32 (kF16Blocked), as FP16 pipelines without f32 accumulation computed them,
+// so that a run can switch off the f32 sums mixed precision needs (Micikevicius et al. 2018) and
+// see why. Each step is one rounding of the exact sum (TwoSum, then round-to-odd: Boldo and
+// Melquiond 2008). Semantics and proof: docs/numerics.md, "Accumulation: f32, f16, f16-blocked".
 #pragma once
 
 #include <cstdint>

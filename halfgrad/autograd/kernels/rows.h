@@ -1,30 +1,9 @@
-// Row kernels: softmax, log_softmax and layer_norm forward and backward over the last dim, and
-// the f32 sums every reduction uses, as Highway SIMD loops over rows of plain arrays (dynamic
-// dispatch picks the target). Serial: the ops layer (ops/nn.cpp, ops/reduce.cpp) splits rows
-// between threads, so that no result depends on the thread count. Scalar twins: reference.h.
-//
+// Row kernels: softmax, log_softmax and layer_norm forward and backward over the last dim, and the
+// f32 sums every reduction uses, as Highway SIMD loops over rows of plain arrays (dynamic dispatch
+// picks the target). Serial: the ops layer splits rows between threads. Every sum over a row has
+// one fixed order, the same bits on every target; scalar twins: reference.h. The order, the f16
+// accumulation modes and the accuracy against the twins: docs/autograd.md, "Row kernels".
 // Shapes: x: (N, C) row-major, N rows of C elements. Outputs do not overlap inputs.
-//
-// Fixed summation order ("lane order"), used for every sum over a row: element j of a row is
-// added to partial sum j mod 32, each partial summed in increasing j; every 4096 elements the 32
-// partials are added to 32 running totals and restarted; at the end the totals are combined
-// pairwise, t[k] += t[k + w] for w = 16, 8, 4, 2, 1, and t[0] is the sum. The order does not
-// depend on the target's vector width, so the sums (pure additions) are bit-identical on every
-// target and in the scalar twin; with 32 partials the rounding error grows like C/32 + 128.
-// Products inside sums (softmax backward's dot, layer_norm's variance) are rounded before the
-// addition, never fused.
-//
-// The accumulation: kF32 is the order above. Under kF16 and kF16Blocked (accumulate.h) the forward
-// statistics (softmax's and log_softmax's sums of exponentials, layer norm's mean and variance,
-// row_sums) are f16 chains and the row's other math is the same f32 operations, in scalar code;
-// the backward kernels and column_sums always sum in f32.
-// Accuracy against the scalar twin, on every target (tests/autograd/kernels/test_rows.cpp):
-// row_sums, column_sums, layer_norm forward and backward and softmax_backward are bit for bit
-// (IEEE operations in the twin's order). The others inherit exp's error (elementwise.h, ~1 ulp
-// on either side, per term): softmax within 4 ulp (e^(x - max) and the sum each carry one exp
-// error, the reciprocal and the scaling a rounding each); log_softmax within 2 ulp of the
-// larger of |x_j| and |shift| (its output is x_j - shift, shift = max + log(sum e^(x - max)),
-// which cancels); log_softmax_backward within 2 ulp of the larger of |dy_j| and |e^y_j sum dy|.
 #pragma once
 
 #include <cstdint>
