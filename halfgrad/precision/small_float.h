@@ -1,24 +1,8 @@
-// SmallFloat<F>: a value type stored as the bit pattern of a narrow format F (half, bfloat16,
-// fp8, the MX element formats) that behaves like a built-in floating-point type. half.h,
-// bfloat16.h, float8.h and mx_types.h name the instances; this header holds what they share, so
-// the types cannot drift apart.
-// - Construction from every arithmetic type and from the other formats: explicit, rounded once
-//   (an int64 is rounded as the exact integer, a long double from its 64-bit significand).
-// - Conversion to float, double and long double is implicit (exact: every value of F is a
-//   float), to integers explicit, as for C++23's std::float16_t: `float f = h;` and
-//   `cond ? h : 0.5f` (a float) compile, `hg::half h = 0.5f;` does not.
-// - Arithmetic (+ - * / sqrt fma, and hg::add, ... with any RoundingOptions) is correctly
-//   rounded: exact in integers, then one rounding (arithmetic.h has the derivation).
-// - Mixed arithmetic and comparisons follow GCC's _Float16 (C's usual arithmetic conversions):
-//   with float, double or long double the SmallFloat converts exactly and the built-in type
-//   computes (half + float is a float); with an integer the integer is rounded to F first and F
-//   computes (half + 1 is a half; so half(2048) == 2049 is true, as for _Float16).
-//   Two different formats do not mix (as std::float16_t and std::bfloat16_t): convert one.
-// - std-style customisation: sqrt, fma, abs, fabs, isnan, isinf, isfinite, signbit, copysign,
-//   floor, ceil, trunc, round, rint, ldexp, frexp, nextafter, nexttoward, fmin, fmax found by
-//   ADL (`using std::sqrt; sqrt(x)` works in generic code), each exact or rounded once, std::numeric_limits, std::hash,
-//   operator<< and to_string (libstdc++ 12 has no <format>, so no std::formatter yet).
-//   Qualified std::sqrt(h) cannot work: overloads may not be added to namespace std.
+// SmallFloat<F>: a value type stored as the bit pattern of a narrow format F (half, bfloat16, fp8,
+// the MX element formats) that behaves like a built-in floating-point type; half.h, bfloat16.h,
+// float8.h and mx_types.h name the instances, and share everything here so they cannot drift
+// apart. Construction, conversions, correctly rounded arithmetic, the _Float16 promotion rules and
+// the std customisation points: docs/numerics.md, "The four types" and after.
 #pragma once
 
 #include <bit>

@@ -1,25 +1,9 @@
-// NumericsInspector: what fp16 does to a real model's numbers, per tensor, every N steps. It
-// watches three kinds of tensors through the tape's observers (halfgrad/autograd/tape.h): each named
-// parameter's gradient, each activation's gradient, and each forward activation (an op's
-// output; activations are named "<op>#<k>", the k-th output of that op in the step's forward,
-// and their gradients carry the same name). For each it keeps precision::NumericsStats (log2
-// histogram, underflow, subnormal, overflow) plus abs-max and abs-min-nonzero of the values.
-// A tensor stored in f16/bf16 lost its small values inside the op that rounded it, so while it
-// inspects a step the inspector installs a CastObserver (halfgrad/autograd/cast_observer.h), and at each
-// observation (every op's output, every gradient) takes the counts of the roundings since the
-// previous one: the rounding of that op's output, or of a gradient a backward rounded itself.
-// When they cover exactly the tensor's elements, its stats are those of the cast that stored it
-// (into its own dtype): the histogram of the f32 values before rounding, and "underflow" what
-// that cast flushed. A tensor stored in f32, or one not rounded just before it was seen (a
-// gradient passed on unchanged, e.g. by add's backward), gets the stats of casting its values
-// as seen to fp16; for an f16 tensor that cast is exact and earlier losses show as zeros.
-//
-// Under fp8 (halfgrad/autograd/fp8_scaling.h) it also keeps, per scaled GEMM operand, the amax, the scale
-// and what the cast flushed or saturated, as its Fp8CastObserver (fp8_cast.h) receives them.
-//
-// With name_anomalies, anomaly mode records (without throwing) the first op whose forward output
-// or backward gradient held inf/NaN, so a skipped step names where the overflow began.
-// Output: a compact text table, one JSON object per inspected step (a JSONL line), SVG figures.
+// NumericsInspector: what fp16 does to a real model's numbers, per tensor, every N steps: each
+// parameter's gradient, each activation ("<op>#<k>") and its gradient, as precision::NumericsStats
+// plus abs-max and abs-min-nonzero, taken from the cast that stored the tensor where there was one
+// (a CastObserver), and under fp8 each scaled operand's amax, scale and losses. Output: a text
+// table, a JSONL line per inspected step, SVG figures. How each statistic is taken:
+// docs/autograd.md, "The numerics inspector".
 #pragma once
 
 #include <cstdint>

@@ -1,24 +1,9 @@
 // Elementwise f32 kernels: the arithmetic, the activations and their derivatives behind
-// ops/elementwise.cpp, as Highway SIMD loops over plain arrays of n floats (dynamic dispatch
-// picks the best target at run time). No tensors, dtypes, broadcasting or threads here: the ops
-// layer widens inputs to f32 chunks, calls one of these per chunk and rounds the output once.
-// Every kernel has a scalar twin in reference.h.
-//
-// Shapes: every array holds n elements, x: (N) -> y: (N). The output may be one of the inputs
-// (in place); no other overlap. n = 0 is a no-op. Backward kernels write dx (the tape adds it to
-// the gradient, rounding once to the gradient's dtype).
-//
-// Accuracy, on every target (tests/autograd/kernels/test_elementwise.cpp checks each bound):
-//   add, sub, mul, div, add_scalar, mul_scalar, neg, sqrt, relu, masked_fill, sqrt_backward,
-//   tanh_backward, relu_backward, div_backward_divisor: IEEE operations in a fixed order, equal
-//   to the scalar twin bit for bit.
-//   Transcendental kernels, bound in ulp of the exact result (computed in double), with the
-//   worst error measured over every float of the range on AVX2 / SSE4 (SCALAR: dense sweeps):
-//     exp 1.5 (1.01 / 0.98), log 2 (0.90 / 0.95), tanh 3 (2.86 / 2.77, Highway's Tanh),
-//     erf 2 (1.13 / 1.44), pow_scalar 1 (sweeps), gelu 5 (4.45 / 4.93) for x >= -12.95 (below,
-//     Phi(x) is subnormal: 2 |x| subnormal ulps), gelu_tanh 3 against the twin (3 + 6 |u|
-//     against the exact result, u < 0); the derivative kernels are stated where declared.
-//     Below 2^-126 an ulp is the subnormal spacing 2^-149.
+// ops/elementwise.cpp, as Highway SIMD loops over plain arrays of n floats (dynamic dispatch picks
+// the target); no tensors, dtypes, broadcasting or threads. Scalar twins: reference.h. Every array
+// holds n elements; the output may be one of the inputs, no other overlap; n = 0 is a no-op.
+// Accuracy on every target (exact ones bit for bit, transcendental ones in ulp):
+// docs/autograd.md, "Elementwise kernels".
 #pragma once
 
 #include <cstdint>
