@@ -1,15 +1,9 @@
 // TextClassifier: the model halfgrad trains. Token ids (0 = padding) plus learned position
-// embeddings, a pre-LN TransformerEncoder, a final LayerNorm, pooling (the mean over real
-// tokens, or the first token's output for a CLS token), and a linear head:
+// embeddings, a pre-LN TransformerEncoder, a final LayerNorm, pooling (mean or CLS), a linear head:
 //   logits = head(pool(norm(encoder(dropout(tok[ids] + pos[0..T)), mask)), mask))
-// With position_embedding kNone the ids are a bag (hashed n-grams, halfgrad/data/tokenizer.h): no pos
-// term, and padding (id 0, mask 0) is kept out of attention and of the mean pooling by the mask.
-// With layers 0 as well this is fastText's model plus a LayerNorm, which (as for the encoder's
-// output) normalises each token's row before the mean: logits = head(mean_t norm(tok[ids_t])).
-// bag_skip (layers >= 1) adds that bag's representation, with its own LayerNorm, to the pooled
-// encoder output: logits = head(pool(...) + mean_t bag_norm(dropout(tok[ids_t]))) (docs/classifier.md);
-// encoder_drop_path then drops the pooled encoder output of whole examples in training.
-// ClassifierConfig is what a checkpoint saves to rebuild the model.
+// With no positions and no layers it is fastText's bag plus a LayerNorm; bag_skip and
+// encoder_drop_path are in docs/classifier.md, "The bag model". ClassifierConfig is what a
+// checkpoint saves to rebuild the model.
 #pragma once
 
 #include <memory>

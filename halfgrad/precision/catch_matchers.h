@@ -1,16 +1,8 @@
 // Catch2 matchers for the small formats, for users' tests and halfgrad's own:
 //   CHECK_THAT(got, hg::EqualsBits(want));     // the same bit pattern (so -0 != +0, NaN == NaN)
 //   CHECK_THAT(got, hg::WithinUlps(want, 2));  // at most 2 representable steps apart (testing.h)
-// A failure prints both values with their hex bits and fields (hg::describe), which a plain
-// CHECK(got == want) cannot: Catch2 prints a half as a float, and 0x3c00 vs 0x3c01 is what one
-// needs to see. Test infrastructure, never included by the library (link Catch2::Catch2, or v3's
-// Catch2::Catch2 / Catch2WithMain). Works with Catch2 v2 (<catch2/catch.hpp>, Catch::MatcherBase)
-// and v3 (<catch2/matchers/catch_matchers.hpp>, Catch::Matchers::MatcherBase), told apart by v3's
-// <catch2/catch_version_macros.hpp> (catchorg/Catch2, src/catch2/); both bases declare the same
-// `bool match(const T&) const` and `std::string describe() const`. docs/library.md says which
-// versions are tested.
-// The matchers keep the last value they were matched against, so describe() can print it (Catch2
-// calls describe() after match() and prints the value only through operator<<, as a float).
+// A failure prints both values with their hex bits and fields (hg::describe). Test
+// infrastructure, never included by the library; Catch2 v2 or v3: docs/library.md.
 #pragma once
 
 #if __has_include(<catch2/catch_version_macros.hpp>)
@@ -38,6 +30,8 @@ using CatchMatcherBase = Catch::MatcherBase<T>;  // Catch2 v2
 #endif
 }  // namespace detail
 
+// Each matcher keeps the last value it was matched against, so that describe() can print it
+// (Catch2 calls describe() after match() and prints the value only through operator<<, as a float).
 template <FloatFormat F>
 class EqualsBitsMatcher : public detail::CatchMatcherBase<SmallFloat<F>> {
  public:

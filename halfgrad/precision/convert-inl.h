@@ -1,20 +1,10 @@
-// Per-target Highway helpers for f32 <-> narrow float formats in registers: the integer encode
-// and decode cores behind convert.h's span kernels, and the round-to-nearest-even promote/demote
-// helpers that GEMM packing and elementwise kernels use to load f16/bf16/fp8 operands and store
-// results. Every helper equals the scalar encode<F>/decode<F> (float_format.h) bit for bit; no
-// span loops, threading or stats bookkeeping here (convert.cpp).
-//
-// Use it like any Highway -inl.h: include it from a file compiled per target (after
-// hwy/foreach_target.h and hwy/highway.h) and call the helpers inside HWY_NAMESPACE, e.g.
-//   namespace hp = hg::precision::HWY_NAMESPACE;
-//   const hn::ScalableTag<float> df;           // or a half vector: hn::Half<decltype(df)>
-//   const hn::Rebind<uint16_t, decltype(df)> du16;
-//   auto x = hp::PromoteF16ToF32(df, hn::LoadU(du16, src));      // f16 bits -> f32
-//   hn::StoreU(hp::DemoteF32ToBF16(df, x), du16, dst);           // f32 -> bf16 bits, RNE
-//
-// Why not Highway's own f16/bf16 PromoteTo/DemoteTo: in Highway 1.0.3 DemoteTo(bf16) truncates,
-// and on SSE4/SCALAR the f16 conversions are software emulations that truncate and mishandle
-// inf/NaN. Only the F16C instructions (AVX2/AVX3 targets) are exact, and are used there for f16.
+// Per-target Highway helpers for f32 <-> narrow float formats in registers (the encode and decode
+// cores behind convert.h, and the promote/demote helpers that GEMM packing and elementwise kernels
+// use), each equal to the scalar encode<F>/decode<F> bit for bit; why not Highway's own
+// conversions: docs/performance.md. Include it from a file compiled per target, after
+// hwy/foreach_target.h and hwy/highway.h, and call inside HWY_NAMESPACE:
+//   auto x = hp::PromoteF16ToF32(df, hn::LoadU(du16, src));  // f16 bits -> f32 (hp = hg::precision::HWY_NAMESPACE)
+//   hn::StoreU(hp::DemoteF32ToBF16(df, x), du16, dst);       // f32 -> bf16 bits, nearest even
 
 // ------------------------------ Target-independent part (ordinary include guard)
 #ifndef HALFGRAD_PRECISION_CONVERT_INL_SHARED_H_

@@ -1,19 +1,8 @@
 // Value types for the OCP Microscaling (MX v1.0) element and scale formats, for code that holds
-// one element or scale at a time (mx.h quantizes whole vectors into bytes):
-// - float6_e3m2, float6_e2m3, float4_e2m1: SmallFloat (small_float.h) over the finite-only
-//   element formats of OCP MX v1.0 section 5.3.2/5.3.3 (no inf, no NaN; overflow and inf inputs
-//   give +-max, a NaN input or 0/0 throws hg::Error). Maxima 28, 7.5 and 6; e2m1's magnitudes
-//   are {0, 0.5, 1, 1.5, 2, 3, 4, 6}. LLVM APFloat: semFloat6E3M2FN, semFloat6E2M3FN,
-//   semFloat4E2M1FN (llvm/llvm-project, llvm/lib/Support/APFloat.cpp); ml_dtypes float6_e3m2fn,
-//   float6_e2m3fn, float4_e2m1fn (jax-ml/ml_dtypes, ml_dtypes/include/mxfloat.h).
-// - float8_e8m0: the shared scale (OCP MX v1.0 section 5.4.1): an unsigned biased exponent, bias
-//   127, codes 0..254 = 2^-127 .. 2^127, 0xFF = NaN; no sign, zero, inf or subnormals (ml_dtypes
-//   float8_e8m0fnu, LLVM semFloat8E8M0FNU).
-// - mxint8: the MXINT8 element (OCP MX v1.0 section 5.3.4): an int8 k meaning k / 64 (two's
-//   complement, implicit scale 2^-6); rounding saturates to +-127/64, so -128 (-2.0) decodes but is
-//   never produced (as mx_quantize, mx.h).
-// Both convert to float implicitly and exactly (so `x * scale` computes in float); no arithmetic
-// of their own.
+// one element or scale at a time (mx.h quantizes whole vectors into bytes): float6_e3m2,
+// float6_e2m3, float4_e2m1 (SmallFloat over the finite-only elements), float8_e8m0 (the shared
+// scale) and mxint8 (k / 64). Both of the last convert to float implicitly and exactly, with no
+// arithmetic of their own. Values, spec sections and twins elsewhere: docs/formats.md.
 #pragma once
 
 #include <cmath>
