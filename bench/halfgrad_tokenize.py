@@ -15,7 +15,8 @@ Source: facebookresearch/fastText @1142dc4, src/dictionary.cc (hash, computeSubw
   whitespace nor ASCII punctuation; ASCII A-Z, Latin-1 and Latin Extended-A capitals lower-cased
   by Unicode's simple lowercase mapping, as halfgrad's lower_latin), unigram ids 1 + hash % buckets
   first, then word n-gram ids from fastText's addWordNgrams formula h = h * 116049371 + hash[j]
-  over uint64 with the int32 sign-extension quirk (round2.md 4.4). No end-of-sentence token.
+  over uint64 with each word hash sign-extended from int32 first (fastText keeps them in int32_t:
+  src/dictionary.cc, facebookresearch/fastText @1142dc4; docs/classifier.md). No end-of-sentence token.
 Both truncate to max_len ids.
 """
 import functools

@@ -147,8 +147,9 @@ TEST_CASE("fp8 cast: saturating round to nearest even of x * scale, amax of x, w
           "[fp8]") {
   Fp8Scaling fp8({.amax_history_len = 2});
   // e4m3 around the top: the quantum in [256, 448] is 32, so 460 rounds to 448, and 464 (halfway
-  // to 480, which would overflow) ties to even 448 (round2.md 3.4). 1e-4 is below 2^-10, half the
-  // smallest subnormal 2^-9: flushed. 0.3 = 1.2 * 2^-2 -> 1.25 * 2^-2 = 0.3125 (3 mantissa bits).
+  // to 480, which would overflow) ties to even 448 (OCP OFP8 rev 1.0, 5.2.1: round to nearest even,
+  // then saturate). 1e-4 is below 2^-10, half the smallest subnormal 2^-9: flushed. 0.3 = 1.2 *
+  // 2^-2 -> 1.25 * 2^-2 = 0.3125 (3 mantissa bits).
   const std::vector<float> x = {1000, -1000, 1e-4f, 0.3f, kNaN, 460, 464, -kInf, 0};
   Fp8CastObserver observer;
   const Fp8Operand q = fp8.quantize("layer", Fp8Role::kInput, Tensor::from_vector(x, {9}), true);
