@@ -73,29 +73,26 @@ HWY_INLINE void PhiloxVectors(uint32_t* HWY_RESTRICT words, uint64_t key, uint64
   for (size_t s = 0; s < kSets; ++s) hn::StoreInterleaved4(c0[s], c1[s], c2[s], c3[s], d, words + 4 * s * n);
 }
 
+// Blocks [i, blocks) from counter first + i in groups of kSets vectors while whole groups fit;
+// returns where it stopped. A group whose counters' low words wrap carries into the high word:
+// rare (once every 2^32 blocks), so done by the reference.
+template <size_t kSets>
+HWY_INLINE size_t PhiloxGroups(uint32_t* HWY_RESTRICT words, uint64_t key, uint64_t first, size_t blocks, size_t i) {
+  const size_t group = kSets * hn::Lanes(hn::ScalableTag<uint32_t>());
+  for (; i + group <= blocks; i += group) {
+    const uint64_t b = first + i;
+    if (uint32_t(b) > std::numeric_limits<uint32_t>::max() - uint32_t(group - 1)) {
+      ScalarBlocks(words + 4 * i, key, b, group);
+    } else {
+      PhiloxVectors<kSets>(words + 4 * i, key, b);
+    }
+  }
+  return i;
+}
+
 void PhiloxBlocksImpl(uint32_t* HWY_RESTRICT words, uint64_t key, uint64_t first, size_t blocks) {
-  constexpr size_t kSets = 4;
-  const size_t n = hn::Lanes(hn::ScalableTag<uint32_t>());
-  // Counters whose low words wrap inside a group carry into the high word: rare (once every 2^32
-  // blocks), so done by the reference.
-  const auto wraps = [](uint64_t b, size_t count) {
-    return uint32_t(b) > std::numeric_limits<uint32_t>::max() - uint32_t(count - 1);
-  };
-  size_t i = 0;
-  for (; i + kSets * n <= blocks; i += kSets * n) {
-    if (wraps(first + i, kSets * n)) {
-      ScalarBlocks(words + 4 * i, key, first + i, kSets * n);
-    } else {
-      PhiloxVectors<kSets>(words + 4 * i, key, first + i);
-    }
-  }
-  for (; i + n <= blocks; i += n) {
-    if (wraps(first + i, n)) {
-      ScalarBlocks(words + 4 * i, key, first + i, n);
-    } else {
-      PhiloxVectors<1>(words + 4 * i, key, first + i);
-    }
-  }
+  size_t i = PhiloxGroups<4>(words, key, first, blocks, 0);
+  i = PhiloxGroups<1>(words, key, first, blocks, i);
   ScalarBlocks(words + 4 * i, key, first + i, blocks - i);
 }
 #endif

@@ -289,8 +289,6 @@ void RowSumsImpl(float* y, const float* x, size_t n, size_t c) {
         c, [](VF v) { return v; }, x + r * c);
 }
 
-// Per column: a block's rows summed in order, block sums added in order. Whole vectors of
-// columns in registers (4 at a time), the last columns one at a time in the same order.
 // Columns [j, j + kTile Lanes) of column_sums: kTile vectors of running sums down the rows.
 template <size_t kTile>
 HWY_INLINE void ColumnTile(float* y, const float* x, size_t n, size_t ld, size_t j) {
@@ -309,6 +307,8 @@ HWY_INLINE void ColumnTile(float* y, const float* x, size_t n, size_t ld, size_t
   for (size_t t = 0; t < kTile; ++t) hn::StoreU(total[t], d, y + j + t * lanes);
 }
 
+// Per column: a block's rows summed in order, block sums added in order. Columns in tiles of 4, 2
+// and 1 vectors, then the last columns (fewer than a vector) row by row in the same order.
 void ColumnSumsImpl(float* y, const float* x, size_t n, size_t c, size_t ld) {
   const size_t lanes = hn::Lanes(DF());
   size_t j = 0;

@@ -229,15 +229,14 @@ Tensor dropout(const Tensor& x, float p, Generator& gen, bool training) {
     for (int64_t i = 0; i < n; ++i) mask[i] = float(k[i]) * scale;  // branch-free: 0 or scale
     kernels::mul(out, in, mask, n);
   };
-  Tensor y = detail::map<1>(x.shape(), x.dtype(), {x},
-                            [&, draw = gen](float* out, const Rows<1>& in, int64_t n, int64_t start) {
-                              alignas(64) float u[detail::kChunk];
-                              draw.uniform_at({u, size_t(n)}, first + uint64_t(start));
-                              uint8_t* const k = kept + start;
-                              const float drop = p;
-                              for (int64_t i = 0; i < n; ++i) k[i] = u[i] >= drop;
-                              apply(out, in[0], n, start);
-                            });
+  Tensor y = detail::map<1>(x.shape(), x.dtype(), {x}, [&](float* out, const Rows<1>& in, int64_t n, int64_t start) {
+    alignas(64) float u[detail::kChunk];
+    gen.uniform_at({u, size_t(n)}, first + uint64_t(start));
+    uint8_t* const k = kept + start;
+    const float drop = p;
+    for (int64_t i = 0; i < n; ++i) k[i] = u[i] >= drop;
+    apply(out, in[0], n, start);
+  });
   return record("dropout", y, {x}, [x, keep, apply](const Tensor& dy) {
     accumulate_grad(
         x, detail::map<1>(dy.shape(), dy.dtype(), {dy}, [&](float* out, const Rows<1>& in, int64_t n, int64_t start) {
