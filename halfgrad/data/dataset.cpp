@@ -9,8 +9,11 @@
 #include <cerrno>
 #include <cstring>
 #include <fstream>
+#include <functional>
+#include <iterator>
 #include <limits>
 #include <map>
+#include <queue>
 #include <string_view>
 #include <sstream>
 #include <tuple>
@@ -248,7 +251,7 @@ constexpr Language kLanguages[] = {
 
 // A word starts with a capital when its first character is ASCII A-Z or a Latin-1 capital
 // (U+00C0..U+00DE except U+00D7, encoded C3 80..C3 9E).
-bool capitalised(const std::string& w) {
+bool capitalised(std::string_view w) {
   const auto c0 = static_cast<unsigned char>(w[0]);
   if (c0 >= 'A' && c0 <= 'Z') return true;
   if (c0 == 0xC3 && w.size() > 1) {
@@ -258,48 +261,76 @@ bool capitalised(const std::string& w) {
   return false;
 }
 
-void shuffle(std::vector<std::string>& items, Generator& gen) {  // Fisher-Yates
+void shuffle(std::vector<std::string_view>& items, Generator& gen) {  // Fisher-Yates
   for (size_t i = items.size(); i > 1; --i) std::swap(items[i - 1], items[gen.next_u32() % i]);
 }
 
-// The usable words of one list, lower-cased, sorted and unique: no capitalised words (proper
-// nouns), none with an apostrophe, only valid UTF-8.
-std::vector<std::string> read_word_list(const std::string& path) {
-  std::ifstream file(path);
+// One word list: the file's bytes, lower-cased in place, and its usable words as views into
+// them, sorted and unique: no capitalised words (proper nouns), none with an apostrophe, only
+// valid UTF-8. Lines end at '\n' (the last one may not). Views, not strings: the 1.3 million
+// words of the seven lists are sorted and merged without a copy each.
+struct WordList {
+  std::string text;
+  std::vector<std::string_view> words;
+};
+
+WordList read_word_list(const std::string& path) {
+  std::ifstream file(path, std::ios::binary);
   check(file.good(), path,
         ": cannot open the word list (install the Debian packages wamerican wngerman "
         "wfrench wspanish witalian wportuguese wdutch)");
-  std::vector<std::string> list;
-  std::string w;
-  while (std::getline(file, w)) {
-    if (w.empty() || capitalised(w) || w.find('\'') != std::string::npos || !valid_utf8(w)) continue;
-    for (char& c : w) c = (c >= 'A' && c <= 'Z') ? char(c - 'A' + 'a') : c;
-    list.push_back(std::move(w));
+  WordList list;
+  list.text.assign(std::istreambuf_iterator<char>(file), std::istreambuf_iterator<char>());
+  check(!file.bad(), path, ": read error");
+  const std::string_view text = list.text;
+  for (size_t begin = 0; begin < text.size();) {
+    const size_t end = std::min(text.find('\n', begin), text.size());
+    const std::string_view w = text.substr(begin, end - begin);
+    if (!w.empty() && !capitalised(w) && w.find('\'') == std::string_view::npos && valid_utf8(w)) {
+      for (size_t i = begin; i < end; ++i) {
+        char& c = list.text[i];
+        c = (c >= 'A' && c <= 'Z') ? char(c - 'A' + 'a') : c;
+      }
+      list.words.push_back(w);
+    }
+    begin = end + 1;
   }
-  std::sort(list.begin(), list.end());
-  list.erase(std::unique(list.begin(), list.end()), list.end());
+  std::sort(list.words.begin(), list.words.end());
+  list.words.erase(std::unique(list.words.begin(), list.words.end()), list.words.end());
   return list;
+}
+
+// The words of each list that no other list holds, each in sorted order: a merge of the sorted
+// lists, which visits every distinct word once, with the lists that hold it.
+std::vector<std::vector<std::string_view>> unique_words(const std::vector<WordList>& lists) {
+  using Head = std::pair<std::string_view, size_t>;  // a list's next word, the list
+  std::priority_queue<Head, std::vector<Head>, std::greater<>> heads;
+  std::vector<size_t> next(lists.size(), 0);
+  for (size_t k = 0; k < lists.size(); ++k) {
+    if (!lists[k].words.empty()) heads.emplace(lists[k].words[0], k);
+  }
+  std::vector<std::vector<std::string_view>> unique(lists.size());
+  while (!heads.empty()) {
+    const std::string_view word = heads.top().first;
+    const size_t first_holder = heads.top().second;
+    size_t holders = 0;
+    while (!heads.empty() && heads.top().first == word) {
+      const size_t k = heads.top().second;
+      heads.pop();
+      ++holders;
+      if (++next[k] < lists[k].words.size()) heads.emplace(lists[k].words[next[k]], k);
+    }
+    if (holders == 1) unique[first_holder].push_back(word);
+  }
+  return unique;
 }
 
 }  // namespace
 
 Split language_id_dataset(const LanguageIdOptions& options) {
-  std::vector<std::vector<std::string>> words;
-  for (const Language& language : kLanguages) words.push_back(read_word_list(options.dict_dir + "/" + language.file));
-  // A word is kept for language k only when no other list has it: sort every (word, language)
-  // pair by word, and keep the words whose run has length 1. Each language's words come out in
-  // sorted order, which the seeded shuffle below starts from.
-  std::vector<std::pair<std::string_view, int>> all;
-  for (size_t k = 0; k < words.size(); ++k) {
-    for (const std::string& w : words[k]) all.emplace_back(w, int(k));
-  }
-  std::sort(all.begin(), all.end());
-  std::vector<std::vector<std::string>> unique_words(words.size());
-  for (size_t i = 0, j = 0; i < all.size(); i = j) {
-    j = i + 1;
-    while (j < all.size() && all[j].first == all[i].first) ++j;
-    if (j - i == 1) unique_words[size_t(all[i].second)].emplace_back(all[i].first);
-  }
+  std::vector<WordList> lists;
+  for (const Language& language : kLanguages) lists.push_back(read_word_list(options.dict_dir + "/" + language.file));
+  std::vector<std::vector<std::string_view>> unique = unique_words(lists);
   Split split;
   for (Dataset* d : {&split.train, &split.test}) {
     for (const Language& language : kLanguages) d->label_names.push_back(language.code);
@@ -307,15 +338,14 @@ Split language_id_dataset(const LanguageIdOptions& options) {
   split.train.source = "language-id train";
   split.test.source = "language-id test";
   const int64_t need = options.train_per_language + options.test_per_language;
-  for (size_t k = 0; k < words.size(); ++k) {
-    std::vector<std::string>& unique = unique_words[k];
-    check(int64_t(unique.size()) >= need, "language-id: ", kLanguages[k].file, " has ", unique.size(),
+  for (size_t k = 0; k < lists.size(); ++k) {
+    check(int64_t(unique[k].size()) >= need, "language-id: ", kLanguages[k].file, " has ", unique[k].size(),
           " usable words, ", need, " needed");
     Generator gen(options.seed, uint64_t(k) << 40);  // one stream per language
-    shuffle(unique, gen);
+    shuffle(unique[k], gen);                         // from the sorted order
     for (int64_t i = 0; i < need; ++i) {
       Dataset& target = i < options.train_per_language ? split.train : split.test;
-      target.examples.push_back({unique[size_t(i)], int32_t(k)});
+      target.examples.push_back({std::string(unique[k][size_t(i)]), int32_t(k)});
     }
   }
   return split;
