@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Installs the Debian 12 packages halfgrad builds with, only those that are missing.
-# Sourced by scripts/main.sh and scripts/test.sh; uses sudo when not run as root.
+# Sourced by scripts/build.sh, scripts/test.sh and scripts/fuzz.sh; uses sudo when not run as root.
 set -euo pipefail
-HALFGRAD_PACKAGES=(g++ cmake make libhwy-dev catch2 libcli11-dev nlohmann-json3-dev libopenblas-dev
+HALFGRAD_PACKAGES=(g++ cmake make ninja-build libhwy-dev catch2 libcli11-dev nlohmann-json3-dev libopenblas-dev
   # SHA-256 checksums of checkpoint files (halfgrad/io/digest.h).
   libssl-dev
   # MPI: data-parallel training across processes (docs/distributed.md) and its tests.
@@ -30,3 +30,8 @@ if ((${#missing[@]})); then
   $sudo apt-get update -qq
   DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq "${missing[@]}"
 fi
+# New build trees use Ninja (a tree keeps the generator it was made with; a user's
+# CMAKE_GENERATOR wins): Make builds a target's objects only after the targets it links are
+# linked, so each library's last file compiled alone; the Release tree took 268 s with Make
+# and 247 s with Ninja (BENCHMARKS.md, "Test command").
+export CMAKE_GENERATOR="${CMAKE_GENERATOR:-Ninja}"

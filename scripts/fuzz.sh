@@ -20,6 +20,7 @@ if [ "${1:-}" = "--explore" ]; then
   shift 2
 fi
 runs="${FUZZ_RUNS:-10000}"
+source scripts/deps.sh  # the libraries, and the generator of new trees
 cmake -S . -B build-fuzz -DCMAKE_BUILD_TYPE=Release -DHALFGRAD_FUZZ=ON -DCMAKE_CXX_COMPILER=clang++ >/dev/null
 targets=("$@")
 if [ ${#targets[@]} -eq 0 ]; then

@@ -12,6 +12,7 @@ cd "$(dirname "$0")/.."
 SECONDS=0
 # clang for the fuzz targets (scripts/fuzz.sh), clang-format-14 for repository.formatted.
 export HALFGRAD_EXTRA_PACKAGES="clang libclang-rt-14-dev clang-format-14"
+source scripts/deps.sh  # the packages, and CMAKE_GENERATOR for the three trees
 # No test runs the benchmarks (scripts/main.sh builds them); the test files and the library
 # compile as unity builds (CMakeLists.txt says why; the Highway kernel files compile alone).
 bash scripts/build.sh -DHALFGRAD_BENCHMARKS=OFF -DHALFGRAD_UNITY_TESTS=ON -DHALFGRAD_UNITY_LIBRARY=ON
