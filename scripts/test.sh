@@ -20,7 +20,7 @@ echo "== release build and tests: ${SECONDS} s"
 
 start=$SECONDS
 cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=Release -DHALFGRAD_SANITIZE=ON >/dev/null
-cmake --build build-asan -j "$(nproc)" --target halfgrad_tests  # the test binary and the programs it runs
+cmake --build build-asan -j "$(nproc)" --target test_programs  # the test binary and the programs it runs
 UBSAN_OPTIONS=print_stacktrace=1 ctest --test-dir build-asan --output-on-failure -j "$(nproc)" -LE "exhaustive|soak|tools|example"
 echo "== sanitized (ASan+UBSan) build and unit tests: $((SECONDS - start)) s"
 
