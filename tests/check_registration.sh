@@ -11,7 +11,7 @@ binary=$1 build=$2
 shift 2
 status=0
 for pair in "$@"; do
-  label=${pair%%=*} spec=${pair#*=} per_file="" unit="Catch2 test cases"
+  label=${pair%%=*} spec=${pair#*=} per_file="" counted="Catch2 test cases"
   if [[ $spec == files:* ]]; then per_file=1 spec=${spec#files:}; fi
   # --list-test-names-only exits with the number of tests listed, so its status is not an error.
   names=$("$binary" --list-test-names-only "$spec" || true)
@@ -30,13 +30,13 @@ for pair in "$@"; do
       echo "label $label: the test files' cases add up to $in_files, the spec '$spec' selects $cases"
       status=1
     fi
-    cases=$(grep -c . <<<"$files" || true) unit="test files"
+    cases=$(grep -c . <<<"$files" || true) counted="test files"
   fi
   if [ "$cases" -ne "$entries" ]; then
-    echo "label $label: $cases $unit for spec '$spec' but $entries ctest entries"
+    echo "label $label: $cases $counted for spec '$spec' but $entries ctest entries"
     status=1
   else
-    echo "label $label: $cases $unit, $entries ctest entries"
+    echo "label $label: $cases $counted, $entries ctest entries"
   fi
 done
 exit $status
