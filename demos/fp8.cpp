@@ -439,27 +439,20 @@ void save_fp8_figures(const std::vector<std::vector<demos::RunResult>>& runs, co
               flags.path("fp8-grad-error.svg").c_str());
 }
 
-}  // namespace
-
-int main(int argc, char** argv) {
-  CLI::App app{"fp8: fp8 GEMMs without scaling and with delayed per-tensor scaling, against bf16"};
-  Fp8Options o;
-  add_fp8_flags(app, o);
-  CLI11_PARSE(app, argc, argv);
-  o.flags.apply();
+// Every spec's runs, one per seed from o.flags.seed. The first seed's bf16 run (specs[0]) trains
+// `bf16_model`, which the gradient errors start from.
+std::vector<std::vector<demos::RunResult>> train_fp8_runs(const data::Split& split,
+                                                          const std::vector<demos::RunSpec>& specs, const Fp8Options& o,
+                                                          std::optional<nn::TextClassifier>& bf16_model) {
   const demos::DemoFlags& flags = o.flags;
-  const int64_t history = o.history, short_history = o.short_history, inspect_every = o.inspect_every;
-  const int seeds = o.seeds;
-  print_intro(o);
-  const data::Split split = demos::language_id_split(flags);
-  const std::vector<demos::RunSpec> specs = fp8_specs(history, short_history);
-  std::optional<nn::TextClassifier> bf16_model;     // the first seed's bf16 run, for the gradient errors
   std::vector<std::vector<demos::RunResult>> runs;  // per spec, per seed
   for (const demos::RunSpec& spec : specs) {
     runs.emplace_back();
-    for (int s = 0; s < seeds; ++s) {
-      const demos::RunSettings settings{
-          .steps = flags.steps, .seed = flags.seed + uint64_t(s), .inspect_every = inspect_every, .model = flags.model};
+    for (int s = 0; s < o.seeds; ++s) {
+      const demos::RunSettings settings{.steps = flags.steps,
+                                        .seed = flags.seed + uint64_t(s),
+                                        .inspect_every = o.inspect_every,
+                                        .model = flags.model};
       if (runs.size() == 1 && s == 0) {
         bf16_model.emplace(demos::language_id_config(int64_t(split.train.label_names.size()), flags.model),
                            settings.seed);
@@ -472,17 +465,26 @@ int main(int argc, char** argv) {
       std::fflush(stdout);
     }
   }
+  return runs;
+}
 
-  print_run_table(runs, inspect_every);
+// The output gradients' flushed share (%) per GEMM in each fp8 run (first seed): the bars of
+// fp8-lost.svg.
+struct FlushedGradients {
+  std::vector<std::string> names;  // the GEMMs
+  // Per fp8 run: hybrid 1, hybrid ds, e4m3 1, e4m3 ds.
+  std::vector<std::vector<double>> dy = std::vector<std::vector<double>>(4);
+};
 
+// Every tensor the e4m3 runs cast, unscaled against delayed-scaled (first seed).
+FlushedGradients print_e4m3_casts(const std::vector<std::vector<demos::RunResult>>& runs) {
   const demos::RunResult &plain = runs[3][0], &scaled = runs[4][0];
   std::printf(
       "e4m3 gradients, per tensor, at the inspected steps (->0%% flushed, sat%% saturated; scale: the last one "
       "used)\n");
   std::printf("%-40s %-11s %8s %8s %8s %8s %10s\n", "GEMM", "tensor", "1: ->0%", "1: sat%", "ds: ->0%", "ds: sat%",
               "ds: scale");
-  std::vector<std::string> names;
-  std::vector<std::vector<double>> dy(4);  // hybrid 1, hybrid ds, e4m3 1, e4m3 ds
+  FlushedGradients out;
   for (const Fp8Cast& p : plain.fp8) {
     const Fp8Cast* s = nullptr;
     for (const Fp8Cast& c : scaled.fp8) {
@@ -493,17 +495,22 @@ int main(int argc, char** argv) {
                 100 * p.flushed_share(), 100 * p.saturated_share(), 100 * s->flushed_share(),
                 100 * s->saturated_share(), double(s->scale));
     if (p.role != Fp8Role::kGradOutput) continue;
-    names.push_back(p.key);
+    out.names.push_back(p.key);
     for (size_t k = 0; k < 4; ++k) {
       double share = NAN;
       for (const Fp8Cast& c : runs[k + 1][0].fp8) {
         if (c.key == p.key && c.role == p.role) share = 100 * c.flushed_share();
       }
-      dy[k].push_back(share);
+      out.dy[k].push_back(share);
     }
   }
   std::printf("(1: every scale 1; ds: delayed scaling; first seed)\n\n");
+  return out;
+}
 
+// The finding on the gradients: what each recipe flushed, unscaled and scaled, and the accuracy.
+void print_fp8_finding(const std::vector<std::vector<demos::RunResult>>& runs, int seeds) {
+  const demos::RunResult &plain = runs[3][0], &scaled = runs[4][0];
   const double bf16 = mean_accuracy(runs[0]), hybrid_plain = mean_accuracy(runs[1]),
                hybrid_scaled = mean_accuracy(runs[2]), e4m3_plain = mean_accuracy(runs[3]),
                e4m3_scaled = mean_accuracy(runs[4]);
@@ -519,10 +526,30 @@ int main(int argc, char** argv) {
           ? "harmless here: e5m2's wider range keeps the gradients that matter, which is why TE's default\n"
             "recipe stores gradients in e5m2, and why e4m3 gradients need their scale"
           : "scaling matters there too");
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"fp8: fp8 GEMMs without scaling and with delayed per-tensor scaling, against bf16"};
+  Fp8Options o;
+  add_fp8_flags(app, o);
+  CLI11_PARSE(app, argc, argv);
+  o.flags.apply();
+  const demos::DemoFlags& flags = o.flags;
+  print_intro(o);
+  const data::Split split = demos::language_id_split(flags);
+  const std::vector<demos::RunSpec> specs = fp8_specs(o.history, o.short_history);
+  std::optional<nn::TextClassifier> bf16_model;  // the first seed's bf16 run, for the gradient errors
+  const std::vector<std::vector<demos::RunResult>> runs = train_fp8_runs(split, specs, o, bf16_model);
+
+  print_run_table(runs, o.inspect_every);
+  const FlushedGradients flushed = print_e4m3_casts(runs);
+  print_fp8_finding(runs, o.seeds);
 
   // Saturation: specs[5] (the short history) against specs[4].
-  const std::string saturation = print_saturation(runs, 4, 5, history, short_history);
-  std::printf("Finding (saturation, mean of %d seeds): %s.\n\n", seeds, saturation.c_str());
+  const std::string saturation = print_saturation(runs, 4, 5, o.history, o.short_history);
+  std::printf("Finding (saturation, mean of %d seeds): %s.\n\n", o.seeds, saturation.c_str());
   std::vector<std::string> layers;  // the linear layers, in forward order
   for (const Fp8Cast& c : runs[4][0].fp8) {
     if (c.role == Fp8Role::kInput) layers.push_back(c.key);
@@ -531,6 +558,6 @@ int main(int argc, char** argv) {
       gradient_errors(split, *bf16_model, specs, kVariants, layers, flags.seed, o.calibration_batches), specs, layers,
       flags.path("fp8-grad-error.svg"));
 
-  save_fp8_figures(runs, specs, names, dy, flags);
+  save_fp8_figures(runs, specs, flushed.names, flushed.dy, flags);
   return 0;
 }

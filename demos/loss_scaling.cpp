@@ -79,28 +79,7 @@ void save_scale_figure(const std::vector<const demos::RunResult*>& runs, const s
   plot.save(path);
 }
 
-}  // namespace
-
-int main(int argc, char** argv) {
-  CLI::App app{"loss_scaling: fp16 training with and without loss scaling, and without subnormals"};
-  demos::DemoFlags flags{.steps = 300};
-  float static_scale = 1024;
-  int64_t large_batch = 0, large_steps = 40;
-  demos::add_demo_flags(app, flags);
-  app.add_option("--static-scale", static_scale, "the static run's loss scale")
-      ->capture_default_str()
-      ->check(CLI::PositiveNumber);
-  app.add_option(
-         "--large-batch", large_batch,
-         "batch of a second part, whose mean loss has smaller gradients (0: skip it; 1024 was measured, docs/demos.md)")
-      ->capture_default_str()
-      ->check(CLI::Range(int64_t{0}, int64_t{8192}));
-  app.add_option("--large-steps", large_steps, "optimizer steps of the second part")
-      ->capture_default_str()
-      ->check(CLI::PositiveNumber);
-  CLI11_PARSE(app, argc, argv);
-  flags.apply();
-
+void print_scaling_intro(int64_t steps) {
   std::printf(
       "Backward through an fp16 model produces fp16 gradients. Activation gradients are small (often\n"
       "2^-20 to 2^-30) and fp16 holds nothing below 2^-24: without help, part of them becomes zero and\n"
@@ -110,12 +89,17 @@ int main(int argc, char** argv) {
       "language-id classifier seven times from one seed (%lld steps of batch 64, fp16 = O2: f16 model,\n"
       "f32 master weights) and compares. The last run starts the dynamic scale at 2^32 (Megatron-LM's\n"
       "initial loss scale) instead of 2^16 (PyTorch's): each overflow skips the step and halves it.\n\n",
-      static_cast<long long>(flags.steps));
-  const data::Split split = demos::language_id_split(flags);
+      static_cast<long long>(steps));
+}
+
+// The seven runs at batch 64: f32, fp16 unscaled (and FTZ), static, dynamic (and FTZ, and from
+// 2^32).
+std::vector<demos::RunResult> train_batch64_runs(const data::Split& split, const demos::DemoFlags& flags,
+                                                 float static_scale) {
   char static_label[64];
   std::snprintf(static_label, sizeof static_label, "fp16, static %g", double(static_scale));
   const LossScaling none{LossScaling::Kind::kNone};
-  const std::vector<demos::RunResult> runs = train_runs(
+  return train_runs(
       split,
       {
           {.label = "f32"},
@@ -130,6 +114,11 @@ int main(int argc, char** argv) {
            .mixed_precision = {.precision = kFp16, .loss_scaling = {LossScaling::Kind::kDynamic, 4294967296.0f}}},
       },
       {.steps = flags.steps, .seed = flags.seed, .model = flags.model});
+}
+
+// The batch-64 runs' table, first skipped steps, and what unscaled fp16 did with and without
+// subnormals.
+void report_batch64_runs(const std::vector<demos::RunResult>& runs) {
   print_table(runs);
   std::printf(
       "(zero grads / zero act.g: share of weight / activation gradient elements that were exactly zero,\n"
@@ -148,32 +137,41 @@ int main(int argc, char** argv) {
       "flushing subnormals costs nothing.\n",
       100 * plain.test_accuracy, 100 * f32.test_accuracy, 100 * ftz.act_grad_zero, 100 * plain.act_grad_zero,
       100 * ftz.test_accuracy, 100 * ftz_scaled.test_accuracy);
+}
 
-  std::vector<demos::RunResult> large;
-  if (large_batch > 0) {
-    std::printf(
-        "\n== Without flush-to-zero: the mean loss over a batch of %lld ==\n"
-        "Cross-entropy averaged over B examples gives each example's logits the gradient (p - y) / B:\n"
-        "at B = %lld every gradient is %lld times smaller than at 64, and more of them fall below 2^-24,\n"
-        "where even gradual underflow holds nothing. %lld steps each, same seed.\n",
-        static_cast<long long>(large_batch), static_cast<long long>(large_batch),
-        static_cast<long long>(large_batch / 64), static_cast<long long>(large_steps));
-    large = train_runs(
-        split,
-        {
-            {.label = "f32, large batch"},
-            {.label = "fp16, no scaling, large", .mixed_precision = {.precision = kFp16, .loss_scaling = none}},
-            {.label = "fp16, dynamic, large", .mixed_precision = {.precision = kFp16}},
-        },
-        {.steps = large_steps,
-         .seed = flags.seed,
-         .batch = large_batch,
-         .log_every = std::max<int64_t>(1, large_steps / 10),
-         .inspect_every = std::max<int64_t>(1, large_steps / 10),
-         .model = flags.model});
-    print_table(large);
-  }
+// The second part: f32, unscaled and dynamically scaled fp16 at batch `large_batch`, and their
+// table.
+std::vector<demos::RunResult> train_large_batch_runs(const data::Split& split, const demos::DemoFlags& flags,
+                                                     int64_t large_batch, int64_t large_steps) {
+  const LossScaling none{LossScaling::Kind::kNone};
+  std::printf(
+      "\n== Without flush-to-zero: the mean loss over a batch of %lld ==\n"
+      "Cross-entropy averaged over B examples gives each example's logits the gradient (p - y) / B:\n"
+      "at B = %lld every gradient is %lld times smaller than at 64, and more of them fall below 2^-24,\n"
+      "where even gradual underflow holds nothing. %lld steps each, same seed.\n",
+      static_cast<long long>(large_batch), static_cast<long long>(large_batch),
+      static_cast<long long>(large_batch / 64), static_cast<long long>(large_steps));
+  std::vector<demos::RunResult> large = train_runs(
+      split,
+      {
+          {.label = "f32, large batch"},
+          {.label = "fp16, no scaling, large", .mixed_precision = {.precision = kFp16, .loss_scaling = none}},
+          {.label = "fp16, dynamic, large", .mixed_precision = {.precision = kFp16}},
+      },
+      {.steps = large_steps,
+       .seed = flags.seed,
+       .batch = large_batch,
+       .log_every = std::max<int64_t>(1, large_steps / 10),
+       .inspect_every = std::max<int64_t>(1, large_steps / 10),
+       .model = flags.model});
+  print_table(large);
+  return large;
+}
 
+// The finding of both parts (`large` empty: the second part was skipped).
+void print_scaling_finding(const std::vector<demos::RunResult>& runs, const std::vector<demos::RunResult>& large,
+                           int64_t large_batch) {
+  const demos::RunResult &f32 = runs[0], &plain = runs[1], &ftz = runs[2], &ftz_scaled = runs[5];
   std::string finding;
   char line[640];
   std::snprintf(line, sizeof line,
@@ -204,7 +202,11 @@ int main(int argc, char** argv) {
         "does (docs/demos.md has the numbers).\n";
   }
   std::printf("%s", finding.c_str());
+}
 
+// The batch-64 runs' loss curves and the scaled runs' loss scales.
+void save_scaling_figures(const std::vector<demos::RunResult>& runs, const demos::DemoFlags& flags) {
+  const demos::RunResult &ftz = runs[2], &ftz_scaled = runs[5];
   char title[160];
   std::snprintf(title, sizeof title, "fp16 without subnormals (FTZ) collapses to %.0f%%; a loss scale recovers %.0f%%",
                 100 * ftz.test_accuracy, 100 * ftz_scaled.test_accuracy);
@@ -214,5 +216,37 @@ int main(int argc, char** argv) {
   save_scale_figure({&runs[3], &runs[4], &runs[5], &runs[6]}, flags.path("loss_scaling-scale.svg"));
   std::printf("\nwrote %s, %s\n", flags.path("loss_scaling-loss.svg").c_str(),
               flags.path("loss_scaling-scale.svg").c_str());
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"loss_scaling: fp16 training with and without loss scaling, and without subnormals"};
+  demos::DemoFlags flags{.steps = 300};
+  float static_scale = 1024;
+  int64_t large_batch = 0, large_steps = 40;
+  demos::add_demo_flags(app, flags);
+  app.add_option("--static-scale", static_scale, "the static run's loss scale")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
+  app.add_option(
+         "--large-batch", large_batch,
+         "batch of a second part, whose mean loss has smaller gradients (0: skip it; 1024 was measured, docs/demos.md)")
+      ->capture_default_str()
+      ->check(CLI::Range(int64_t{0}, int64_t{8192}));
+  app.add_option("--large-steps", large_steps, "optimizer steps of the second part")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
+  CLI11_PARSE(app, argc, argv);
+  flags.apply();
+
+  print_scaling_intro(flags.steps);
+  const data::Split split = demos::language_id_split(flags);
+  const std::vector<demos::RunResult> runs = train_batch64_runs(split, flags, static_scale);
+  report_batch64_runs(runs);
+  std::vector<demos::RunResult> large;
+  if (large_batch > 0) large = train_large_batch_runs(split, flags, large_batch, large_steps);
+  print_scaling_finding(runs, large, large_batch);
+  save_scaling_figures(runs, flags);
   return 0;
 }

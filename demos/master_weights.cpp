@@ -163,6 +163,119 @@ void save_loss_figure(const std::vector<Outcome>& outcomes, const std::string& t
   plot.save(path);
 }
 
+// The runs of one 16-bit format: the f32-master reference and the pure runs whose update rounding
+// `updates` names, each at `seeds` seeds from flags.seed.
+std::vector<Outcome> train_outcomes(const data::Split& split, Precision precision,
+                                    const std::vector<std::string>& updates, const demos::DemoFlags& flags, int seeds,
+                                    float lr) {
+  std::vector<Outcome> outcomes;
+  for (const Variant& v : variants(precision)) {
+    const bool wanted = v.options.master_weights == MasterWeightsKind::kF32 ||
+                        std::find(updates.begin(), updates.end(),
+                                  optim::kUpdateRoundingNames.name(v.options.update_rounding)) != updates.end();
+    if (!wanted) continue;
+    Outcome o{.variant = v};
+    for (int s = 0; s < seeds; ++s) {
+      const demos::RunSettings settings{
+          .steps = flags.steps, .seed = flags.seed + uint64_t(s), .lr = lr, .model = flags.model};
+      const bool reference = v.options.master_weights == MasterWeightsKind::kF32;
+      o.runs.push_back(demos::train_language_id(
+          split, {.label = v.label, .mixed_precision = v.options, .track_updates = reference && s == 0}, settings));
+      std::printf("  trained %-26s seed %d %6.1f s\n", v.label.c_str(), int(flags.seed) + s, o.runs.back().seconds);
+      std::fflush(stdout);
+    }
+    outcomes.push_back(std::move(o));
+  }
+  return outcomes;
+}
+
+// The outcomes' table (outcomes[0], the f32-master run, is the reference), and what the bytes are.
+void print_outcomes(const std::vector<Outcome>& outcomes) {
+  std::printf("\n%-26s %6s %9s %10s %11s  %s\n", "run", "bytes", "test acc", "final loss", "vs masters",
+              "per seed (test acc)");
+  const double reference = outcomes[0].accuracy();
+  for (const Outcome& o : outcomes) {
+    std::ostringstream per_seed;
+    for (const demos::RunResult& r : o.runs) {
+      char cell[16];
+      std::snprintf(cell, sizeof cell, " %.2f%%", 100 * r.test_accuracy);
+      per_seed << cell;
+    }
+    std::printf("%-26s %6.0f %8.2f%% %10.4f %+10.2f  %s\n", o.variant.label.c_str(), o.variant.bytes, o.accuracy(),
+                o.loss(), o.accuracy() - reference, per_seed.str().c_str());
+  }
+  std::printf("(bytes: ");
+  for (const Outcome& o : outcomes)
+    std::printf("%s%s %.0f", &o == &outcomes[0] ? "" : "; ", o.variant.memory, o.variant.bytes);
+  std::printf(")\n");
+}
+
+// The share (%) of the tracked f32-master run's nonzero updates that a pure `format` step with
+// nearest rounding would lose, printed and returned.
+double print_lost_updates(const demos::RunResult& tracked, uint64_t seed, const std::string& format) {
+  const double lost = tracked.updates ? 100.0 * double(tracked.updates_lost_in_f16) / double(tracked.updates) : 0.0;
+  std::printf(
+      "Of the f32-master run's %lld nonzero updates (seed %llu), %.2f%% are below half an ulp of the %s weight\n"
+      "they start from: round(w + u) == w, counted exactly; a pure %s step with nearest rounding loses each.\n\n",
+      static_cast<long long>(tracked.updates), static_cast<unsigned long long>(seed), lost, format.c_str(),
+      format.c_str());
+  return lost;
+}
+
+// One format's finding (its lines of the closing paragraph) and its loss figure's title.
+struct FormatFinding {
+  std::string text, title;
+};
+
+FormatFinding format_finding(const std::vector<Outcome>& outcomes, const std::string& format, int seeds, float lr,
+                             double lost) {
+  const double reference = outcomes[0].accuracy();
+  // Each pure run against the reference, in accuracy points and final loss (means over the seeds).
+  std::string finding_line = "Finding (" + format + ", mean of " + std::to_string(seeds) + " seeds, f32 masters " +
+                             std::to_string(int(outcomes[0].variant.bytes)) + " bytes/param):";
+  std::string title = "Pure " + format + " vs f32 masters:";
+  for (size_t i = 1; i < outcomes.size(); ++i) {
+    const Outcome& o = outcomes[i];
+    char part[200];
+    std::snprintf(part, sizeof part, "%s%s %+.2f points (loss %+.4f, %.0f bytes/param)", i == 1 ? " " : ";\n  ",
+                  o.variant.label.c_str(), o.accuracy() - reference, o.loss() - outcomes[0].loss(), o.variant.bytes);
+    finding_line += part;
+    std::snprintf(part, sizeof part, "%s %s %+.1f", i == 1 ? "" : ",",
+                  kRoundingShort[size_t(o.variant.options.update_rounding)], o.accuracy() - reference);
+    title += part;
+  }
+  std::string finding = finding_line + ".\n";
+  if (outcomes.size() > 1 && outcomes[1].variant.options.update_rounding == UpdateRounding::kNearest &&
+      outcomes[1].accuracy() - reference > -3.0) {
+    char note[400];
+    std::snprintf(note, sizeof note,
+                  "  Nearest rounding loses %.0f%% of the updates here and yet ends within 3 points: at lr %g the\n"
+                  "  updates that cross half an ulp carry most of the learning. A smaller lr (--lr 1e-4) puts\n"
+                  "  more of them below it (docs/demos.md).\n",
+                  lost, lr);
+    finding += note;
+  }
+  title += " points of test accuracy";
+  return {finding, title};
+}
+
+// One format's runs, table and figures. Returns its finding.
+std::string report_format(const data::Split& split, const std::string& format, const std::vector<std::string>& updates,
+                          const demos::DemoFlags& flags, int seeds, float lr) {
+  const Precision precision = format == "bf16" ? Precision::kBf16 : Precision::kFp16;
+  const int half_ulp_log2 = format == "bf16" ? -8 : -11;  // |u|/|w| >= 2^this: always kept (w normal)
+  const std::vector<Outcome> outcomes = train_outcomes(split, precision, updates, flags, seeds, lr);
+  print_outcomes(outcomes);
+  const demos::RunResult& tracked = outcomes[0].runs[0];
+  const double lost = print_lost_updates(tracked, flags.seed, format);
+  const FormatFinding finding = format_finding(outcomes, format, seeds, lr, lost);
+  save_loss_figure(outcomes, finding.title, flags.path("master_weights-" + format + "-loss.svg"));
+  save_ratio_figure(tracked, half_ulp_log2, format, flags.path("master_weights-" + format + "-update-ratio.svg"));
+  std::printf("wrote %s, %s\n\n", flags.path("master_weights-" + format + "-loss.svg").c_str(),
+              flags.path("master_weights-" + format + "-update-ratio.svg").c_str());
+  return finding.text;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -200,83 +313,7 @@ int main(int argc, char** argv) {
       static_cast<unsigned long long>(flags.seed + uint64_t(seeds) - 1));
   const data::Split split = demos::language_id_split(flags);
   std::string finding;
-  for (const std::string& format : formats) {
-    const Precision precision = format == "bf16" ? Precision::kBf16 : Precision::kFp16;
-    const int half_ulp_log2 = format == "bf16" ? -8 : -11;  // |u|/|w| >= 2^this: always kept (w normal)
-    std::vector<Outcome> outcomes;
-    for (const Variant& v : variants(precision)) {
-      const bool wanted = v.options.master_weights == MasterWeightsKind::kF32 ||
-                          std::find(updates.begin(), updates.end(),
-                                    optim::kUpdateRoundingNames.name(v.options.update_rounding)) != updates.end();
-      if (!wanted) continue;
-      Outcome o{.variant = v};
-      for (int s = 0; s < seeds; ++s) {
-        const demos::RunSettings settings{
-            .steps = flags.steps, .seed = flags.seed + uint64_t(s), .lr = lr, .model = flags.model};
-        const bool reference = v.options.master_weights == MasterWeightsKind::kF32;
-        o.runs.push_back(demos::train_language_id(
-            split, {.label = v.label, .mixed_precision = v.options, .track_updates = reference && s == 0}, settings));
-        std::printf("  trained %-26s seed %d %6.1f s\n", v.label.c_str(), int(flags.seed) + s, o.runs.back().seconds);
-        std::fflush(stdout);
-      }
-      outcomes.push_back(std::move(o));
-    }
-    std::printf("\n%-26s %6s %9s %10s %11s  %s\n", "run", "bytes", "test acc", "final loss", "vs masters",
-                "per seed (test acc)");
-    const double reference = outcomes[0].accuracy();
-    for (const Outcome& o : outcomes) {
-      std::ostringstream per_seed;
-      for (const demos::RunResult& r : o.runs) {
-        char cell[16];
-        std::snprintf(cell, sizeof cell, " %.2f%%", 100 * r.test_accuracy);
-        per_seed << cell;
-      }
-      std::printf("%-26s %6.0f %8.2f%% %10.4f %+10.2f  %s\n", o.variant.label.c_str(), o.variant.bytes, o.accuracy(),
-                  o.loss(), o.accuracy() - reference, per_seed.str().c_str());
-    }
-    std::printf("(bytes: ");
-    for (const Outcome& o : outcomes)
-      std::printf("%s%s %.0f", &o == &outcomes[0] ? "" : "; ", o.variant.memory, o.variant.bytes);
-    std::printf(")\n");
-    const demos::RunResult& tracked = outcomes[0].runs[0];
-    const double lost = tracked.updates ? 100.0 * double(tracked.updates_lost_in_f16) / double(tracked.updates) : 0.0;
-    std::printf(
-        "Of the f32-master run's %lld nonzero updates (seed %llu), %.2f%% are below half an ulp of the %s weight\n"
-        "they start from: round(w + u) == w, counted exactly; a pure %s step with nearest rounding loses each.\n\n",
-        static_cast<long long>(tracked.updates), static_cast<unsigned long long>(flags.seed), lost, format.c_str(),
-        format.c_str());
-
-    // Each pure run against the reference, in accuracy points and final loss (means over the seeds).
-    std::string finding_line = "Finding (" + format + ", mean of " + std::to_string(seeds) + " seeds, f32 masters " +
-                               std::to_string(int(outcomes[0].variant.bytes)) + " bytes/param):";
-    std::string title = "Pure " + format + " vs f32 masters:";
-    for (size_t i = 1; i < outcomes.size(); ++i) {
-      const Outcome& o = outcomes[i];
-      char part[200];
-      std::snprintf(part, sizeof part, "%s%s %+.2f points (loss %+.4f, %.0f bytes/param)", i == 1 ? " " : ";\n  ",
-                    o.variant.label.c_str(), o.accuracy() - reference, o.loss() - outcomes[0].loss(), o.variant.bytes);
-      finding_line += part;
-      std::snprintf(part, sizeof part, "%s %s %+.1f", i == 1 ? "" : ",",
-                    kRoundingShort[size_t(o.variant.options.update_rounding)], o.accuracy() - reference);
-      title += part;
-    }
-    finding += finding_line + ".\n";
-    if (outcomes.size() > 1 && outcomes[1].variant.options.update_rounding == UpdateRounding::kNearest &&
-        outcomes[1].accuracy() - reference > -3.0) {
-      char note[400];
-      std::snprintf(note, sizeof note,
-                    "  Nearest rounding loses %.0f%% of the updates here and yet ends within 3 points: at lr %g the\n"
-                    "  updates that cross half an ulp carry most of the learning. A smaller lr (--lr 1e-4) puts\n"
-                    "  more of them below it (docs/demos.md).\n",
-                    lost, lr);
-      finding += note;
-    }
-    title += " points of test accuracy";
-    save_loss_figure(outcomes, title, flags.path("master_weights-" + format + "-loss.svg"));
-    save_ratio_figure(tracked, half_ulp_log2, format, flags.path("master_weights-" + format + "-update-ratio.svg"));
-    std::printf("wrote %s, %s\n\n", flags.path("master_weights-" + format + "-loss.svg").c_str(),
-                flags.path("master_weights-" + format + "-update-ratio.svg").c_str());
-  }
+  for (const std::string& format : formats) finding += report_format(split, format, updates, flags, seeds, lr);
   std::printf("%s", finding.c_str());
   return 0;
 }

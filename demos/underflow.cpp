@@ -273,29 +273,10 @@ std::vector<size_t> print_op_table(const std::vector<OpShare>& ops, const std::s
   return order;
 }
 
-void print_real_gradients(const hg::demos::DemoFlags& flags, double figure_scale) {
+// Per loss scale, the shares of the activation and weight gradients that fp16 flushes to zero,
+// keeps as subnormals or turns into inf.
+void print_scale_table(const std::vector<Pass>& passes) {
   using hg::report::TensorKind;
-  std::printf(
-      "\n== Real gradients: the language-id classifier ==\n"
-      "The main job's model, trained %lld steps in f32, then one batch of 64 words through forward and\n"
-      "backward in f32 (dropout off). Each gradient is cast to fp16 as an fp16 backward would store it:\n\n",
-      static_cast<long long>(flags.steps));
-  const hg::data::Split split = hg::demos::language_id_split(flags);
-  hg::nn::TextClassifier model(hg::demos::language_id_config(int64_t(split.train.label_names.size()), flags.model),
-                               flags.seed);
-  const hg::demos::RunResult trained = hg::demos::train_language_id(
-      split, {.label = "f32"}, {.steps = flags.steps, .seed = flags.seed, .model = flags.model}, model);
-  std::printf("after %lld steps: training loss %.4f, test accuracy %.1f%%\n\n", static_cast<long long>(flags.steps),
-              trained.final_loss, 100 * trained.test_accuracy);
-  model.eval();
-  hg::data::DataLoader loader(split.train, hg::data::Tokenizer(),
-                              {.batch_size = 64, .seed = flags.seed, .max_len = model.config.max_len});
-  const hg::data::Batch batch = loader.batch(0);
-  std::vector<double> scales = {1, 256, 65536, 16777216};
-  if (std::find(scales.begin(), scales.end(), figure_scale) == scales.end()) scales.push_back(figure_scale);
-  std::vector<Pass> passes;
-  for (double s : scales) passes.push_back(inspect_backward(model, batch, s));
-
   std::printf("%-16s %12s %12s %12s %12s %12s\n", "loss scale", "act.g -> 0", "act.g subn.", "act.g -> inf",
               "weight.g -> 0", "weight.g inf");
   for (const Pass& p : passes) {
@@ -312,30 +293,31 @@ void print_real_gradients(const hg::demos::DemoFlags& flags, double figure_scale
       "Unscaled, the activation gradients that fall below 2^-24 are lost; each factor of 2^8 moves the\n"
       "whole distribution up 8 binary orders, until the largest gradients pass 65504 and become inf:\n"
       "then a dynamic scaler skips the step and halves the scale.\n");
+}
 
-  const Pass& plain = passes[0];
-  const Pass& scaled =
-      *std::find_if(passes.begin(), passes.end(), [&](const Pass& p) { return p.scale == figure_scale; });
+// The histogram figure of the activation gradients, unscaled and at the figure's loss scale.
+void save_histogram_figure(const Pass& plain, const Pass& scaled, const std::string& scaled_name,
+                           const std::string& path) {
+  using hg::report::TensorKind;
   const NumericsStats a = plain.numerics.merged(TensorKind::kActivationGrad);
-  char scaled_name[48], scaled_label[16], note[64];
-  std::snprintf(scaled_name, sizeof scaled_name, "scaled by 2^%g", std::log2(figure_scale));
-  std::snprintf(scaled_label, sizeof scaled_label, "2^%g", std::log2(figure_scale));
+  char note[64];
   std::snprintf(note, sizeof note, "%.1f%% become zero in fp16", percent(a.underflow, a.total()));
   const NumericsStats sa = scaled.numerics.merged(TensorKind::kActivationGrad);
   char histogram_title[200];
   std::snprintf(
       histogram_title, sizeof histogram_title,
       "Unscaled, %.2f%% of the activation gradients become zero in fp16 and %.0f%% subnormal; %s, %.2f%% and %.2f%%",
-      percent(a.underflow, a.total()), percent(a.subnormal, a.total()), scaled_name, percent(sa.underflow, sa.total()),
-      percent(sa.subnormal, sa.total()));
+      percent(a.underflow, a.total()), percent(a.subnormal, a.total()), scaled_name.c_str(),
+      percent(sa.underflow, sa.total()), percent(sa.subnormal, sa.total()));
   hg::report::histogram_figure(histogram_title, {"unscaled", scaled_name},
                                {a.input, scaled.numerics.merged(TensorKind::kActivationGrad).input}, note)
-      .save(flags.path("underflow-histogram.svg"));
+      .save(path);
+}
 
-  const std::vector<OpShare> ops = op_shares(plain, scaled);
-  const std::vector<size_t> top = print_op_table(ops, scaled_label);
-
-  const std::vector<NoiseTest> tests = rounding_noise_test(model, batch);
+// The weight gradients that hold rounding noise only (rounding_noise_test), with their flushed
+// share in `plain`. Returns how many there are.
+size_t print_noise_tensors(const std::vector<NoiseTest>& tests, const Pass& plain) {
+  using hg::report::TensorKind;
   std::printf(
       "\n-- Weight gradients whose exact value is zero --\n"
       "Scaling the loss by 3 scales a true gradient by 3 up to f32 rounding; the rounding residue left\n"
@@ -358,6 +340,15 @@ void print_real_gradients(const hg::demos::DemoFlags& flags, double figure_scale
       "every other weight gradient: change at most %.3g. In an fp16 backward these tensors' flushed\n"
       "share is noise too: what fp16 drops there was never a gradient.\n",
       largest_true);
+  return noise_count;
+}
+
+// The section's finding: the activation gradients flushed unscaled, the share of them in the
+// ops `top` (print_op_table's rows), those flushed at the figure's scale, the noise tensors.
+void print_gradient_finding(const std::vector<OpShare>& ops, const std::vector<size_t>& top, const Pass& plain,
+                            const Pass& scaled, const std::string& scaled_label, size_t noise_count) {
+  using hg::report::TensorKind;
+  const NumericsStats a = plain.numerics.merged(TensorKind::kActivationGrad);
   uint64_t top_flushed = 0;
   for (size_t i : top) top_flushed += ops[i].flushed;
   const OpShare& most = ops[top.at(0)];
@@ -366,12 +357,33 @@ void print_real_gradients(const hg::demos::DemoFlags& flags, double figure_scale
       "in the %zu ops above, the most in %s (%.1f%% of its elements); scaled by %s, %.2f%% do; the\n"
       "weight gradients fp16 seemed to wipe out (%zu) are exact zeros holding rounding noise.\n",
       percent(a.underflow, a.total()), percent(top_flushed, a.underflow), top.size(), most.name.c_str(),
-      percent(most.flushed, most.count), scaled_label,
+      percent(most.flushed, most.count), scaled_label.c_str(),
       percent(scaled.numerics.merged(TensorKind::kActivationGrad).underflow, a.total()), noise_count);
+}
 
-  // The figure: activation gradients per op in forward order, then the weight gradients per
-  // tensor, on a log2 axis (a doubling of headroom for the region labels); the exact-zero weight
-  // gradients as dashed lines instead of bars, the criterion in the region's label.
+// The layers figure's title: the op whose activation gradients fp16 flushes most unscaled, and
+// the largest share of any op's flushed at the figure's scale.
+std::string layers_title(const std::vector<OpShare>& ops, const std::string& scaled_name) {
+  size_t worst = 0;
+  double largest_scaled = 0;  // of any op's activation gradients, at the figure's scale (%)
+  for (size_t i = 0; i < ops.size(); ++i) {
+    worst = ops[i].flushed * ops[worst].count > ops[worst].flushed * ops[i].count ? i : worst;
+    largest_scaled = std::max(largest_scaled, percent(ops[i].flushed_scaled, ops[i].count));
+  }
+  char bars_title[200];
+  std::snprintf(bars_title, sizeof bars_title,
+                "Unscaled, fp16 flushes up to %.1f%% of an op's activation gradients (%s); %s, at most %.2f%%",
+                ops.empty() ? 0.0 : percent(ops[worst].flushed, ops[worst].count),
+                ops.empty() ? "" : ops[worst].name.c_str(), scaled_name.c_str(), largest_scaled);
+  return bars_title;
+}
+
+// The figure: activation gradients per op in forward order, then the weight gradients per
+// tensor, on a log2 axis (a doubling of headroom for the region labels); the exact-zero weight
+// gradients as dashed lines instead of bars, the criterion in the region's label.
+void save_layers_figure(const std::vector<OpShare>& ops, const std::vector<NoiseTest>& tests, const Pass& plain,
+                        const Pass& scaled, const std::string& scaled_name, const std::string& path) {
+  using hg::report::TensorKind;
   std::vector<std::string> names;
   std::vector<double> unscaled, with_scale, noise_x;
   double smallest = 1, largest = 0;
@@ -398,18 +410,7 @@ void print_real_gradients(const hg::demos::DemoFlags& flags, double figure_scale
     }
   }
   const double n_ops = double(ops.size()), n = double(names.size());
-  size_t worst = 0;
-  double largest_scaled = 0;  // of any op's activation gradients, at the figure's scale (%)
-  for (size_t i = 0; i < ops.size(); ++i) {
-    worst = ops[i].flushed * ops[worst].count > ops[worst].flushed * ops[i].count ? i : worst;
-    largest_scaled = std::max(largest_scaled, percent(ops[i].flushed_scaled, ops[i].count));
-  }
-  char bars_title[200];
-  std::snprintf(bars_title, sizeof bars_title,
-                "Unscaled, fp16 flushes up to %.1f%% of an op's activation gradients (%s); %s, at most %.2f%%",
-                ops.empty() ? 0.0 : percent(ops[worst].flushed, ops[worst].count),
-                ops.empty() ? "" : ops[worst].name.c_str(), scaled_name, largest_scaled);
-  hg::report::SvgPlot bars({.title = bars_title,
+  hg::report::SvgPlot bars({.title = layers_title(ops, scaled_name),
                             .y_label = "share flushed to zero (log2 axis; 2^-10 ~ 0.1%)",
                             .log2_y = true,
                             .width = std::max(720, 260 + 14 * int(n)),
@@ -423,7 +424,47 @@ void print_real_gradients(const hg::demos::DemoFlags& flags, double figure_scale
   bars.add_region(-0.5, n_ops - 0.5, "activation gradients, per op in forward order");
   bars.add_region(n_ops - 0.5, n - 0.5,
                   "weight gradients, per tensor; dashed: |g(3L)/3 - g(L)| > 2^-10 |g(L)|, no bar");
-  bars.save(flags.path("underflow-layers.svg"));
+  bars.save(path);
+}
+
+void print_real_gradients(const hg::demos::DemoFlags& flags, double figure_scale) {
+  std::printf(
+      "\n== Real gradients: the language-id classifier ==\n"
+      "The main job's model, trained %lld steps in f32, then one batch of 64 words through forward and\n"
+      "backward in f32 (dropout off). Each gradient is cast to fp16 as an fp16 backward would store it:\n\n",
+      static_cast<long long>(flags.steps));
+  const hg::data::Split split = hg::demos::language_id_split(flags);
+  hg::nn::TextClassifier model(hg::demos::language_id_config(int64_t(split.train.label_names.size()), flags.model),
+                               flags.seed);
+  const hg::demos::RunResult trained = hg::demos::train_language_id(
+      split, {.label = "f32"}, {.steps = flags.steps, .seed = flags.seed, .model = flags.model}, model);
+  std::printf("after %lld steps: training loss %.4f, test accuracy %.1f%%\n\n", static_cast<long long>(flags.steps),
+              trained.final_loss, 100 * trained.test_accuracy);
+  model.eval();
+  hg::data::DataLoader loader(split.train, hg::data::Tokenizer(),
+                              {.batch_size = 64, .seed = flags.seed, .max_len = model.config.max_len});
+  const hg::data::Batch batch = loader.batch(0);
+  std::vector<double> scales = {1, 256, 65536, 16777216};
+  if (std::find(scales.begin(), scales.end(), figure_scale) == scales.end()) scales.push_back(figure_scale);
+  std::vector<Pass> passes;
+  for (double s : scales) passes.push_back(inspect_backward(model, batch, s));
+  print_scale_table(passes);
+
+  const Pass& plain = passes[0];
+  const Pass& scaled =
+      *std::find_if(passes.begin(), passes.end(), [&](const Pass& p) { return p.scale == figure_scale; });
+  char scaled_name[48], scaled_label[16];
+  std::snprintf(scaled_name, sizeof scaled_name, "scaled by 2^%g", std::log2(figure_scale));
+  std::snprintf(scaled_label, sizeof scaled_label, "2^%g", std::log2(figure_scale));
+  save_histogram_figure(plain, scaled, scaled_name, flags.path("underflow-histogram.svg"));
+
+  const std::vector<OpShare> ops = op_shares(plain, scaled);
+  const std::vector<size_t> top = print_op_table(ops, scaled_label);
+
+  const std::vector<NoiseTest> tests = rounding_noise_test(model, batch);
+  const size_t noise_count = print_noise_tensors(tests, plain);
+  print_gradient_finding(ops, top, plain, scaled, scaled_label, noise_count);
+  save_layers_figure(ops, tests, plain, scaled, scaled_name, flags.path("underflow-layers.svg"));
   std::printf("\nwrote %s, %s\n", flags.path("underflow-histogram.svg").c_str(),
               flags.path("underflow-layers.svg").c_str());
 }
