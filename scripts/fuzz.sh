@@ -4,6 +4,7 @@
 #
 #   scripts/fuzz.sh [target...]                   the test command's stage: reproducible
 #   scripts/fuzz.sh --explore SECONDS [target...]  a longer exploratory run
+#   scripts/fuzz.sh --build-only [target...]       configure and build, run nothing
 #
 # The default run is the same on every machine: a fixed seed (-seed=1) and a fixed number of
 # inputs per target (FUZZ_RUNS, default 10000), starting from the committed corpus alone (new
@@ -14,10 +15,13 @@
 # fuzz/corpus/<name>/ and turn it into a test in tests/io/test_fuzz_findings.cpp.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-explore=""
+explore="" build_only=""
 if [ "${1:-}" = "--explore" ]; then
   explore=${2:?"--explore needs a number of seconds"}
   shift 2
+elif [ "${1:-}" = "--build-only" ]; then
+  build_only=1
+  shift
 fi
 runs="${FUZZ_RUNS:-10000}"
 source scripts/deps.sh  # the libraries, and the generator of new trees
@@ -27,6 +31,7 @@ if [ ${#targets[@]} -eq 0 ]; then
   for dir in fuzz/corpus/*/; do targets+=("$(basename "$dir")"); done
 fi
 cmake --build build-fuzz -j "$(nproc)" --target "${targets[@]/#/fuzz_}"
+[ -z "$build_only" ] || exit 0
 
 fuzz_one() {
   local name=$1 log="build-fuzz/fuzz_$1.log" corpus limits
