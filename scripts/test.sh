@@ -39,14 +39,18 @@ fi
 
 start=$SECONDS
 if [ -n "$fuzz" ]; then
-  bash scripts/fuzz.sh >build-fuzz/stage.log 2>&1 &  # its lines are printed after the tests'
+  # Its lines are printed after the tests'. A process group of its own, so that an interrupted
+  # or failed run stops the fuzzers too (a shell's background jobs ignore SIGINT).
+  setsid bash scripts/fuzz.sh >build-fuzz/stage.log 2>&1 &
   fuzz_pid=$!
+  trap 'kill -- "-$fuzz_pid" 2>/dev/null || true' EXIT
 fi
 status=0
 UBSAN_OPTIONS=print_stacktrace=1 ctest --test-dir build-asan --output-on-failure -j "$(nproc)" \
   -LE "exhaustive|soak|tools|example" || status=1
 if [ -n "$fuzz" ]; then
   wait "$fuzz_pid" || status=1
+  trap - EXIT
   cat build-fuzz/stage.log
 fi
 echo "== sanitized unit tests and fuzz runs, side by side: $((SECONDS - start)) s"
