@@ -99,6 +99,11 @@ struct Outcome {
   }
 };
 
+// The share (%) of the tracked f32-master run's nonzero updates below half an ulp of their weight.
+double lost_update_percent(const demos::RunResult& r) {
+  return r.updates ? 100.0 * double(r.updates_lost_in_f16) / double(r.updates) : 0.0;
+}
+
 // The log2 histogram of |u| / |w| of the f32-master run's updates, with the bands of the 16-bit
 // format shaded: always lost under nearest rounding, depends on w's mantissa, kept.
 void save_ratio_figure(const demos::RunResult& r, int half_ulp_log2, const std::string& format,
@@ -113,7 +118,7 @@ void save_ratio_figure(const demos::RunResult& r, int half_ulp_log2, const std::
   while (!y.empty() && y.back() == 0) x.pop_back(), y.pop_back();
   if (x.empty()) x = {double(half_ulp_log2)}, y = {0};  // no update: every step was skipped
   const double lo = std::min(x.front(), half_ulp_log2 - 4.0), hi = std::max(x.back() + 1, half_ulp_log2 + 4.0);
-  const double lost = r.updates ? 100.0 * double(r.updates_lost_in_f16) / double(r.updates) : 0.0;
+  const double lost = lost_update_percent(r);
   char title[128];
   std::snprintf(title, sizeof title, "%.0f%% of the updates are below half an ulp of their %s weight", lost,
                 format.c_str());
@@ -213,7 +218,7 @@ void print_outcomes(const std::vector<Outcome>& outcomes) {
 // The share (%) of the tracked f32-master run's nonzero updates that a pure `format` step with
 // nearest rounding would lose, printed and returned.
 double print_lost_updates(const demos::RunResult& tracked, uint64_t seed, const std::string& format) {
-  const double lost = tracked.updates ? 100.0 * double(tracked.updates_lost_in_f16) / double(tracked.updates) : 0.0;
+  const double lost = lost_update_percent(tracked);
   std::printf(
       "Of the f32-master run's %lld nonzero updates (seed %llu), %.2f%% are below half an ulp of the %s weight\n"
       "they start from: round(w + u) == w, counted exactly; a pure %s step with nearest rounding loses each.\n\n",
@@ -269,10 +274,11 @@ std::string report_format(const data::Split& split, const std::string& format, c
   const demos::RunResult& tracked = outcomes[0].runs[0];
   const double lost = print_lost_updates(tracked, flags.seed, format);
   const FormatFinding finding = format_finding(outcomes, format, seeds, lr, lost);
-  save_loss_figure(outcomes, finding.title, flags.path("master_weights-" + format + "-loss.svg"));
-  save_ratio_figure(tracked, half_ulp_log2, format, flags.path("master_weights-" + format + "-update-ratio.svg"));
-  std::printf("wrote %s, %s\n\n", flags.path("master_weights-" + format + "-loss.svg").c_str(),
-              flags.path("master_weights-" + format + "-update-ratio.svg").c_str());
+  const std::string loss_path = flags.path("master_weights-" + format + "-loss.svg");
+  const std::string ratio_path = flags.path("master_weights-" + format + "-update-ratio.svg");
+  save_loss_figure(outcomes, finding.title, loss_path);
+  save_ratio_figure(tracked, half_ulp_log2, format, ratio_path);
+  std::printf("wrote %s, %s\n\n", loss_path.c_str(), ratio_path.c_str());
   return finding.text;
 }
 
