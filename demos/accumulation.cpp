@@ -24,6 +24,7 @@ namespace {
 
 constexpr Accumulation kModes[] = {Accumulation::kF32, Accumulation::kF16, Accumulation::kF16Blocked};
 constexpr int kTrials = 8;
+constexpr double kF16Roundoff = 0x1p-11;  // u = 2^-11, f16's unit roundoff
 
 // The mean over trials of |sum_k x_k y_k - reference| / sum_k |x_k y_k|, x and y f16 values
 // (uniform in [0, 1) when `positive`, else standard normal), the sum computed by halfgrad's sum
@@ -77,14 +78,13 @@ DotErrors print_dot_errors(int max_log2_k, uint64_t seed) {
       std::printf(sign == 0 ? " |" : "\n");
     }
   }
-  const double u = std::ldexp(1.0, -11);
   std::printf(
       "(u = 2^-11 = %.3g, f16's unit roundoff. Positive terms: every addition rounds at the size of\n"
       " |acc|, which grows like K, so the error grows with K; and once |acc| reaches 2^11 times a term,\n"
       " the term is below half an ulp of acc and vanishes: the f16 sum stagnates, at 2048 for terms\n"
       " below 1. Mixed signs keep |acc| near sqrt(K) terms, so the error stays near u times sum|x y|.\n"
       " Blocks of 32 restart the f16 chain before it grows; f32 has 2^13 times f16's precision.)\n\n",
-      u);
+      kF16Roundoff);
   return out;
 }
 
@@ -189,9 +189,8 @@ void save_dot_figure(const DotErrors& dots, const std::string& path) {
       plot.add_line(std::string(names[m]) + (sign == 0 ? ", positive" : ", mixed sign"), log_k, y);
     }
   }
-  const double u = std::ldexp(1.0, -11);
   std::vector<double> ku;  // the bound of f16 accumulation's error (about K u), as a guide
-  for (const double e : log_k) ku.push_back(std::exp2(e) * u);
+  for (const double e : log_k) ku.push_back(std::exp2(e) * kF16Roundoff);
   plot.add_line("K u (bound)", log_k, ku);
   plot.save(path);
 }

@@ -19,6 +19,7 @@ namespace {
 
 using optim::LossScaling;
 constexpr optim::Precision kFp16 = optim::Precision::kFp16;  // O2
+const LossScaling kNoScaling{LossScaling::Kind::kNone};
 
 void print_table(const std::vector<demos::RunResult>& runs) {
   std::printf("\n%-26s %10s %9s %11s %11s %11s %8s %11s\n", "run", "final loss", "test acc", "zero grads", "zero act.g",
@@ -98,14 +99,13 @@ std::vector<demos::RunResult> train_batch64_runs(const data::Split& split, const
                                                  float static_scale) {
   char static_label[64];
   std::snprintf(static_label, sizeof static_label, "fp16, static %g", double(static_scale));
-  const LossScaling none{LossScaling::Kind::kNone};
   return train_runs(
       split,
       {
           {.label = "f32"},
-          {.label = "fp16, no scaling", .mixed_precision = {.precision = kFp16, .loss_scaling = none}},
+          {.label = "fp16, no scaling", .mixed_precision = {.precision = kFp16, .loss_scaling = kNoScaling}},
           {.label = "fp16, no scaling, FTZ",
-           .mixed_precision = {.precision = kFp16, .loss_scaling = none, .flush_subnormals = true}},
+           .mixed_precision = {.precision = kFp16, .loss_scaling = kNoScaling, .flush_subnormals = true}},
           {.label = static_label,
            .mixed_precision = {.precision = kFp16, .loss_scaling = {LossScaling::Kind::kStatic, static_scale}}},
           {.label = "fp16, dynamic", .mixed_precision = {.precision = kFp16}},
@@ -143,7 +143,6 @@ void report_batch64_runs(const std::vector<demos::RunResult>& runs) {
 // table.
 std::vector<demos::RunResult> train_large_batch_runs(const data::Split& split, const demos::DemoFlags& flags,
                                                      int64_t large_batch, int64_t large_steps) {
-  const LossScaling none{LossScaling::Kind::kNone};
   std::printf(
       "\n== Without flush-to-zero: the mean loss over a batch of %lld ==\n"
       "Cross-entropy averaged over B examples gives each example's logits the gradient (p - y) / B:\n"
@@ -155,7 +154,7 @@ std::vector<demos::RunResult> train_large_batch_runs(const data::Split& split, c
       split,
       {
           {.label = "f32, large batch"},
-          {.label = "fp16, no scaling, large", .mixed_precision = {.precision = kFp16, .loss_scaling = none}},
+          {.label = "fp16, no scaling, large", .mixed_precision = {.precision = kFp16, .loss_scaling = kNoScaling}},
           {.label = "fp16, dynamic, large", .mixed_precision = {.precision = kFp16}},
       },
       {.steps = large_steps,
