@@ -7,37 +7,46 @@
 # fuzz tree's beside the sanitized one: 634 s for both, 518 s one after the other). The fuzz
 # runs go beside the sanitized unit tests instead: the CLI fuzzer runs alone for most of a
 # minute, on one core, and the tests fill the other (BENCHMARKS.md, "Test command").
-# Arguments go to the first ctest. Prints the time of each stage.
+# Arguments go to the first ctest. Prints each stage's wall time and CPU time (user + system of
+# all it ran): CPU near twice the wall time on two cores means the stage kept both busy, and
+# only less work shortens it.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 SECONDS=0
+# CPU seconds of this shell and the children it has waited for (/proc/<pid>/stat fields 14-17,
+# utime stime cutime cstime, in clock ticks); $$ is this shell's PID in a $(...) subshell too.
+cpu_seconds() { awk -v hz="$(getconf CLK_TCK)" '{printf "%d", ($14 + $15 + $16 + $17) / hz}' "/proc/$$/stat"; }
 # clang for the fuzz targets (scripts/fuzz.sh), clang-format-14 for repository.formatted.
 export HALFGRAD_EXTRA_PACKAGES="clang libclang-rt-14-dev clang-format-14"
 source scripts/deps.sh  # the packages, and CMAKE_GENERATOR for the three trees
+# The tests' OpenMP threads sleep at a barrier instead of spinning: ctest runs two test processes
+# on two cores, and a thread spinning in one takes the core the other needs (CPU time of the
+# Release tests 213 -> 204 s, of the sanitized ones 195-199 -> 188-191 s; BENCHMARKS.md).
+export OMP_WAIT_POLICY=passive
 # No test runs the benchmarks (scripts/main.sh builds them); the test files and the library
 # compile as unity builds (CMakeLists.txt says why; the Highway kernel files compile alone).
 bash scripts/build.sh -DHALFGRAD_BENCHMARKS=OFF -DHALFGRAD_UNITY_TESTS=ON -DHALFGRAD_UNITY_LIBRARY=ON
 ctest --test-dir build --output-on-failure -j "$(nproc)" "$@"
-echo "== release build and tests: ${SECONDS} s"
+echo "== release build and tests: ${SECONDS} s, CPU $(cpu_seconds) s"
 
-start=$SECONDS
+start=$SECONDS cpu=$(cpu_seconds)
 # Catch2's runner, compiled the same way in both trees (tests/CMakeLists.txt), is taken from the first.
 cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=Release -DHALFGRAD_SANITIZE=ON \
   -DHALFGRAD_CATCH_MAIN_OBJECT="$PWD/build/tests/CMakeFiles/halfgrad_catch_main.dir/main.cpp.o" >/dev/null
 cmake --build build-asan -j "$(nproc)" --target test_programs  # the test binary and the programs it runs
-echo "== sanitized (ASan+UBSan) build: $((SECONDS - start)) s"
+echo "== sanitized (ASan+UBSan) build: $((SECONDS - start)) s, CPU $(($(cpu_seconds) - cpu)) s"
 
 fuzz=""
 if command -v clang++ >/dev/null; then
   fuzz=1
-  start=$SECONDS
+  start=$SECONDS cpu=$(cpu_seconds)
   bash scripts/fuzz.sh --build-only
-  echo "== fuzz build: $((SECONDS - start)) s"
+  echo "== fuzz build: $((SECONDS - start)) s, CPU $(($(cpu_seconds) - cpu)) s"
 else
   echo "== clang++ not found: fuzzing skipped"
 fi
 
-start=$SECONDS
+start=$SECONDS cpu=$(cpu_seconds)
 if [ -n "$fuzz" ]; then
   # Its lines are printed after the tests'. A process group of its own, so that an interrupted
   # or failed run stops the fuzzers too (a shell's background jobs ignore SIGINT).
@@ -53,6 +62,6 @@ if [ -n "$fuzz" ]; then
   trap - EXIT
   cat build-fuzz/stage.log
 fi
-echo "== sanitized unit tests and fuzz runs, side by side: $((SECONDS - start)) s"
+echo "== sanitized unit tests and fuzz runs, side by side: $((SECONDS - start)) s, CPU $(($(cpu_seconds) - cpu)) s"
 [ "$status" -eq 0 ] || { echo "== FAILED (above: the sanitized tests or the fuzz runs)"; exit 1; }
-echo "== all stages passed: ${SECONDS} s"
+echo "== all stages passed: ${SECONDS} s, CPU $(cpu_seconds) s"
