@@ -16,6 +16,14 @@ SECONDS=0
 # CPU seconds of this shell and the children it has waited for (/proc/<pid>/stat fields 14-17,
 # utime stime cutime cstime, in clock ticks); $$ is this shell's PID in a $(...) subshell too.
 cpu_seconds() { awk -v hz="$(getconf CLK_TCK)" '{printf "%d", ($14 + $15 + $16 + $17) / hz}' "/proc/$$/stat"; }
+# A stage's line: its wall and CPU time since the previous stage's line (the first: since the start).
+stage_wall=0 stage_cpu=0
+stage_done() {
+  local cpu
+  cpu=$(cpu_seconds)
+  echo "== $1: $((SECONDS - stage_wall)) s, CPU $((cpu - stage_cpu)) s"
+  stage_wall=$SECONDS stage_cpu=$cpu
+}
 # clang for the fuzz targets (scripts/fuzz.sh), clang-format-14 for repository.formatted.
 export HALFGRAD_EXTRA_PACKAGES="clang libclang-rt-14-dev clang-format-14"
 source scripts/deps.sh  # the packages, and CMAKE_GENERATOR for the three trees
@@ -27,26 +35,23 @@ export OMP_WAIT_POLICY=passive
 # compile as unity builds (CMakeLists.txt says why; the Highway kernel files compile alone).
 bash scripts/build.sh -DHALFGRAD_BENCHMARKS=OFF -DHALFGRAD_UNITY_TESTS=ON -DHALFGRAD_UNITY_LIBRARY=ON
 ctest --test-dir build --output-on-failure -j "$(nproc)" "$@"
-echo "== release build and tests: ${SECONDS} s, CPU $(cpu_seconds) s"
+stage_done "release build and tests"
 
-start=$SECONDS cpu=$(cpu_seconds)
 # Catch2's runner, compiled the same way in both trees (tests/CMakeLists.txt), is taken from the first.
 cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=Release -DHALFGRAD_SANITIZE=ON \
   -DHALFGRAD_CATCH_MAIN_OBJECT="$PWD/build/tests/CMakeFiles/halfgrad_catch_main.dir/main.cpp.o" >/dev/null
 cmake --build build-asan -j "$(nproc)" --target test_programs  # the test binary and the programs it runs
-echo "== sanitized (ASan+UBSan) build: $((SECONDS - start)) s, CPU $(($(cpu_seconds) - cpu)) s"
+stage_done "sanitized (ASan+UBSan) build"
 
 fuzz=""
 if command -v clang++ >/dev/null; then
   fuzz=1
-  start=$SECONDS cpu=$(cpu_seconds)
   bash scripts/fuzz.sh --build-only
-  echo "== fuzz build: $((SECONDS - start)) s, CPU $(($(cpu_seconds) - cpu)) s"
+  stage_done "fuzz build"
 else
   echo "== clang++ not found: fuzzing skipped"
 fi
 
-start=$SECONDS cpu=$(cpu_seconds)
 if [ -n "$fuzz" ]; then
   # Its lines are printed after the tests'. A process group of its own, so that an interrupted
   # or failed run stops the fuzzers too (a shell's background jobs ignore SIGINT).
@@ -62,6 +67,6 @@ if [ -n "$fuzz" ]; then
   trap - EXIT
   cat build-fuzz/stage.log
 fi
-echo "== sanitized unit tests and fuzz runs, side by side: $((SECONDS - start)) s, CPU $(($(cpu_seconds) - cpu)) s"
+stage_done "sanitized unit tests and fuzz runs, side by side"
 [ "$status" -eq 0 ] || { echo "== FAILED (above: the sanitized tests or the fuzz runs)"; exit 1; }
 echo "== all stages passed: ${SECONDS} s, CPU $(cpu_seconds) s"
