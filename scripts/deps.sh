@@ -19,7 +19,7 @@ HALFGRAD_PACKAGES=(g++ cmake make ninja-build libhwy-dev catch2 libcli11-dev nlo
 # Callers may ask for more (scripts/test.sh: clang for the fuzz targets).
 read -r -a extra <<< "${HALFGRAD_EXTRA_PACKAGES:-}"
 HALFGRAD_PACKAGES+=("${extra[@]}")
-# One dpkg-query for all of them (one per package took 0.7 s, and a test command sources this
+# One dpkg-query for all of them (one per package took 0.7-0.9 s, and a test command sources this
 # file four times); a package it does not know is missing too.
 declare -A installed=()
 while read -r name status; do
