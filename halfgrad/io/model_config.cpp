@@ -6,6 +6,7 @@
 #include <cstdlib>
 #include <tuple>
 
+#include "halfgrad/autograd/json_read.h"
 #include "halfgrad/base/error.h"
 #include "halfgrad/base/fingerprint.h"
 #include "halfgrad/data/tokenizer.h"
@@ -60,26 +61,25 @@ data::TokenizerConfig tokenizer_config_from_json(const nlohmann::json& j, const 
   if (j.is_string() && j.get_ref<const std::string&>() == "bytes") return t;  // what older versions wrote
   check(j.is_object(), source, ": tokenizer: expected an object like {\"type\": \"bytes\"}");
   try {
-    auto integer = [](const nlohmann::json& value) {  // not get<int64_t>() of a float: 1e30 would be UB
-      check(value.is_number_integer(), "tokenizer: a field has the wrong type (", value.dump(),
-            ", expected an integer)");
-      return value.get<int64_t>();
-    };
     for (const auto& [key, value] : j.items()) {
+      const std::string at = "tokenizer: key '" + key + "'";
+      const auto set = [&v = value, &at](auto& field) {
+        json_read::read(v, at, field);
+      };  // &v: clang 14 cannot capture a binding
       if (key == "type")
-        t.kind = data::kTokenizerKindNames.parse(value.get<std::string>(), "tokenizer: type");
+        t.kind = data::kTokenizerKindNames.parse(json_read::as<std::string>(value, at), "tokenizer: type");
       else if (key == "ngram_min")
-        t.ngram_min = integer(value);
+        set(t.ngram_min);
       else if (key == "ngram_max")
-        t.ngram_max = integer(value);
+        set(t.ngram_max);
       else if (key == "buckets")
-        t.buckets = integer(value);
+        set(t.buckets);
       else if (key == "word_ngrams")
-        t.word_ngrams = integer(value);  // absent before ordered words: 2
+        set(t.word_ngrams);  // absent before ordered words: 2
       else if (key == "spm_type")
-        t.spm_type = data::kSpmTypeNames.parse(value.get<std::string>(), "tokenizer: spm_type");
+        t.spm_type = data::kSpmTypeNames.parse(json_read::as<std::string>(value, at), "tokenizer: spm_type");
       else if (key == "vocab_size")
-        t.spm_vocab_size = integer(value);
+        set(t.spm_vocab_size);
       else if (key == "model_file") {
         check(is_string_equal(value, kTokenizerModelFile), "tokenizer: model_file must be '", kTokenizerModelFile,
               "', got ", value.dump());

@@ -6,6 +6,7 @@
 #include <limits>
 #include <sstream>
 
+#include "halfgrad/autograd/json_read.h"
 #include "halfgrad/autograd/ops/elementwise.h"
 #include "halfgrad/autograd/ops/shape_ops.h"
 #include "halfgrad/base/error.h"
@@ -132,13 +133,14 @@ void GradScaler::load_state_dict(const nlohmann::json& state) {
   check(state.is_object() && !state.empty(),
         "GradScaler::load_state_dict: the state is empty (saved from a disabled scaler)");
   try {
-    const float scale = state.at("scale");
+    const std::string at = "GradScaler::load_state_dict: key";
+    const float scale = json_read::as<float>(state.at("scale"), at + " 'scale'");
     check(scale > 0 && std::isfinite(scale), "GradScaler::load_state_dict: scale must be finite and > 0, got ", scale);
     scale_ = std::clamp(scale, options_.min_scale, options_.max_scale);
-    options_.growth_factor = state.at("growth_factor");
-    options_.backoff_factor = state.at("backoff_factor");
-    options_.growth_interval = state.at("growth_interval");
-    growth_tracker_ = state.at("_growth_tracker");
+    json_read::read(state.at("growth_factor"), at + " 'growth_factor'", options_.growth_factor);
+    json_read::read(state.at("backoff_factor"), at + " 'backoff_factor'", options_.backoff_factor);
+    json_read::read(state.at("growth_interval"), at + " 'growth_interval'", options_.growth_interval);
+    json_read::read(state.at("_growth_tracker"), at + " '_growth_tracker'", growth_tracker_);
   } catch (const nlohmann::json::exception& e) {
     fail("GradScaler::load_state_dict: ", e.what());
   }

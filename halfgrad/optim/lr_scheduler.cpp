@@ -5,6 +5,7 @@
 #include <cmath>
 #include <numbers>
 
+#include "halfgrad/autograd/json_read.h"
 #include "halfgrad/base/error.h"
 
 namespace hg::optim {
@@ -50,9 +51,9 @@ nlohmann::json LrScheduler::state_dict() const {
 
 void LrScheduler::load_state_dict(const nlohmann::json& state) {
   schedule_ = kScheduleNames.parse(state.at("schedule").get<std::string>(), "scheduler state: schedule");
-  warmup_ = state.at("warmup_steps");
-  total_ = state.at("total_steps");
-  step_ = state.at("step");
+  json_read::read(state.at("warmup_steps"), "scheduler state: key 'warmup_steps'", warmup_);
+  json_read::read(state.at("total_steps"), "scheduler state: key 'total_steps'", total_);
+  json_read::read(state.at("step"), "scheduler state: key 'step'", step_);
   base_lrs_ = state.at("base_lrs").get<std::vector<float>>();
   check(base_lrs_.size() == optimizer_.param_groups().size(), "scheduler state: ", base_lrs_.size(),
         " groups saved, the optimizer has ", optimizer_.param_groups().size());

@@ -7,6 +7,7 @@
 #include <cmath>
 #include <cstdlib>
 
+#include "halfgrad/autograd/json_read.h"
 #include "halfgrad/base/error.h"
 #include "halfgrad/optim/clip_grad_norm.h"
 
@@ -121,18 +122,8 @@ namespace {
 
 using Json = nlohmann::json;
 
-// Typed reads of a JSON value; `at` ("<source>: key 'k'") names it in the error.
-const Json& expect(const Json& v, bool ok, const std::string& at, std::string_view expected) {
-  check(ok, at, " has the wrong type (", v.dump(), ", expected ", expected, ")");
-  return v;
-}
-bool as_bool(const Json& v, const std::string& at) {
-  return expect(v, v.is_boolean(), at, "true or false").get<bool>();
-}
-int64_t as_int(const Json& v, const std::string& at) {
-  return expect(v, v.is_number_integer(), at, "an integer").get<int64_t>();
-}
-float as_float(const Json& v, const std::string& at) { return expect(v, v.is_number(), at, "a number").get<float>(); }
+using json_read::expect;
+
 template <class E, std::size_t N, std::size_t A>
 E as_enum(const EnumNames<E, N, A>& names, const Json& v, const std::string& at) {
   expect(v, v.is_string(), at, names.choices());
@@ -176,14 +167,14 @@ const JsonKey kMixedPrecisionKeys[] = {
      [](const O& o, Json& j) {
        if (dynamic(o) && o.loss_scaling.scale != LossScaling{}.scale) j["loss_scale_init"] = o.loss_scaling.scale;
      },
-     [](const Json& v, const std::string& at, O& o) { o.loss_scaling.scale = as_float(v, at); }},
+     [](const Json& v, const std::string& at, O& o) { json_read::read(v, at, o.loss_scaling.scale); }},
     {"loss_scale_growth_interval",
      [](const O& o, Json& j) {
        if (dynamic(o) && o.loss_scaling.growth_interval != LossScaling{}.growth_interval) {
          j["loss_scale_growth_interval"] = o.loss_scaling.growth_interval;
        }
      },
-     [](const Json& v, const std::string& at, O& o) { o.loss_scaling.growth_interval = as_int(v, at); }},
+     [](const Json& v, const std::string& at, O& o) { json_read::read(v, at, o.loss_scaling.growth_interval); }},
     {"normalization_outputs",
      [](const O& o, Json& j) {
        j["normalization_outputs"] = std::string(kNormalizationOutputsNames.name(*o.normalization_outputs));
@@ -206,7 +197,7 @@ const JsonKey kMixedPrecisionKeys[] = {
      [](const O& o, Json& j) {
        if (o.flush_subnormals) j["flush_subnormals"] = true;
      },
-     [](const Json& v, const std::string& at, O& o) { o.flush_subnormals = as_bool(v, at); }},
+     [](const Json& v, const std::string& at, O& o) { json_read::read(v, at, o.flush_subnormals); }},
     {"master_weights",
      [](const O& o, Json& j) {
        if (o.master_weights != MasterWeightsKind::kF32) {
@@ -241,7 +232,7 @@ const JsonKey kMixedPrecisionKeys[] = {
      [](const O& o, Json& j) {
        if (fp8(o)) j["fp8_amax_history_len"] = o.fp8.amax_history_len;
      },
-     [](const Json& v, const std::string& at, O& o) { o.fp8.amax_history_len = as_int(v, at); }},
+     [](const Json& v, const std::string& at, O& o) { json_read::read(v, at, o.fp8.amax_history_len); }},
     {"fp8_amax_compute_algo",
      [](const O& o, Json& j) {
        if (fp8(o)) j["fp8_amax_compute_algo"] = std::string(kFp8AmaxAlgoNames.name(o.fp8.amax_compute_algo));
@@ -251,7 +242,7 @@ const JsonKey kMixedPrecisionKeys[] = {
      [](const O& o, Json& j) {
        if (fp8(o)) j["fp8_margin"] = o.fp8.margin;
      },
-     [](const Json& v, const std::string& at, O& o) { o.fp8.margin = as_int(v, at); }},
+     [](const Json& v, const std::string& at, O& o) { json_read::read(v, at, o.fp8.margin); }},
     {"fp8_scale",
      [](const O& o, Json& j) {
        if (fp8(o)) j["fp8_scale"] = std::string(kFp8ScaleNames.name(o.fp8.scale));
@@ -261,7 +252,9 @@ const JsonKey kMixedPrecisionKeys[] = {
 
 // The mode's booleans "fp16", "bf16", "pure_fp16" and "fp8", which must agree with each other.
 void read_mode(const Json& j, const std::string& source, MixedPrecisionOptions& o) {
-  auto flag = [&](const char* key) { return j.contains(key) && as_bool(j.at(key), source + ": key '" + key + "'"); };
+  auto flag = [&](const char* key) {
+    return j.contains(key) && json_read::as<bool>(j.at(key), source + ": key '" + key + "'");
+  };
   const bool fp16 = flag("fp16"), bf16 = flag("bf16"), pure = flag("pure_fp16"), fp8 = flag("fp8");
   check(!(fp16 && bf16), source, ": keys 'fp16' and 'bf16' are both true: give one");
   check(!pure || fp16, source, ": key 'pure_fp16' is true but 'fp16' is not (pure fp16 is an fp16 mode)");

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cstring>
 
+#include "halfgrad/autograd/json_read.h"
 #include "halfgrad/autograd/allocator.h"
 #include "halfgrad/autograd/sparse_rows.h"
 #include "halfgrad/autograd/tape.h"
@@ -168,10 +169,12 @@ void Optimizer::load_state_dict(const OptimizerState& state) {
   check(groups.size() == groups_.size(), "optimizer state: ", groups.size(), " parameter groups saved, ",
         groups_.size(), " in this optimizer");
   for (size_t k = 0; k < groups_.size(); ++k) {
-    check(groups[k].at("params").get<size_t>() == groups_[k].params.size(), "optimizer state: group ", k, " saved ",
-          groups[k].at("params").get<size_t>(), " parameters, this optimizer has ", groups_[k].params.size());
-    groups_[k].lr = groups[k].at("lr");
-    groups_[k].weight_decay = groups[k].at("weight_decay");
+    const std::string at = "optimizer state: group " + std::to_string(k) + ": key";
+    const size_t saved = json_read::as<size_t>(groups[k].at("params"), at + " 'params'");
+    check(saved == groups_[k].params.size(), "optimizer state: group ", k, " saved ", saved,
+          " parameters, this optimizer has ", groups_[k].params.size());
+    json_read::read(groups[k].at("lr"), at + " 'lr'", groups_[k].lr);
+    json_read::read(groups[k].at("weight_decay"), at + " 'weight_decay'", groups_[k].weight_decay);
   }
   const std::vector<Tensor> params = parameters();
   std::vector<std::map<std::string, std::vector<float>>> restored(params.size());
@@ -185,8 +188,12 @@ void Optimizer::load_state_dict(const OptimizerState& state) {
     restored[i][key.substr(dot2 + 1)] = tensor.to_vector();
   }
   state_ = std::move(restored);
-  steps_ = state.meta.at("steps");
-  param_steps_ = state.meta.at("param_steps").get<std::vector<int64_t>>();
+  json_read::read(state.meta.at("steps"), "optimizer state: key 'steps'", steps_);
+  const nlohmann::json& param_steps = state.meta.at("param_steps");
+  json_read::expect(param_steps, param_steps.is_array(), "optimizer state: key 'param_steps'", "an array");
+  param_steps_.clear();
+  for (const nlohmann::json& n : param_steps)
+    param_steps_.push_back(json_read::as<int64_t>(n, "optimizer state: param_steps"));
   check(param_steps_.size() == params.size(), "optimizer state: step counts for ", param_steps_.size(),
         " parameters, this optimizer has ", params.size());
 }

@@ -22,6 +22,7 @@
 #include "halfgrad/base/fingerprint.h"
 #include "halfgrad/dist/communicator.h"
 #include "halfgrad/io/checkpoint.h"
+#include "halfgrad/autograd/json_read.h"
 #include "halfgrad/io/digest.h"
 #include "halfgrad/io/output_lock.h"
 #include "halfgrad/io/model_config.h"
@@ -49,21 +50,25 @@ nlohmann::json TrainerState::to_json() const {
 TrainerState TrainerState::from_json(const nlohmann::json& j, const std::string& source) {
   check(j.is_object(), source, ": expected a JSON object");
   TrainerState s;
-  try {
-    s.global_step = j.at("global_step");
-    s.max_steps = j.at("max_steps");
-    s.epoch = j.at("epoch");
-    s.log_history = j.at("log_history");
-    s.skipped_steps = j.value("skipped_steps", int64_t{0});
-    s.best_model_checkpoint = j.value("best_model_checkpoint", std::string());
-    s.loss_sum = j.value("loss_sum", 0.0);  // absent before they were checkpointed: see trainer.h
-    s.loss_steps = j.value("loss_steps", int64_t{0});
-    s.epoch_loss_sum = j.value("epoch_loss_sum", 0.0);
-    s.epoch_loss_steps = j.value("epoch_loss_steps", int64_t{0});
-    if (!j.at("best_metric").is_null()) s.best_metric = j.at("best_metric").get<double>();
-  } catch (const nlohmann::json::exception& e) {
-    fail(source, ": missing or mistyped field (", e.what(), ")");
+  // Each present field through json_read (a step count of 5.5e100 must be an error, not a cast).
+  const auto read = [&](const char* key, auto& field) {
+    if (j.contains(key)) json_read::read(j.at(key), source + ": key '" + key + "'", field);
+  };
+  for (const char* key : {"global_step", "max_steps", "epoch", "log_history", "best_metric"}) {
+    check(j.contains(key), source, ": missing field '", key, "'");
   }
+  read("global_step", s.global_step);
+  read("max_steps", s.max_steps);
+  read("epoch", s.epoch);
+  s.log_history = j.at("log_history");
+  read("skipped_steps", s.skipped_steps);  // the fields below: absent before they were checkpointed (trainer.h)
+  read("best_model_checkpoint", s.best_model_checkpoint);
+  read("loss_sum", s.loss_sum);
+  read("loss_steps", s.loss_steps);
+  read("epoch_loss_sum", s.epoch_loss_sum);
+  read("epoch_loss_steps", s.epoch_loss_steps);
+  if (!j.at("best_metric").is_null())
+    s.best_metric = json_read::as<double>(j.at("best_metric"), source + ": key 'best_metric'");
   check(s.global_step >= 0 && s.max_steps >= 0 && s.skipped_steps >= 0 && s.skipped_steps <= s.global_step &&
             std::isfinite(s.epoch) && s.epoch >= 0 && s.loss_steps >= 0 && s.loss_steps <= s.global_step &&
             s.epoch_loss_steps >= 0 && s.epoch_loss_steps <= s.loss_steps,

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "halfgrad/autograd/json_read.h"
 #include "halfgrad/base/error.h"
 #include "halfgrad/io/model_config.h"
 
@@ -128,69 +129,72 @@ TrainingArguments TrainingArguments::from_json(const nlohmann::json& j, const st
   check(j.is_object(), source, ": training_args: expected a JSON object");
   for (const auto& [key, value] : j.items()) {
     const std::string at = source + ": training_args: key '" + key + "'";
+    const auto set = [&v = value, &at](auto& field) {
+      json_read::read(v, at, field);
+    };  // checked: no float-to-int cast
     try {
       if (key == "output_dir")
-        a.output_dir = value;
+        set(a.output_dir);
       else if (key == "num_train_epochs")
-        a.num_train_epochs = value;
+        set(a.num_train_epochs);
       else if (key == "max_steps")
-        a.max_steps = value;
+        set(a.max_steps);
       else if (key == "per_device_train_batch_size")
-        a.per_device_train_batch_size = value;
+        set(a.per_device_train_batch_size);
       else if (key == "per_device_eval_batch_size")
-        a.per_device_eval_batch_size = value;
+        set(a.per_device_eval_batch_size);
       else if (key == "learning_rate")
-        a.learning_rate = value;
+        set(a.learning_rate);
       else if (key == "weight_decay")
-        a.weight_decay = value;
+        set(a.weight_decay);
       else if (key == "embedding_learning_rate")
-        a.embedding_learning_rate = value.get<float>();
+        a.embedding_learning_rate = json_read::as<float>(value, at);
       else if (key == "label_smoothing_factor")
-        a.label_smoothing_factor = value;
+        set(a.label_smoothing_factor);
       else if (key == "warmup_steps")
-        a.warmup_steps = value;
+        set(a.warmup_steps);
       else if (key == "warmup_ratio")
-        a.warmup_ratio = value;
+        set(a.warmup_ratio);
       else if (key == "lr_scheduler_type")
-        a.lr_scheduler_type = optim::kScheduleNames.parse(value.get<std::string>(), at);
+        a.lr_scheduler_type = optim::kScheduleNames.parse(json_read::as<std::string>(value, at), at);
       else if (key == "eval_strategy" || key == "evaluation_strategy") {
-        a.eval_strategy = kIntervalStrategyNames.parse(value.get<std::string>(), at);
+        a.eval_strategy = kIntervalStrategyNames.parse(json_read::as<std::string>(value, at), at);
       } else if (key == "eval_steps")
-        a.eval_steps = value;
+        set(a.eval_steps);
       else if (key == "logging_steps")
-        a.logging_steps = value;
+        set(a.logging_steps);
       else if (key == "save_strategy")
-        a.save_strategy = kIntervalStrategyNames.parse(value.get<std::string>(), at);
+        a.save_strategy = kIntervalStrategyNames.parse(json_read::as<std::string>(value, at), at);
       else if (key == "save_steps")
-        a.save_steps = value;
+        set(a.save_steps);
       else if (key == "save_total_limit")
-        a.save_total_limit = value;
+        set(a.save_total_limit);
       else if (key == "load_best_model_at_end")
-        a.load_best_model_at_end = value;
+        set(a.load_best_model_at_end);
       else if (key == "metric_for_best_model")
-        a.metric_for_best_model = value;
+        set(a.metric_for_best_model);
       else if (key == "greater_is_better")
-        a.greater_is_better = value.get<bool>();
+        a.greater_is_better = json_read::as<bool>(value, at);
       else if (optim::is_mixed_precision_key(key))
         continue;  // read below
       else if (key == "max_grad_norm")
-        a.max_grad_norm = value;
+        set(a.max_grad_norm);
       else if (key == "gradient_accumulation_steps")
-        a.gradient_accumulation_steps = value;
+        set(a.gradient_accumulation_steps);
       else if (key == "seed")
-        a.seed = value;
+        set(a.seed);
       else if (key == "group_by_length")
-        a.group_by_length = value;
+        set(a.group_by_length);
       else if (key == "detect_anomaly")
-        a.detect_anomaly = value;
+        set(a.detect_anomaly);
       else if (key == "ddp_comm")
-        a.ddp_comm = dist::kWireFormatNames.parse(value.get<std::string>(), at);
+        a.ddp_comm = dist::kWireFormatNames.parse(json_read::as<std::string>(value, at), at);
       else if (key == "ddp_check_every")
-        a.ddp_check_every = value;
+        set(a.ddp_check_every);
       else if (key == "report_to")
         a.report_to = value.get<std::vector<std::string>>();
       else if (key == "save_only_model")
-        a.save_only_model = value;
+        set(a.save_only_model);
       else if (key == "tokenizer")
         a.tokenizer = io::tokenizer_config_from_json(value, source);  // absent: bytes
       else

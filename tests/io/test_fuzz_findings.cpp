@@ -6,6 +6,8 @@
 #include "tests/temp_dir.h"
 #include "halfgrad/io/model_config.h"
 #include "halfgrad/io/safetensors.h"
+#include "halfgrad/train/trainer.h"
+#include "halfgrad/train/training_arguments.h"
 
 namespace hg::io {
 namespace {
@@ -39,6 +41,30 @@ TEST_CASE("fuzz finding: a safetensors file holding a zero-element tensor loads"
   CHECK(e.shape() == Shape{0, 4});
   CHECK(e.to_vector().empty());
   CHECK(f.tensors.at("s").item() == 0.5f);
+}
+
+TEST_CASE("fuzz finding: a float where trainer_state.json has an integer is an error", "[train][fuzz]") {
+  // fuzz_checkpoint_json (fuzz/corpus/checkpoint_json/trainer_state_huge_float_step): a
+  // skipped_steps of 5.5e100. nlohmann's get<int64_t>() casts a JSON float to the integer type,
+  // undefined behaviour out of its range (UBSan: "5.55556e+100 is outside the range of
+  // representable values of type 'long'"), and 2.5 would have read as 2. Every integer field of
+  // the files a checkpoint is read back from goes through json_read::as now.
+  nlohmann::json state = train::TrainerState{.global_step = 20, .max_steps = 40}.to_json();
+  state["skipped_steps"] = 5.5e100;
+  CHECK(testing::error_of([&] { train::TrainerState::from_json(state, "ck/trainer_state.json"); }) ==
+        "ck/trainer_state.json: key 'skipped_steps' has the wrong type (5.5e+100, expected an integer)");
+  state["skipped_steps"] = 2.5;
+  CHECK(testing::error_of([&] { train::TrainerState::from_json(state, "ck/trainer_state.json"); }) ==
+        "ck/trainer_state.json: key 'skipped_steps' has the wrong type (2.5, expected an integer)");
+  nlohmann::json args = train::TrainingArguments{}.to_json();
+  args["per_device_train_batch_size"] = 1e30;
+  CHECK(testing::error_of([&] { train::TrainingArguments::from_json(args, "ck/trainer_state.json"); }) ==
+        "ck/trainer_state.json: training_args: key 'per_device_train_batch_size' has the wrong type (1e+30, expected "
+        "an integer)");
+  args["per_device_train_batch_size"] = 64;
+  args["learning_rate"] = 1e300;  // beyond float's range
+  CHECK(testing::error_of([&] { train::TrainingArguments::from_json(args, "ck/trainer_state.json"); }) ==
+        "ck/trainer_state.json: training_args: key 'learning_rate' is out of range (1e+300)");
 }
 
 }  // namespace

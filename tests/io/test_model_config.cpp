@@ -276,12 +276,14 @@ TEST_CASE("a bad tokenizer in config.json names the file and the field", "[train
                       Contains("ck/config.json: tokenizer: missing field 'type'"));
   REQUIRE_THROWS_WITH(model_config_from_json(with({{"type", "words"}, {"size", 10}}), "ck/config.json"),
                       Contains("ck/config.json: tokenizer: unknown key 'size'"));
-  REQUIRE_THROWS_WITH(model_config_from_json(with({{"type", "words"}, {"buckets", "many"}}), "ck/config.json"),
-                      Contains("ck/config.json: tokenizer: a field has the wrong type"));
-  REQUIRE_THROWS_WITH(model_config_from_json(with({{"type", "words"}, {"buckets", 1e30}}), "ck/config.json"),
-                      Contains("ck/config.json: tokenizer: a field has the wrong type"));
+  REQUIRE_THROWS_WITH(
+      model_config_from_json(with({{"type", "words"}, {"buckets", "many"}}), "ck/config.json"),
+      Contains("ck/config.json: tokenizer: key 'buckets' has the wrong type (\"many\", expected an integer)"));
+  REQUIRE_THROWS_WITH(
+      model_config_from_json(with({{"type", "words"}, {"buckets", 1e30}}), "ck/config.json"),
+      Contains("ck/config.json: tokenizer: key 'buckets' has the wrong type (1e+30, expected an integer)"));
   REQUIRE_THROWS_WITH(model_config_from_json(with({{"type", 7}}), "ck/config.json"),
-                      Contains("ck/config.json: tokenizer: a field has the wrong type"));
+                      Contains("ck/config.json: tokenizer: key 'type' has the wrong type (7, expected a string)"));
   REQUIRE_THROWS_WITH(
       model_config_from_json(with({{"type", "char-ngrams"}, {"ngram_min", 4}, {"ngram_max", 2}}), "ck/config.json"),
       Contains("ck/config.json: tokenizer: need 1 <= ngram_min <= ngram_max"));

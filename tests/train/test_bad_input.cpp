@@ -295,7 +295,8 @@ TEST_CASE("damaged checkpoints: missing file, truncated, lying header, wrong sha
   SECTION("a mistyped trainer_state.json") {
     const DamagedCheckpoint c("trainer_state");
     c.edit_json("trainer_state.json", [](nlohmann::json& j) { j["global_step"] = "two"; });
-    run_cases(c.dir, {{c.resume_args(), kError, "trainer_state.json: missing or mistyped field"}});
+    run_cases(c.dir, {{c.resume_args(), kError,
+                       "trainer_state.json: key 'global_step' has the wrong type (\"two\", expected an integer)"}});
   }
   SECTION("mistyped or unknown training_args in trainer_state.json") {
     const DamagedCheckpoint c("training_args");
