@@ -222,26 +222,33 @@ ModelConfig model_config_from_json(const nlohmann::json& j, const std::string& s
     check(j.contains(key), source, ": missing field '", key, "'");
     return j.at(key);
   };
+  // A field into `field`, typed by it (json_read: a vocab_size of 1e87 is an error, not a cast).
+  auto read = [&](const char* key, auto& field) { json_read::read(get(key), source + ": key '" + key + "'", field); };
+  auto read_optional = [&](const char* key, auto& field) {  // absent in older config.json files
+    if (j.contains(key)) read(key, field);
+  };
   ModelConfig m;
   try {
     nn::ClassifierConfig& c = m.classifier;
-    c.vocab = get("vocab_size");
-    c.max_len = get("max_position_embeddings");
-    c.d_model = get("hidden_size");
-    c.heads = get("num_attention_heads");
-    c.d_ff = get("intermediate_size");
-    c.layers = get("num_hidden_layers");
-    c.classes = get("num_labels");
-    c.dropout = get("dropout");
-    const std::string pooling = get("pooling");
+    read("vocab_size", c.vocab);
+    read("max_position_embeddings", c.max_len);
+    read("hidden_size", c.d_model);
+    read("num_attention_heads", c.heads);
+    read("intermediate_size", c.d_ff);
+    read("num_hidden_layers", c.layers);
+    read("num_labels", c.classes);
+    read("dropout", c.dropout);
+    std::string pooling;
+    read("pooling", pooling);
     check(pooling == "mean" || pooling == "cls", source, ": pooling must be mean or cls, got '", pooling, "'");
     c.pooling = pooling == "mean" ? nn::Pooling::kMean : nn::Pooling::kCls;
-    c.init_std = get("initializer_range");
-    const std::string position = j.value("position_embedding", std::string("learned"));  // absent before bag models
+    read("initializer_range", c.init_std);
+    std::string position = "learned";  // absent before bag models
+    read_optional("position_embedding", position);
     c.position_embedding = nn::parse_position_embedding(position, source + ": position_embedding");
-    c.sparse_embedding = j.value("sparse_embedding", false);   // absent before sparse gradients
-    c.bag_skip = j.value("bag_skip", false);                   // absent before bag_skip
-    c.encoder_drop_path = j.value("encoder_drop_path", 0.0f);  // absent before encoder_drop_path
+    read_optional("sparse_embedding", c.sparse_embedding);  // absent before sparse gradients
+    read_optional("bag_skip", c.bag_skip);                  // absent before bag_skip
+    read_optional("encoder_drop_path", c.encoder_drop_path);
     if (j.contains("tokenizer")) m.tokenizer = tokenizer_config_from_json(j.at("tokenizer"), source);
     const nlohmann::json& id2label = get("id2label");
     for (int64_t i = 0; i < c.classes; ++i) {

@@ -67,5 +67,20 @@ TEST_CASE("fuzz finding: a float where trainer_state.json has an integer is an e
         "ck/trainer_state.json: training_args: key 'learning_rate' is out of range (1e+300)");
 }
 
+TEST_CASE("fuzz finding: a config.json size too large for an integer is an error", "[train][fuzz]") {
+  // fuzz_checkpoint_json (fuzz/corpus/checkpoint_json/config_huge_vocab_size): a vocab_size of
+  // 2666...658 (88 digits), which nlohmann reads as a float (no integer type holds it), then cast
+  // to int64_t. The sizes of config.json go through json_read::as too.
+  nlohmann::json j = nlohmann::json::parse(
+      R"({"model_type": "halfgrad-text-classifier", "vocab_size": 2666666666666666666666666666666666666666666666666666666666666666666666666666666666666658,
+          "max_position_embeddings": 32, "hidden_size": 16, "num_attention_heads": 2, "intermediate_size": 32,
+          "num_hidden_layers": 1, "num_labels": 2, "dropout": 0.1, "pooling": "mean", "initializer_range": 0.02,
+          "id2label": {"0": "en", "1": "de"}})");
+  CHECK(testing::error_of([&] { model_config_from_json(j, "ck/config.json"); }) ==
+        "ck/config.json: key 'vocab_size' has the wrong type (2.6666666666666667e+87, expected an integer)");
+  j["vocab_size"] = 256;
+  CHECK(model_config_from_json(j, "ck/config.json").classifier.vocab == 256);
+}
+
 }  // namespace
 }  // namespace hg::io
