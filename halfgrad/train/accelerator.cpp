@@ -3,6 +3,7 @@
 
 #include <unordered_map>
 
+#include "halfgrad/autograd/json_read.h"
 #include "halfgrad/autograd/ops/elementwise.h"
 #include "halfgrad/autograd/tape.h"
 #include "halfgrad/base/error.h"
@@ -120,7 +121,10 @@ void Accelerator::load_state_dict(const io::Checkpoint& state, const std::string
   if (scheduler_ != nullptr) scheduler_->load_state_dict(state.scheduler);
   mp_->scaler().load_state_dict(state.scaler);
   for (const auto& [name, gen] : generators_) {
-    *gen = Generator(state.rng.at(name).at("seed"), state.rng.at(name).at("offset"));
+    const nlohmann::json& rng = state.rng.at(name);
+    const std::string at = dir + "/rng_state.json: '" + name + "'";
+    *gen = Generator(json_read::as<uint64_t>(rng.at("seed"), at + " seed"),
+                     json_read::as<uint64_t>(rng.at("offset"), at + " offset"));
   }
   if (loop_state_) loop_state_->load(state.trainer_state, dir + "/trainer_state.json");
 }

@@ -2,8 +2,10 @@
 # each translation unit of the GCC tree (its compile_commands.json: the library's unity units
 # and the files compiled alone, every Highway target included) goes through
 # `clang++ -fsyntax-only` with the same flags, which parses and instantiates everything but
-# generates no code. The fuzz targets (fuzz/*.cpp, built only by scripts/fuzz.sh) take the flags
-# of demos/halfgrad.cpp. The precompiled-header flags are dropped (GCC's .gch is not clang's).
+# generates no code. The library's unity units go through as one translation unit (as
+# scripts/unity_check.sh compiles them; 11 CPU-s against 29 one by one), with the flags of the
+# engine's. The fuzz targets (fuzz/*.cpp, built only by scripts/fuzz.sh) take the flags of
+# demos/halfgrad.cpp. The precompiled-header flags are dropped (GCC's .gch is not clang's).
 #
 #   cmake -D CLANGXX=clang++ -D SOURCE_DIR=<source> -D BINARY_DIR=<GCC tree> -P clang_syntax.cmake
 file(READ ${BINARY_DIR}/compile_commands.json commands)
@@ -57,6 +59,7 @@ function(check directory arguments)
 endfunction()
 
 set(cli_arguments "")
+set(unity_units "")
 foreach(i RANGE ${last})
   string(JSON file GET "${commands}" ${i} file)
   string(JSON command GET "${commands}" ${i} command)
@@ -64,7 +67,15 @@ foreach(i RANGE ${last})
   starts_with("${file}" "${SOURCE_DIR}/halfgrad/" library_file)
   starts_with("${file}" "${BINARY_DIR}/CMakeFiles/halfgrad" library_target)
   string(FIND "${file}" "/Unity/" unity)
-  if(library_file OR (library_target AND NOT unity EQUAL -1) OR file STREQUAL "${SOURCE_DIR}/demos/halfgrad.cpp")
+  if(library_target AND NOT unity EQUAL -1)
+    list(APPEND unity_units "${file}")
+    string(FIND "${file}" "/CMakeFiles/halfgrad.dir/" engine)
+    if(NOT unity_arguments OR NOT engine EQUAL -1)  # the engine's flags include the numerics library's
+      clang_arguments("${command}" unity_arguments)
+      list(REMOVE_AT unity_arguments -1)
+      set(unity_directory "${directory}")
+    endif()
+  elseif(library_file OR file STREQUAL "${SOURCE_DIR}/demos/halfgrad.cpp")
     clang_arguments("${command}" arguments)
     check("${directory}" "${arguments}")
     if(file STREQUAL "${SOURCE_DIR}/demos/halfgrad.cpp")
@@ -74,6 +85,14 @@ foreach(i RANGE ${last})
     endif()
   endif()
 endforeach()
+if(unity_units)
+  set(combined "${BINARY_DIR}/clang_syntax_library.cpp")
+  list(TRANSFORM unity_units PREPEND "#include \"")
+  list(TRANSFORM unity_units APPEND "\"\n")
+  string(JOIN "" text ${unity_units})
+  file(WRITE "${combined}" "${text}")
+  check("${unity_directory}" "${unity_arguments};${combined}")
+endif()
 if(NOT cli_arguments)
   message(FATAL_ERROR "${BINARY_DIR}/compile_commands.json has no command for demos/halfgrad.cpp")
 endif()
