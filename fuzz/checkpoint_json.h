@@ -4,7 +4,7 @@
 // hg::Error naming the file; a nlohmann exception escaping (a bare "key not found" message)
 // aborts. The first byte chooses the reader.
 // libFuzzer runs it from fuzz/checkpoint_json.cpp; the tests replay its committed corpus
-// fuzz/corpus/checkpoint_json/ (tests/fuzz/test_corpora.cpp).
+// fuzz/corpus/checkpoint_json/ (tests/fuzz_corpus.h).
 #pragma once
 
 #include <cstddef>

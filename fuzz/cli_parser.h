@@ -3,7 +3,7 @@
 // into a usage message and exit code); a parsed train command then goes through
 // resolve_train_options, which either completes it or throws hg::Error. Nothing trains.
 // libFuzzer runs it from fuzz/cli_parser.cpp; the tests replay its committed corpus
-// fuzz/corpus/cli_parser/ (tests/fuzz/test_corpora.cpp).
+// fuzz/corpus/cli_parser/ (tests/fuzz_corpus.h).
 #pragma once
 
 #include <cstddef>

@@ -2,7 +2,7 @@
 // elements as its shape says) or raise hg::Error; never a crash, a leak or an allocation the
 // file size does not justify (libFuzzer's -rss_limit_mb catches those).
 // libFuzzer runs it from fuzz/safetensors_reader.cpp; the tests replay its committed corpus
-// fuzz/corpus/safetensors_reader/ (tests/fuzz/test_corpora.cpp).
+// fuzz/corpus/safetensors_reader/ (tests/fuzz_corpus.h).
 #pragma once
 
 #include <cstddef>

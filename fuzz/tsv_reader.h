@@ -4,7 +4,7 @@
 // evaluation mode (labels must be among two known ones) (bit 0), the format (bits 1-2: tsv, auto,
 // fasttext) and the header mode (bits 3-4: no, yes, auto).
 // libFuzzer runs it from fuzz/tsv_reader.cpp; the tests replay its committed corpus
-// fuzz/corpus/tsv_reader/ (tests/fuzz/test_corpora.cpp).
+// fuzz/corpus/tsv_reader/ (tests/fuzz_corpus.h).
 #pragma once
 
 #include <array>

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Builds the libFuzzer targets of fuzz/ with clang (ASan + UBSan) into build-fuzz/ and runs each,
 # one per core at a time. The test command does not run them: it replays the committed corpora
-# fuzz/corpus/<name>/ through the same targets (tests/fuzz/test_corpora.cpp), so grow those here.
+# fuzz/corpus/<name>/ through the same targets (tests/fuzz_corpus.h), so grow those here.
 #
 #   scripts/fuzz.sh [target...]                   a short reproducible run
 #   scripts/fuzz.sh --explore SECONDS [target...]  a longer exploratory run

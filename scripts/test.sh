@@ -3,7 +3,7 @@
 # check) under ctest; then the unit tests again in a second tree built with AddressSanitizer +
 # UndefinedBehaviorSanitizer (build-asan/, any report fails the test). The fuzz targets' own
 # libFuzzer runs (scripts/fuzz.sh) are not part of it: the tests replay the corpora those runs
-# grew (tests/fuzz/test_corpora.cpp), under the sanitizers too, which reaches more of each
+# grew (tests/fuzz_corpus.h), under the sanitizers too, which reaches more of each
 # reader than the clang tree's fixed-seed run of 10,000 inputs per target did, without building
 # that tree (BENCHMARKS.md, "Test command").
 # Arguments go to the first ctest. Prints each stage's wall time and CPU time (user + system of

@@ -15,8 +15,10 @@
 
 #include "halfgrad/data/dataset.h"
 #include "demos/halfgrad_cli.h"
+#include "fuzz/cli_parser.h"
 #include "halfgrad/io/checkpoint.h"
 #include "tests/demos/run_program.h"
+#include "tests/fuzz_corpus.h"
 #include "tests/temp_dir.h"
 
 namespace hg {
@@ -325,6 +327,11 @@ TEST_CASE("train --group-by-length sets the run's group_by_length and is off by 
     app.parse(std::vector<std::string>(args.rbegin(), args.rend()));
     CHECK(cl.train.args.group_by_length == given);
   }
+}
+
+TEST_CASE("fuzz corpus: cli_parser replays cleanly", "[fuzz][cli]") {
+  // Every argument list of fuzz/corpus/cli_parser/ parses or fails as a usage error or hg::Error.
+  CHECK(testing::replay_fuzz_corpus("cli_parser", fuzz::cli_parser) > 0);
 }
 
 }  // namespace

@@ -1,8 +1,13 @@
-// Inputs the fuzz targets (fuzz/) found to break a reader, kept as regular tests after the fix.
+// The fuzz targets' committed corpora, replayed (the command line's: test_halfgrad_cli.cpp), and
+// the inputs the targets (fuzz/) found to break a reader, kept as regular tests after the fix.
 #include <catch2/catch.hpp>
 
 #include <nlohmann/json.hpp>
 
+#include "fuzz/checkpoint_json.h"
+#include "fuzz/safetensors_reader.h"
+#include "fuzz/tsv_reader.h"
+#include "tests/fuzz_corpus.h"
 #include "tests/temp_dir.h"
 #include "halfgrad/io/model_config.h"
 #include "halfgrad/io/safetensors.h"
@@ -11,6 +16,18 @@
 
 namespace hg::io {
 namespace {
+
+TEST_CASE("fuzz corpus: tsv_reader replays cleanly", "[fuzz][data]") {
+  CHECK(testing::replay_fuzz_corpus("tsv_reader", fuzz::tsv_reader) > 0);
+}
+
+TEST_CASE("fuzz corpus: safetensors_reader replays cleanly", "[fuzz][io]") {
+  CHECK(testing::replay_fuzz_corpus("safetensors_reader", fuzz::safetensors_reader) > 0);
+}
+
+TEST_CASE("fuzz corpus: checkpoint_json replays cleanly", "[fuzz][train]") {
+  CHECK(testing::replay_fuzz_corpus("checkpoint_json", fuzz::checkpoint_json) > 0);
+}
 
 TEST_CASE("fuzz finding: config.json whose model_type is not a string", "[train][fuzz]") {
   // fuzz_checkpoint_json: {"model_type": 7, ...} escaped as nlohmann's type_error 302 ("type

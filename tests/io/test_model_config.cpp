@@ -1,13 +1,18 @@
 // config.json (halfgrad/io/model_config.h): the fields a re-implementation reads, the round trip of
 // the model, its tokenizer and position-embedding choice, config files written before those
 // fields existed (bytes, learned positions), errors naming the file and the field, and a
-// sentencepiece model carried in the checkpoint beside config.json.
+// sentencepiece model carried in the checkpoint beside config.json; json_read::as, the typed read
+// under every JSON reader (halfgrad/autograd/json_read.h).
 #include <catch2/catch.hpp>
 
+#include <cstdint>
+#include <limits>
+#include <string>
 #include <tuple>
 
 #include <nlohmann/json.hpp>
 
+#include "halfgrad/autograd/json_read.h"
 #include "halfgrad/base/error.h"
 #include "halfgrad/data/sentencepiece.h"
 #include "halfgrad/io/model_config.h"
@@ -45,6 +50,12 @@ ModelConfig bag_config() {
   m.labels = {"de", "en", "fr"};
   m.tokenizer = {.kind = data::TokenizerKind::kCharNgrams, .ngram_min = 2, .ngram_max = 4, .buckets = 4096};
   return m;
+}
+
+// The error json_read::as<T> throws for `v`, read as key 'k' of f.json.
+template <class T>
+std::string json_read_error(const nlohmann::json& v) {
+  return testing::error_of([&] { (void)json_read::as<T>(v, "f.json: key 'k'"); });
 }
 
 }  // namespace
@@ -407,6 +418,48 @@ TEST_CASE("check_config_matches_weights compares the config with the tensors bef
   CHECK_THROWS_WITH(check_config_matches_weights(m, weights, "ck/model.safetensors"),
                     Catch::Contains("tensor 'encoder.layers.0.ln1.weight' belongs to a layer past config.json's "
                                     "num_hidden_layers 0"));
+}
+
+TEST_CASE("json_read::as reads integers only from JSON integers in the field's range", "[json]") {
+  CHECK(json_read::as<int64_t>(nlohmann::json(-7), "k") == -7);
+  CHECK(json_read::as<int64_t>(nlohmann::json(std::numeric_limits<int64_t>::max()), "k") ==
+        std::numeric_limits<int64_t>::max());
+  CHECK(json_read::as<uint64_t>(nlohmann::json(std::numeric_limits<uint64_t>::max()), "k") ==
+        std::numeric_limits<uint64_t>::max());
+  CHECK(json_read::as<int32_t>(nlohmann::json(int64_t{-2147483648}), "k") == std::numeric_limits<int32_t>::min());
+  CHECK(json_read_error<int64_t>(nlohmann::json(5.5e100)) ==
+        "f.json: key 'k' has the wrong type (5.5e+100, expected an integer)");
+  CHECK(json_read_error<int64_t>(nlohmann::json(40.0)) ==
+        "f.json: key 'k' has the wrong type (40.0, expected an integer)");
+  CHECK(json_read_error<int64_t>(nlohmann::json("40")) ==
+        "f.json: key 'k' has the wrong type (\"40\", expected an integer)");
+  // 2^63 is a JSON unsigned integer: one past int64_t's range.
+  CHECK(json_read_error<int64_t>(nlohmann::json(uint64_t{1} << 63)) ==
+        "f.json: key 'k' is out of range (9223372036854775808, expected -9223372036854775808 to 9223372036854775807)");
+  CHECK(json_read_error<int32_t>(nlohmann::json(int64_t{1} << 31)) ==
+        "f.json: key 'k' is out of range (2147483648, expected -2147483648 to 2147483647)");
+  CHECK(json_read_error<size_t>(nlohmann::json(-1)) ==
+        "f.json: key 'k' is out of range (-1, expected 0 to 18446744073709551615)");
+}
+
+TEST_CASE("json_read::as reads floats from finite JSON numbers the type can hold", "[json]") {
+  CHECK(json_read::as<float>(nlohmann::json(0.5), "k") == 0.5f);
+  CHECK(json_read::as<float>(nlohmann::json(3), "k") == 3.0f);  // an integer is a number
+  CHECK(json_read::as<double>(nlohmann::json(1e300), "k") == 1e300);
+  // FLT_MAX = 3.4028234663852886e38 reads; 1e39 is past it (and would be inf, not a learning rate).
+  CHECK(json_read::as<float>(nlohmann::json(double(std::numeric_limits<float>::max())), "k") ==
+        std::numeric_limits<float>::max());
+  CHECK(json_read_error<float>(nlohmann::json(1e39)) == "f.json: key 'k' is out of range (1e+39)");
+  CHECK(json_read_error<double>(nlohmann::json("0.5")) ==
+        "f.json: key 'k' has the wrong type (\"0.5\", expected a number)");
+}
+
+TEST_CASE("json_read::as reads booleans and strings only from their JSON types", "[json]") {
+  CHECK(json_read::as<bool>(nlohmann::json(true), "k"));
+  CHECK(json_read::as<std::string>(nlohmann::json("out"), "k") == "out");
+  CHECK(json_read_error<bool>(nlohmann::json(1)) == "f.json: key 'k' has the wrong type (1, expected true or false)");
+  CHECK(json_read_error<std::string>(nlohmann::json(nullptr)) ==
+        "f.json: key 'k' has the wrong type (null, expected a string)");
 }
 
 }  // namespace hg::io
