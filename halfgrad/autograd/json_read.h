@@ -9,6 +9,7 @@
 #pragma once
 
 #include <cmath>
+#include <cstdint>
 #include <limits>
 #include <string>
 #include <string_view>
@@ -56,6 +57,20 @@ T as(const nlohmann::json& v, const std::string& at) {
 template <class T>
 void read(const nlohmann::json& v, const std::string& at, T& field) {
   field = as<T>(v, at);
+}
+
+// Reads key `key` of the object `j` into `field`, named "<source>: key '<key>'" in an error; a
+// missing key is an error too ("<source>: missing field '<key>'").
+template <class T>
+void read_field(const nlohmann::json& j, const std::string& source, const char* key, T& field) {
+  check(j.contains(key), source, ": missing field '", key, "'");
+  read(j.at(key), source + ": key '" + key + "'", field);
+}
+
+// The same for a key that older files lack: `field` keeps its value when the key is absent.
+template <class T>
+void read_optional_field(const nlohmann::json& j, const std::string& source, const char* key, T& field) {
+  if (j.contains(key)) read_field(j, source, key, field);
 }
 
 }  // namespace hg::json_read

@@ -222,11 +222,10 @@ ModelConfig model_config_from_json(const nlohmann::json& j, const std::string& s
     check(j.contains(key), source, ": missing field '", key, "'");
     return j.at(key);
   };
-  // A field into `field`, typed by it (json_read: a vocab_size of 1e87 is an error, not a cast).
-  auto read = [&](const char* key, auto& field) { json_read::read(get(key), source + ": key '" + key + "'", field); };
-  auto read_optional = [&](const char* key, auto& field) {  // absent in older config.json files
-    if (j.contains(key)) read(key, field);
-  };
+  // A field into `field`, typed by it (json_read: a vocab_size of 1e87 is an error, not a cast);
+  // read_optional: absent in older config.json files.
+  auto read = [&](const char* key, auto& field) { json_read::read_field(j, source, key, field); };
+  auto read_optional = [&](const char* key, auto& field) { json_read::read_optional_field(j, source, key, field); };
   ModelConfig m;
   try {
     nn::ClassifierConfig& c = m.classifier;

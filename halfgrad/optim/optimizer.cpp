@@ -5,8 +5,8 @@
 #include <algorithm>
 #include <cstring>
 
-#include "halfgrad/autograd/json_read.h"
 #include "halfgrad/autograd/allocator.h"
+#include "halfgrad/autograd/json_read.h"
 #include "halfgrad/autograd/sparse_rows.h"
 #include "halfgrad/autograd/tape.h"
 #include "halfgrad/base/error.h"

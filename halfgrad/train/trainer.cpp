@@ -17,12 +17,12 @@
 #include <span>
 
 #include "halfgrad/autograd/all_ops.h"
+#include "halfgrad/autograd/json_read.h"
 #include "halfgrad/autograd/tape.h"
 #include "halfgrad/base/error.h"
 #include "halfgrad/base/fingerprint.h"
 #include "halfgrad/dist/communicator.h"
 #include "halfgrad/io/checkpoint.h"
-#include "halfgrad/autograd/json_read.h"
 #include "halfgrad/io/digest.h"
 #include "halfgrad/io/output_lock.h"
 #include "halfgrad/io/model_config.h"
@@ -50,23 +50,19 @@ nlohmann::json TrainerState::to_json() const {
 TrainerState TrainerState::from_json(const nlohmann::json& j, const std::string& source) {
   check(j.is_object(), source, ": expected a JSON object");
   TrainerState s;
-  // Each present field through json_read (a step count of 5.5e100 must be an error, not a cast).
-  const auto read = [&](const char* key, auto& field) {
-    if (j.contains(key)) json_read::read(j.at(key), source + ": key '" + key + "'", field);
-  };
-  for (const char* key : {"global_step", "max_steps", "epoch", "log_history", "best_metric"}) {
-    check(j.contains(key), source, ": missing field '", key, "'");
-  }
-  read("global_step", s.global_step);
-  read("max_steps", s.max_steps);
-  read("epoch", s.epoch);
+  // Every field through json_read (a step count of 5.5e100 must be an error, not a cast).
+  json_read::read_field(j, source, "global_step", s.global_step);
+  json_read::read_field(j, source, "max_steps", s.max_steps);
+  json_read::read_field(j, source, "epoch", s.epoch);
+  for (const char* key : {"log_history", "best_metric"}) check(j.contains(key), source, ": missing field '", key, "'");
   s.log_history = j.at("log_history");
-  read("skipped_steps", s.skipped_steps);  // the fields below: absent before they were checkpointed (trainer.h)
-  read("best_model_checkpoint", s.best_model_checkpoint);
-  read("loss_sum", s.loss_sum);
-  read("loss_steps", s.loss_steps);
-  read("epoch_loss_sum", s.epoch_loss_sum);
-  read("epoch_loss_steps", s.epoch_loss_steps);
+  // The fields below: absent before they were checkpointed (trainer.h).
+  json_read::read_optional_field(j, source, "skipped_steps", s.skipped_steps);
+  json_read::read_optional_field(j, source, "best_model_checkpoint", s.best_model_checkpoint);
+  json_read::read_optional_field(j, source, "loss_sum", s.loss_sum);
+  json_read::read_optional_field(j, source, "loss_steps", s.loss_steps);
+  json_read::read_optional_field(j, source, "epoch_loss_sum", s.epoch_loss_sum);
+  json_read::read_optional_field(j, source, "epoch_loss_steps", s.epoch_loss_steps);
   if (!j.at("best_metric").is_null())
     s.best_metric = json_read::as<double>(j.at("best_metric"), source + ": key 'best_metric'");
   check(s.global_step >= 0 && s.max_steps >= 0 && s.skipped_steps >= 0 && s.skipped_steps <= s.global_step &&

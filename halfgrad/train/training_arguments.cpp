@@ -131,7 +131,7 @@ TrainingArguments TrainingArguments::from_json(const nlohmann::json& j, const st
     const std::string at = source + ": training_args: key '" + key + "'";
     const auto set = [&v = value, &at](auto& field) {
       json_read::read(v, at, field);
-    };  // checked: no float-to-int cast
+    };  // &v: clang 14 cannot capture a binding
     try {
       if (key == "output_dir")
         set(a.output_dir);
