@@ -703,6 +703,9 @@ size_t sweep_all_floats(EncodeFn oracle, const std::vector<Candidate>& candidate
       oracle(in, want);
       for (const Candidate& candidate : candidates) {
         candidate.encode(in, got);
+        // Equal chunks (all of them, when the test passes) cost memcmp's speed; the element loop
+        // below, with its count and report, held the sweep at about 1 ns a value (perf).
+        if (std::memcmp(got.data(), want.data(), kChunk * sizeof(uint16_t)) == 0) continue;
         for (size_t i = 0; i < kChunk; ++i) {
           if (got[i] == want[i]) continue;
           if (bad[size_t(c)]++ == 0) {

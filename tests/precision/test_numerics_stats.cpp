@@ -9,8 +9,10 @@
 #include <algorithm>
 #include <bit>
 #include <cmath>
+#include <cstdint>
 #include <limits>
 #include <random>
+#include <span>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -145,6 +147,37 @@ TEST_CASE("Log2Histogram: bins over f32's whole range", "[numerics_stats]") {
   sum.merge(h);
   CHECK(sum.count(0) == 4);
   CHECK(sum.total() == 22);
+}
+
+// A span is counted in blocks (by exponent field, two tables, a second pass for fields 0 and
+// 255 when there are any: numerics_stats.cpp); add(x) for each value is the reference.
+TEST_CASE("Log2Histogram: a span counts as its values added one by one", "[numerics_stats]") {
+  // Every exponent field, signs, zeros, subnormals, inf and NaN: bit patterns 0x00000000 to
+  // 0xFFFFFFFF in steps of 2^32 / 4099 (prime), plus the exact specials.
+  std::vector<float> all;
+  for (uint64_t i = 0; i < 4099; ++i) all.push_back(std::bit_cast<float>(uint32_t(i * (uint64_t{1} << 32) / 4099)));
+  for (const float x : {0.0f, -0.0f, kInf, -kInf, kNaN, std::numeric_limits<float>::denorm_min()}) all.push_back(x);
+  // Normal numbers only (the second pass is skipped), sizes around the block path's 512.
+  std::vector<float> normal;
+  for (uint32_t i = 0; i < 1025; ++i) normal.push_back(std::bit_cast<float>(0x3F800000u + i * 0x9E3779u % 0x3F000000u));
+  for (const std::vector<float>* values : {&all, &normal}) {
+    for (const size_t n : {size_t(511), size_t(512), size_t(513), values->size()}) {
+      const std::span<const float> span(values->data(), n);
+      Log2Histogram want;
+      for (const float x : span) want.add(x);
+      const Log2Histogram got = log2_histogram(span);
+      INFO((values == &all ? "all classes" : "normal only") << ", " << n << " values");
+      CHECK(got == want);
+      CHECK(got.total() == n);
+    }
+  }
+  Log2Histogram want;
+  for (const float x : all) want.add(x);
+  CHECK(want.zero >= 3);  // pattern 0, and the two zeros
+  CHECK(want.inf == 2);
+  CHECK(want.nan >= 2);
+  CHECK(want.count(-149) >= 1);
+  CHECK(want.count(127) >= 2);
 }
 
 TEST_CASE("NumericsStats: identical for 1 and 2 threads, equal to a scalar recount", "[numerics_stats]") {
